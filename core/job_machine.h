@@ -1,0 +1,47 @@
+// The job lifecycle machine behind a plain interface: one instance per job, driven by EventKind
+// values. The Boost.MSM back-end lives in core/job_machine.cc only (MSM is heavy to compile); its
+// table is core/job_machine_table.h. An event the machine does not accept in its current state,
+// or whose guard rejects it, returns an error and leaves the machine unchanged: it never aborts.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/result.h"
+#include "spec/model.h"
+
+namespace orrery::core {
+
+template <class D>
+struct RowDesc;
+
+// What a guard or action needs at run time: the concrete cluster, the acting job, the parameters.
+struct FireContext {
+  spec::ClusterVars<spec::Concrete>* cluster;
+  int job;
+  const spec::Params<spec::Concrete>* params;
+};
+
+class JobMachine {
+ public:
+  JobMachine();
+  ~JobMachine();
+  JobMachine(JobMachine&&) noexcept;
+  JobMachine& operator=(JobMachine&&) noexcept;
+
+  spec::JobState state() const;
+
+  // Runs the guard and, if it holds, the effect of the row for (state(), event) on ctx.cluster,
+  // then moves to the row's target. Does not update the cluster's `state` variable: the caller
+  // mirrors state() into it, so the MSM stays the one authority on the lifecycle state.
+  Status fire(spec::EventKind event, FireContext& ctx);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The rows of the real lifecycle table on concrete values, in table order.
+const std::vector<RowDesc<spec::Concrete>>& job_rows();
+
+}  // namespace orrery::core

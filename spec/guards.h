@@ -1,0 +1,190 @@
+// Guards: when a transition may be taken. Each guard is a type with a name and
+//   template <class D> static Clauses<D> clauses(const D&, const ClusterVars<D>&, int job,
+//                                               const Params<D>&);
+// The core's Boost.MSM rows use these types (core/job_machine_table.h); the core evaluates them on
+// concrete values before committing, the checker on solver terms when proving the rows.
+#pragma once
+
+#include "spec/model.h"
+
+namespace orrery::spec {
+
+// The submitted job spec is well formed: a known tier and device type, 1 <= min <= max <= W,
+// memory per worker, and W splits evenly over some device count in [min, max] within the splice
+// limit (otherwise the job could never be placed: infeasible, not "retry later").
+struct GuardSubmit {
+  static constexpr std::string_view name = "valid_spec";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>&, int, const Params<D>& p) {
+    // W == f * c for some c in [min, max]  <=>  f*min <= W <= f*max and f divides W.
+    auto feasible = d.b(false);
+    for (int f = 1; f <= kSpliceLimit; ++f)
+      feasible = feasible || (p.min_dev * d.k(f) <= p.world && p.world <= p.max_dev * d.k(f) &&
+                              d.mod(p.world, f) == d.k(0));
+    return {
+        {"tier known", d.k(0) <= p.tier && p.tier < d.k(kNumTiers)},
+        {"device type known", d.k(0) <= p.dtype},
+        {"1 <= min_devices <= max_devices <= world",
+         d.k(1) <= p.min_dev && p.min_dev <= p.max_dev && p.max_dev <= p.world},
+        {"memory per worker > 0", d.k(1) <= p.mem},
+        {"world splits evenly over a device count in range", feasible},
+    };
+  }
+};
+
+// Admission control: admitting a premium job keeps admitted premium demand within the reserve.
+struct GuardAdmit {
+  static constexpr std::string_view name = "premium_reserve";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>&) {
+    const auto& job = s.jobs[j];
+    return {{"premium demand within reserve",
+             d.implies(is(d, job.tier, Tier::kPremium),
+                       premium_demand(d, s) + job.min_dev <= s.reserve())}};
+  }
+};
+
+// The gang fits on the selected devices (p.sel, p.splice) — placement, resume, and the fit part
+// of migration and resize: every worker placed, the device count
+// in range, at most kSpliceLimit workers per device, the right device type, no device held by
+// another job, and host memory on every node for the swapped-out workers.
+struct GuardGang {
+  static constexpr std::string_view name = "gang_fits";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    const auto& job = s.jobs[j];
+    auto count = sel_count(d, p.sel);
+    auto type_ok = d.b(true);
+    auto free = d.b(true);
+    for (int dev = 0; dev < s.num_devices(); ++dev) {
+      type_ok = type_ok && d.implies(p.sel[dev], s.dev_type[dev] == job.dtype);
+      auto others = holders(d, s, dev) - indicator(d, held(d, s, j, dev));
+      free = free && d.implies(p.sel[dev], others == d.k(0));
+    }
+    auto mem_ok = d.b(true);
+    auto per_dev = swap_per_device(d, p.splice, job.mem);
+    for (int n = 0; n < s.nodes; ++n) {
+      auto mine = d.k(0);
+      for (int dev = 0; dev < s.num_devices(); ++dev)
+        if (s.node_of[dev] == n) mine = mine + d.ite(p.sel[dev], per_dev, d.k(0));
+      mem_ok = mem_ok && host_use(d, s, n, j) + mine <= s.host_mem[n];
+    }
+    return {
+        {"device count in [min_devices, max_devices]",
+         job.min_dev <= count && count <= job.max_dev},
+        {"world == devices * splice, splice <= limit", exact_split(d, job.world, count, p.splice)},
+        {"devices of the job's type", type_ok},
+        {"devices not held by another job", free},
+        {"host memory for swapped-out workers", mem_ok},
+    };
+  }
+};
+
+// The checkpoint step reported is a consistent cut at the job's current step.
+template <class D>
+Clause<D> cut_at_progress(const D&, const JobVars<D>& job, const Params<D>& p) {
+  return {"checkpoint cut at the current step", p.step == job.progress};
+}
+
+// Migration: checkpoint at the barrier (the current step) and fit the gang on the target devices,
+// on at least as many devices as now.
+struct GuardMigrate {
+  static constexpr std::string_view name = "cut_and_gang_fits";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    auto cs = GuardGang::clauses(d, s, j, p);
+    cs.push_back(cut_at_progress(d, s.jobs[j], p));
+    // Moving to fewer devices would be a shrink, which only GuardShrink may allow.
+    cs.push_back({"not fewer devices than now", s.jobs[j].devices <= sel_count(d, p.sel)});
+    return cs;
+  }
+};
+
+// Grow at fixed world size: keep every device held, add at least one, and fit.
+struct GuardGrow {
+  static constexpr std::string_view name = "grows_and_fits";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    auto keeps = d.b(true);
+    for (int dev = 0; dev < s.num_devices(); ++dev)
+      keeps = keeps && d.implies(held(d, s, j, dev), p.sel[dev]);
+    auto cs = GuardGang::clauses(d, s, j, p);
+    cs.push_back({"keeps every held device", keeps});
+    cs.push_back({"more devices than now", s.jobs[j].devices < sel_count(d, p.sel)});
+    return cs;
+  }
+};
+
+// Shrink at fixed world size, in favour of a waiting job the tier rules allow.
+struct GuardShrink {
+  static constexpr std::string_view name = "shrinks_for_favoured";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    auto subset = d.b(true);
+    for (int dev = 0; dev < s.num_devices(); ++dev)
+      subset = subset && d.implies(p.sel[dev], held(d, s, j, dev));
+    auto cs = GuardGang::clauses(d, s, j, p);
+    cs.push_back({"keeps a subset of the held devices", subset});
+    cs.push_back({"fewer devices than now", sel_count(d, p.sel) < s.jobs[j].devices});
+    cs.push_back({"beneficiary favoured by tier or fair share", favoured(d, s, p.beneficiary, j)});
+    return cs;
+  }
+};
+
+// Preemption only in favour of a waiting job of a strictly higher tier, or of the same tier with
+// strictly less attained service.
+struct GuardPreempt {
+  static constexpr std::string_view name = "favoured_beneficiary";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    return {{"beneficiary favoured by tier or fair share", favoured(d, s, p.beneficiary, j)}};
+  }
+};
+
+// A training step report never goes backwards and accounts non-negative GPU time.
+struct GuardProgress {
+  static constexpr std::string_view name = "monotone_step";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    return {{"step >= current step", s.jobs[j].progress <= p.step},
+            {"gpu_ms >= 0", d.k(0) <= p.gpu_ms}};
+  }
+};
+
+// A periodic checkpoint captures a step between the last checkpoint and the current step.
+struct GuardCheckpoint {
+  static constexpr std::string_view name = "checkpoint_in_range";
+  template <class D>
+  static Clauses<D> clauses(const D&, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    const auto& job = s.jobs[j];
+    return {{"last checkpoint <= step <= current step",
+             job.ckpt <= p.step && p.step <= job.progress}};
+  }
+};
+
+// The preemption checkpoint is committed at the current step.
+struct GuardCut {
+  static constexpr std::string_view name = "cut_at_progress";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    return {cut_at_progress(d, s.jobs[j], p)};
+  }
+};
+
+// After a failure the job is requeued while it has retries left, and fails for good after.
+struct GuardRetry {
+  static constexpr std::string_view name = "retries_left";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>&) {
+    return {{"failures < max retries", s.jobs[j].failures < d.k(kMaxRetries)}};
+  }
+};
+struct GuardExhausted {
+  static constexpr std::string_view name = "retries_exhausted";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>&) {
+    return {{"failures >= max retries", d.k(kMaxRetries) <= s.jobs[j].failures}};
+  }
+};
+
+}  // namespace orrery::spec

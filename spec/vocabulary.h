@@ -1,0 +1,95 @@
+// The vocabulary of the job lifecycle: states, events, service tiers and the spec's constants.
+// Plain enums, shared by the core's Boost.MSM machine, the checker and the journal format, so the
+// numeric values are part of the on-disk format: append only, never renumber.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace orrery::spec {
+
+enum class JobState : std::int64_t {
+  kNew = 0,            // slot exists, job not yet submitted
+  kSubmitted = 1,      // spec accepted, awaiting admission control
+  kQueued = 2,         // admitted, waiting for devices (first start or after a failure)
+  kPlaced = 3,         // gang placed on devices, new incarnation launching
+  kRunning = 4,        // training
+  kCheckpointing = 5,  // preemption requested: taking a consistent cut, devices still held
+  kSuspended = 6,      // checkpoint committed, devices released
+  kMigrating = 7,      // checkpoint committed, restoring on other devices
+  kRestoring = 8,      // resuming from the checkpoint on newly placed devices
+  kCompleted = 9,
+  kFailed = 10,
+  kCancelled = 11,
+};
+inline constexpr int kNumJobStates = 12;
+
+enum class EventKind : std::int64_t {
+  kSubmit = 0,
+  kAdmit = 1,
+  kPlace = 2,
+  kStart = 3,
+  kProgress = 4,        // a training step was committed (and GPU time accounted)
+  kCheckpoint = 5,      // periodic checkpoint committed while running
+  kResizeUp = 6,        // more devices, same world size: less splicing
+  kResizeDown = 7,      // fewer devices, same world size: more splicing
+  kPreempt = 8,         // start a checkpoint for preemption
+  kCheckpointDone = 9,  // preemption checkpoint committed
+  kResume = 10,         // suspended job placed again
+  kRestoreDone = 11,    // restore (after resume or migration) finished
+  kMigrate = 12,        // checkpoint at a barrier and move to other devices
+  kComplete = 13,
+  kWorkerCrash = 14,
+  kNodeLoss = 15,
+  kCancel = 16,
+};
+inline constexpr int kNumEventKinds = 17;
+
+enum class Tier : std::int64_t { kPremium = 0, kStandard = 1, kBasic = 2 };
+inline constexpr int kNumTiers = 3;
+
+// At most this many workers of one job share a device by replica splicing.
+inline constexpr int kSpliceLimit = 8;
+// A job whose workers crashed or whose node was lost this many times fails instead of requeueing.
+inline constexpr int kMaxRetries = 3;
+
+constexpr std::string_view state_name(JobState s) {
+  constexpr std::string_view names[] = {"New",       "Submitted",     "Queued",    "Placed",
+                                        "Running",   "Checkpointing", "Suspended", "Migrating",
+                                        "Restoring", "Completed",     "Failed",    "Cancelled"};
+  auto i = static_cast<std::int64_t>(s);
+  return (i >= 0 && i < kNumJobStates) ? names[i] : "?";
+}
+
+constexpr std::string_view event_name(EventKind e) {
+  constexpr std::string_view names[] = {
+      "Submit",   "Admit",      "Place",      "Start",          "Progress",    "Checkpoint",
+      "ResizeUp", "ResizeDown", "Preempt",    "CheckpointDone", "Resume",      "RestoreDone",
+      "Migrate",  "Complete",   "WorkerCrash", "NodeLoss",      "Cancel"};
+  auto i = static_cast<std::int64_t>(e);
+  return (i >= 0 && i < kNumEventKinds) ? names[i] : "?";
+}
+
+constexpr std::string_view tier_name(Tier t) {
+  switch (t) {
+    case Tier::kPremium: return "premium";
+    case Tier::kStandard: return "standard";
+    case Tier::kBasic: return "basic";
+  }
+  return "?";
+}
+
+inline std::optional<Tier> parse_tier(std::string_view s) {
+  for (int i = 0; i < kNumTiers; ++i)
+    if (tier_name(static_cast<Tier>(i)) == s) return static_cast<Tier>(i);
+  return std::nullopt;
+}
+
+inline std::optional<EventKind> parse_event(std::string_view s) {
+  for (int i = 0; i < kNumEventKinds; ++i)
+    if (event_name(static_cast<EventKind>(i)) == s) return static_cast<EventKind>(i);
+  return std::nullopt;
+}
+
+}  // namespace orrery::spec
