@@ -68,17 +68,31 @@ JobVars<D> new_job(const D& d) {
                     d.k(-1), z, z};
 }
 
-// Init: every job slot new, no device held, the reserve between 0 and the fleet's devices.
+// What every fleet satisfies, and no transition changes: each node's capacity is the number of its
+// devices, host memory and device types are non-negative, the premium reserve is between 0 and the
+// fleet's devices. core/fleet.cc builds only such fleets; the checker assumes it in every state.
+template <class D>
+typename D::Bool fleet_wellformed(const D& d, const ClusterVars<D>& s) {
+  auto ok = d.k(0) <= s.reserve() && s.reserve() <= d.k(s.num_devices());
+  for (int n = 0; n < s.nodes; ++n) {
+    int count = 0;
+    for (int dev = 0; dev < s.num_devices(); ++dev) count += s.node_of[dev] == n ? 1 : 0;
+    ok = ok && s.node_devs[n] == d.k(count) && d.k(0) <= s.host_mem[n];
+  }
+  for (int dev = 0; dev < s.num_devices(); ++dev) ok = ok && d.k(0) <= s.dev_type[dev];
+  return ok;
+}
+
+// Init: a well-formed fleet, every job slot new, no device held.
 template <class D>
 typename D::Bool init_state(const D& d, const ClusterVars<D>& s) {
-  auto ok = d.k(0) <= s.reserve() && s.reserve() <= d.k(s.num_devices());
+  auto ok = fleet_wellformed(d, s);
   auto fresh = new_job(d);
   constexpr auto fields = job_fields<D>();
   for (int j = 0; j < s.num_jobs(); ++j) {
     for (const auto& [name, member] : fields) ok = ok && (s.jobs[j].*member == fresh.*member);
     for (int dev = 0; dev < s.num_devices(); ++dev) ok = ok && s.hold[j][dev] == d.k(0);
   }
-  for (int n = 0; n < s.nodes; ++n) ok = ok && d.k(0) <= s.host_mem[n];
   return ok;
 }
 
@@ -123,7 +137,7 @@ typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
 
     case Inv::kCkpt:
       for (const auto& job : s.jobs)
-        ok = ok && d.k(-1) <= job.ckpt && job.ckpt <= job.progress &&
+        ok = ok && d.k(0) <= job.progress && d.k(-1) <= job.ckpt && job.ckpt <= job.progress &&
              d.implies(one_of(d, job.state,
                               {JobState::kSuspended, JobState::kMigrating, JobState::kRestoring}),
                        d.k(0) <= job.ckpt && job.progress == job.ckpt);

@@ -1,0 +1,125 @@
+#include "checker/bmc.h"
+
+#include <chrono>
+#include <sstream>
+
+#include "spec/invariants.h"
+
+namespace orrery::checker {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+z3::expr same_jobs(const Z3Domain& d, const SymCluster& a, const SymCluster& b) {
+  auto eq = d.b(true);
+  constexpr auto fields = spec::job_fields<Z3Domain>();
+  for (int j = 0; j < a.num_jobs(); ++j) {
+    for (const auto& [name, member] : fields) eq = eq && (a.jobs[j].*member == b.jobs[j].*member);
+    for (int dev = 0; dev < a.num_devices(); ++dev) eq = eq && a.hold[j][dev] == b.hold[j][dev];
+  }
+  return eq;
+}
+
+}  // namespace
+
+BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, unsigned timeout_ms) {
+  auto t0 = Clock::now();
+  z3::context ctx;
+  Z3Domain d{&ctx};
+  BmcReport report;
+  report.depth = depth;
+  const int m = shape.nodes * shape.devices_per_node;
+  const int nrows = static_cast<int>(rows.size());
+
+  z3::solver solver(ctx);
+  z3::params params(ctx);
+  params.set("timeout", timeout_ms);
+  solver.set(params);
+
+  std::vector<SymCluster> states;
+  std::vector<SymParams> ps;
+  std::vector<z3::expr> choice;  // step t: job * nrows + row
+  states.push_back(make_cluster(d, shape, "t0."));
+  solver.add(spec::init_state(d, states[0]));
+
+  for (int t = 1; t <= depth; ++t) {
+    auto td = Clock::now();
+    const auto& pre = states.back();
+    auto post = make_cluster(d, shape, "t" + std::to_string(t) + ".", &states[0]);
+    auto p = make_params(d, m, "p" + std::to_string(t) + ".");
+    auto c = ctx.int_const(("choice" + std::to_string(t)).c_str());
+    solver.add(d.k(0) <= c && c < d.k(shape.jobs * nrows));
+    auto step_ok = d.b(true);
+    for (int j = 0; j < shape.jobs; ++j) {
+      for (int r = 0; r < nrows; ++r) {
+        const auto& row = rows[r];
+        auto chosen = c == d.k(j * nrows + r);
+        auto fired = fire(d, row, pre, j, p);
+        auto enabled = pre.jobs[j].state == d.k(static_cast<std::int64_t>(row.src));
+        if (row.guard) enabled = enabled && spec::all_of(d, row.guard(d, pre, j, p));
+        solver.add(z3::implies(chosen, enabled && same_jobs(d, fired, post)));
+      }
+      auto step_j = d.b(true);
+      for (auto inv : spec::kAllInvariants)
+        if (spec::has_step_part(inv)) step_j = step_j && spec::step_invariant(d, inv, pre, j, p, post);
+      // The acting job is c / nrows.
+      step_ok = step_ok && z3::implies(d.k(j * nrows) <= c && c < d.k((j + 1) * nrows), step_j);
+    }
+    states.push_back(post);
+    ps.push_back(p);
+    choice.push_back(c);
+
+    auto inv_ok = d.b(true);
+    for (auto inv : spec::kAllInvariants) inv_ok = inv_ok && spec::state_invariant(d, inv, post);
+    solver.push();
+    solver.add(!(inv_ok && step_ok));
+    auto r = solver.check();
+    report.seconds_per_depth.push_back(
+        std::chrono::duration<double>(Clock::now() - td).count());
+    if (r == z3::sat) {
+      report.ok = false;
+      auto mdl = solver.get_model();
+      std::ostringstream out;
+      out << "    step 0: " << show_cluster(mdl, states[0]);
+      for (int s = 1; s <= t; ++s) {
+        std::int64_t cv = 0;
+        mdl.eval(choice[s - 1], true).is_numeral_i64(cv);
+        int j = static_cast<int>(cv / nrows);
+        const auto& row = rows[static_cast<std::size_t>(cv % nrows)];
+        out << "    step " << s << ": " << spec::event_name(row.event) << " job" << j
+            << show_params(mdl, ps[s - 1], row.event) << "  via row " << row.label() << "\n";
+        for (int i = 0; i < shape.jobs; ++i) out << "      " << show_job(mdl, states[s], i) << "\n";
+      }
+      for (auto inv : spec::kAllInvariants) {
+        bool st = mdl.eval(spec::state_invariant(d, inv, states[t]), true).is_true();
+        out << (st ? "" : "    violates " + std::string(spec::inv_id(inv)) + " (state)\n");
+      }
+      std::int64_t cv = 0;
+      mdl.eval(choice[t - 1], true).is_numeral_i64(cv);
+      for (auto inv : spec::kAllInvariants) {
+        if (!spec::has_step_part(inv)) continue;
+        auto e = spec::step_invariant(d, inv, states[t - 1], static_cast<int>(cv / nrows), ps[t - 1],
+                                      states[t]);
+        if (!mdl.eval(e, true).is_true())
+          out << "    violates " << spec::inv_id(inv) << " (step)\n";
+      }
+      report.counterexample = out.str();
+      solver.pop();
+      break;
+    }
+    solver.pop();
+    if (r == z3::unknown) {
+      report.ok = false;
+      report.unknown = true;
+      report.counterexample = "solver returned unknown at depth " + std::to_string(t) + " (" +
+                              solver.reason_unknown() + ")";
+      break;
+    }
+    report.depth_checked = t;
+  }
+  report.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace orrery::checker

@@ -1,0 +1,12 @@
+// Walks the very transition table the core's Boost.MSM back-end is built from.
+#include "checker/lifecycle_rows.h"
+
+#include "core/job_machine_table.h"
+
+namespace orrery::checker {
+
+std::vector<SymRow> lifecycle_rows() {
+  return core::rows_of<Z3Domain, core::JobFront::transition_table>();
+}
+
+}  // namespace orrery::checker

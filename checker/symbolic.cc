@@ -1,0 +1,164 @@
+#include "checker/symbolic.h"
+
+#include <sstream>
+
+#include "spec/invariants.h"
+
+
+namespace orrery::checker {
+
+namespace {
+
+std::int64_t value_of(z3::model& m, const z3::expr& e) {
+  auto v = m.eval(e, true);
+  std::int64_t out = 0;
+  if (v.is_numeral_i64(out)) return out;
+  return 0;
+}
+
+bool truth_of(z3::model& m, const z3::expr& e) { return m.eval(e, true).is_true(); }
+
+}  // namespace
+
+SymCluster make_cluster(const Z3Domain& d, const Shape& shape, const std::string& prefix,
+                        const SymCluster* shared_fleet) {
+  auto& c = *d.ctx;
+  SymCluster s;
+  s.nodes = shape.nodes;
+  for (int n = 0; n < shape.nodes; ++n)
+    for (int k = 0; k < shape.devices_per_node; ++k) s.node_of.push_back(n);
+  const int m = s.num_devices();
+  if (shared_fleet) {
+    s.dev_type = shared_fleet->dev_type;
+    s.node_devs = shared_fleet->node_devs;
+    s.host_mem = shared_fleet->host_mem;
+    s.premium_reserve = shared_fleet->premium_reserve;
+  } else {
+    for (int dev = 0; dev < m; ++dev)
+      s.dev_type.push_back(c.int_const(("dev_type[" + std::to_string(dev) + "]").c_str()));
+    for (int n = 0; n < shape.nodes; ++n) {
+      s.node_devs.push_back(c.int_const(("node_devs[" + std::to_string(n) + "]").c_str()));
+      s.host_mem.push_back(c.int_const(("host_mem[" + std::to_string(n) + "]").c_str()));
+    }
+    s.premium_reserve.push_back(c.int_const("premium_reserve"));
+  }
+  constexpr auto fields = spec::job_fields<Z3Domain>();
+  for (int j = 0; j < shape.jobs; ++j) {
+    auto job = spec::new_job(d);  // placeholder values, all replaced below
+    for (const auto& [name, member] : fields)
+      job.*member = c.int_const((prefix + "j" + std::to_string(j) + "." + std::string(name)).c_str());
+    s.jobs.push_back(job);
+    std::vector<z3::expr> row;
+    for (int dev = 0; dev < m; ++dev)
+      row.push_back(c.int_const(
+          (prefix + "hold[" + std::to_string(j) + "][" + std::to_string(dev) + "]").c_str()));
+    s.hold.push_back(row);
+  }
+  return s;
+}
+
+SymParams make_params(const Z3Domain& d, int devices, const std::string& prefix) {
+  auto& c = *d.ctx;
+  auto v = [&](const char* n) { return c.int_const((prefix + n).c_str()); };
+  SymParams p{v("tier"),   v("dtype"),  v("world"), v("min_dev"), v("max_dev"),
+              v("mem"),    v("step"),   v("gpu_ms"), v("splice"), v("beneficiary"), {}};
+  for (int dev = 0; dev < devices; ++dev)
+    p.sel.push_back(c.bool_const((prefix + "sel[" + std::to_string(dev) + "]").c_str()));
+  return p;
+}
+
+SymCluster fire(const Z3Domain& d, const SymRow& row, const SymCluster& pre, int j,
+                const SymParams& p) {
+  SymCluster post = pre;
+  if (row.effect) row.effect(d, post, j, p);
+  post.jobs[j].state = d.k(static_cast<std::int64_t>(row.dst));
+  return post;
+}
+
+std::string show_job(z3::model& m, const SymCluster& s, int j) {
+  std::ostringstream out;
+  const auto& job = s.jobs[j];
+  auto st = value_of(m, job.state);
+  out << "job" << j << " " << spec::state_name(static_cast<spec::JobState>(st));
+  if (st == static_cast<std::int64_t>(spec::JobState::kNew)) return out.str();
+  auto tier = value_of(m, job.tier);
+  out << " " << ((tier >= 0 && tier < spec::kNumTiers) ? spec::tier_name(static_cast<spec::Tier>(tier))
+                                                        : "tier?" + std::to_string(tier));
+  constexpr auto fields = spec::job_fields<Z3Domain>();
+  for (const auto& [name, member] : fields) {
+    if (name == "state" || name == "tier") continue;
+    out << " " << name << "=" << value_of(m, job.*member);
+  }
+  out << " holds={";
+  bool first = true;
+  for (int dev = 0; dev < s.num_devices(); ++dev) {
+    auto h = value_of(m, s.hold[j][dev]);
+    if (h == 0) continue;
+    out << (first ? "" : ",") << "d" << dev << "@" << h;
+    first = false;
+  }
+  out << "}";
+  return out.str();
+}
+
+std::string show_cluster(z3::model& m, const SymCluster& s) {
+  std::ostringstream out;
+  out << "fleet: reserve=" << value_of(m, s.reserve());
+  for (int n = 0; n < s.nodes; ++n) out << " node" << n << ".host_mem=" << value_of(m, s.host_mem[n]);
+  out << " types=[";
+  for (int dev = 0; dev < s.num_devices(); ++dev)
+    out << (dev ? "," : "") << value_of(m, s.dev_type[dev]);
+  out << "]\n";
+  for (int j = 0; j < s.num_jobs(); ++j) out << "      " << show_job(m, s, j) << "\n";
+  return out.str();
+}
+
+std::string show_params(z3::model& m, const SymParams& p, spec::EventKind e) {
+  using spec::EventKind;
+  std::ostringstream out;
+  auto sel = [&] {
+    std::ostringstream o;
+    o << " devices={";
+    bool first = true;
+    for (std::size_t dev = 0; dev < p.sel.size(); ++dev)
+      if (truth_of(m, p.sel[dev])) {
+        o << (first ? "" : ",") << "d" << dev;
+        first = false;
+      }
+    o << "} splice=" << value_of(m, p.splice);
+    return o.str();
+  };
+  switch (e) {
+    case EventKind::kSubmit:
+      out << " tier=" << value_of(m, p.tier) << " dtype=" << value_of(m, p.dtype)
+          << " world=" << value_of(m, p.world) << " min=" << value_of(m, p.min_dev)
+          << " max=" << value_of(m, p.max_dev) << " mem=" << value_of(m, p.mem);
+      break;
+    case EventKind::kPlace:
+    case EventKind::kResume:
+    case EventKind::kResizeUp:
+      out << sel();
+      break;
+    case EventKind::kResizeDown:
+      out << sel() << " beneficiary=job" << value_of(m, p.beneficiary);
+      break;
+    case EventKind::kMigrate:
+      out << sel() << " step=" << value_of(m, p.step);
+      break;
+    case EventKind::kPreempt:
+      out << " beneficiary=job" << value_of(m, p.beneficiary);
+      break;
+    case EventKind::kProgress:
+      out << " step=" << value_of(m, p.step) << " gpu_ms=" << value_of(m, p.gpu_ms);
+      break;
+    case EventKind::kCheckpoint:
+    case EventKind::kCheckpointDone:
+      out << " step=" << value_of(m, p.step);
+      break;
+    default:
+      break;
+  }
+  return out.str();
+}
+
+}  // namespace orrery::checker

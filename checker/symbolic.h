@@ -1,0 +1,41 @@
+// Symbolic clusters and parameters for the solver, and reading them back out of a model as text
+// for counterexamples.
+#pragma once
+
+#include <string>
+
+#include "checker/z3_domain.h"
+#include "core/row_desc.h"
+#include "spec/model.h"
+
+namespace orrery::checker {
+
+using SymCluster = spec::ClusterVars<Z3Domain>;
+using SymParams = spec::Params<Z3Domain>;
+using SymRow = core::RowDesc<Z3Domain>;
+
+// The shape of a bounded cluster: `nodes` nodes of `devices_per_node` devices, `jobs` job slots.
+struct Shape {
+  int jobs = 3;
+  int nodes = 2;
+  int devices_per_node = 2;
+};
+
+// Every value a fresh constant named after `prefix` ("s0." -> "s0.j1.state", "s0.hold[1][3]").
+// With `shared_fleet`, the fleet's values (device types, host memory, reserve) come from it
+// instead, so several states of one run share one fleet.
+SymCluster make_cluster(const Z3Domain& d, const Shape& shape, const std::string& prefix,
+                        const SymCluster* shared_fleet = nullptr);
+SymParams make_params(const Z3Domain& d, int devices, const std::string& prefix);
+
+// The state after `row` fires for job j: the row's effect, and the job's state set to the row's
+// target.
+SymCluster fire(const Z3Domain& d, const SymRow& row, const SymCluster& pre, int j,
+                const SymParams& p);
+
+// Readable values under a model.
+std::string show_cluster(z3::model& m, const SymCluster& s);
+std::string show_job(z3::model& m, const SymCluster& s, int j);
+std::string show_params(z3::model& m, const SymParams& p, spec::EventKind e);
+
+}  // namespace orrery::checker

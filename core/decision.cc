@@ -1,0 +1,159 @@
+#include "core/decision.h"
+
+#include <cstring>
+
+namespace orrery::core {
+
+namespace {
+
+void put_i64(std::string& out, std::int64_t v) {
+  auto u = static_cast<std::uint64_t>(v);
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+}
+
+void put_str(std::string& out, std::string_view s) {
+  put_i64(out, static_cast<std::int64_t>(s.size()));
+  out.append(s);
+}
+
+// Reads fields off a byte string; the first failure sticks and names the field.
+class Reader {
+ public:
+  explicit Reader(std::string_view b) : b_(b) {}
+  std::int64_t i64(const char* field) {
+    if (!err_.empty()) return 0;
+    if (b_.size() - pos_ < 8) {
+      err_ = std::string("record ends inside field '") + field + "'";
+      return 0;
+    }
+    std::uint64_t u = 0;
+    for (int i = 0; i < 8; ++i)
+      u |= static_cast<std::uint64_t>(static_cast<unsigned char>(b_[pos_ + i])) << (8 * i);
+    pos_ += 8;
+    return static_cast<std::int64_t>(u);
+  }
+  std::string str(const char* field) {
+    auto n = i64(field);
+    if (!err_.empty()) return {};
+    if (n < 0 || static_cast<std::uint64_t>(n) > b_.size() - pos_) {
+      err_ = std::string("bad length for field '") + field + "'";
+      return {};
+    }
+    std::string s(b_.substr(pos_, static_cast<std::size_t>(n)));
+    pos_ += static_cast<std::size_t>(n);
+    return s;
+  }
+  bool done() const { return pos_ == b_.size(); }
+  const std::string& error() const { return err_; }
+  void fail(std::string e) {
+    if (err_.empty()) err_ = std::move(e);
+  }
+
+ private:
+  std::string_view b_;
+  std::size_t pos_ = 1;  // after the kind byte
+  std::string err_;
+};
+
+}  // namespace
+
+std::string Decision::describe() const {
+  std::string s = std::string(spec::event_name(event));
+  if (event == spec::EventKind::kSubmit) {
+    s += " '" + name + "' " + std::string(spec::tier_name(tier)) + " W=" + std::to_string(world) +
+         " devices=[" + std::to_string(min_devices) + "," + std::to_string(max_devices) + "] " +
+         device_type;
+    return s;
+  }
+  s += " job " + std::to_string(job);
+  if (!devices.empty()) {
+    s += " on {";
+    for (std::size_t i = 0; i < devices.size(); ++i)
+      s += (i ? "," : "") + std::to_string(devices[i]);
+    s += "} x" + std::to_string(splice);
+  }
+  if (beneficiary >= 0) s += " for job " + std::to_string(beneficiary);
+  switch (event) {
+    case spec::EventKind::kProgress:
+      s += " step " + std::to_string(step) + " +" + std::to_string(gpu_ms) + " gpu-ms";
+      break;
+    case spec::EventKind::kCheckpoint:
+    case spec::EventKind::kCheckpointDone:
+    case spec::EventKind::kMigrate:
+      s += " ckpt@" + std::to_string(step);
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+
+std::string encode_fleet_record(std::string_view fleet_text) {
+  std::string out(1, static_cast<char>(RecordKind::kFleet));
+  out.append(fleet_text);
+  return out;
+}
+
+std::string encode_decision_record(const Decision& d, std::int64_t time_ms) {
+  std::string out(1, static_cast<char>(RecordKind::kDecision));
+  put_i64(out, time_ms);
+  put_i64(out, static_cast<std::int64_t>(d.event));
+  put_i64(out, d.job);
+  put_str(out, d.name);
+  put_i64(out, static_cast<std::int64_t>(d.tier));
+  put_str(out, d.device_type);
+  put_i64(out, d.world);
+  put_i64(out, d.min_devices);
+  put_i64(out, d.max_devices);
+  put_i64(out, d.mem_mib);
+  put_i64(out, d.step);
+  put_i64(out, d.gpu_ms);
+  put_i64(out, d.splice);
+  put_i64(out, d.beneficiary);
+  put_i64(out, static_cast<std::int64_t>(d.devices.size()));
+  for (auto dev : d.devices) put_i64(out, dev);
+  return out;
+}
+
+Result<DecodedRecord> decode_record(std::string_view bytes) {
+  if (bytes.empty()) return Status::Error("empty record");
+  DecodedRecord r;
+  if (bytes[0] == static_cast<char>(RecordKind::kFleet)) {
+    r.kind = RecordKind::kFleet;
+    r.fleet_text = std::string(bytes.substr(1));
+    return r;
+  }
+  if (bytes[0] != static_cast<char>(RecordKind::kDecision))
+    return Status::Error("unknown record kind byte " +
+                         std::to_string(static_cast<unsigned char>(bytes[0])));
+  Reader in(bytes);
+  Decision& d = r.decision;
+  r.time_ms = in.i64("time_ms");
+  auto event = in.i64("event");
+  d.job = in.i64("job");
+  d.name = in.str("name");
+  auto tier = in.i64("tier");
+  d.device_type = in.str("device_type");
+  d.world = in.i64("world");
+  d.min_devices = in.i64("min_devices");
+  d.max_devices = in.i64("max_devices");
+  d.mem_mib = in.i64("mem_mib");
+  d.step = in.i64("step");
+  d.gpu_ms = in.i64("gpu_ms");
+  d.splice = in.i64("splice");
+  d.beneficiary = in.i64("beneficiary");
+  auto n = in.i64("device count");
+  if (in.error().empty() && (n < 0 || n > (1 << 20))) in.fail("device count out of range");
+  for (std::int64_t i = 0; in.error().empty() && i < n; ++i) d.devices.push_back(in.i64("device"));
+  if (in.error().empty() && !in.done()) in.fail("trailing bytes after decision");
+  if (in.error().empty() && (event < 0 || event >= spec::kNumEventKinds))
+    in.fail("unknown event " + std::to_string(event));
+  if (in.error().empty() && (tier < 0 || tier >= spec::kNumTiers))
+    in.fail("unknown tier " + std::to_string(tier));
+  if (!in.error().empty()) return Status::Error("bad decision record: " + in.error());
+  d.event = static_cast<spec::EventKind>(event);
+  d.tier = static_cast<spec::Tier>(tier);
+  return r;
+}
+
+}  // namespace orrery::core

@@ -1,0 +1,53 @@
+// A decision: one lifecycle event for one job with its parameters, as proposed by a policy or an
+// operator and committed by the core. Decisions are what the journal stores, so they have a
+// stable binary encoding; decoding validates everything (a journal is input from outside).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "spec/vocabulary.h"
+
+namespace orrery::core {
+
+struct Decision {
+  spec::EventKind event = spec::EventKind::kSubmit;
+  std::int64_t job = -1;  // ignored for Submit: the core assigns the next job id
+
+  // Submit: the job spec.
+  std::string name;
+  spec::Tier tier = spec::Tier::kStandard;
+  std::string device_type;
+  std::int64_t world = 0;
+  std::int64_t min_devices = 0;
+  std::int64_t max_devices = 0;
+  std::int64_t mem_mib = 0;  // device memory per worker
+
+  std::int64_t step = 0;          // Progress, Checkpoint, CheckpointDone, Migrate
+  std::int64_t gpu_ms = 0;        // Progress
+  std::int64_t splice = 0;        // Place, Resume, Migrate, ResizeUp, ResizeDown
+  std::int64_t beneficiary = -1;  // Preempt, ResizeDown
+  std::vector<std::int64_t> devices;  // Place, Resume, Migrate, ResizeUp, ResizeDown: full new set
+
+  // One line for logs: "Preempt job 2 for job 3".
+  std::string describe() const;
+};
+
+// Journal records: the first is the fleet (as Fleet::to_text()), every other one a decision.
+enum class RecordKind : char { kFleet = 'F', kDecision = 'D' };
+
+std::string encode_fleet_record(std::string_view fleet_text);
+std::string encode_decision_record(const Decision& d, std::int64_t time_ms);
+
+struct DecodedRecord {
+  RecordKind kind = RecordKind::kDecision;
+  std::string fleet_text;  // kFleet
+  Decision decision;       // kDecision
+  std::int64_t time_ms = 0;
+};
+Result<DecodedRecord> decode_record(std::string_view bytes);
+
+}  // namespace orrery::core

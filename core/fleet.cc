@@ -1,0 +1,175 @@
+#include "core/fleet.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace orrery::core {
+
+namespace {
+
+std::vector<std::string> split_words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// Parses "key=<non-negative integer>" from words[from..].
+Result<std::int64_t> keyed_int(const std::vector<std::string>& words, std::size_t from,
+                               const std::string& key, bool required, std::int64_t dflt) {
+  for (std::size_t i = from; i < words.size(); ++i) {
+    const auto& w = words[i];
+    if (w.rfind(key + "=", 0) != 0) continue;
+    std::int64_t v = 0;
+    const char* b = w.data() + key.size() + 1;
+    const char* e = w.data() + w.size();
+    auto [p, ec] = std::from_chars(b, e, v);
+    if (ec != std::errc() || p != e || v < 0)
+      return Status::Error("'" + w + "': " + key + " must be a non-negative integer");
+    return v;
+  }
+  if (required) return Status::Error("missing " + key + "=");
+  return dflt;
+}
+
+}  // namespace
+
+Result<Fleet> Fleet::parse(const std::string& text) {
+  Fleet f;
+  std::string region, cluster;
+  std::istringstream in(text);
+  int lineno = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lineno;
+    auto where = [&](const std::string& msg) {
+      return Status::Error("fleet line " + std::to_string(lineno) + ": " + msg);
+    };
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    auto w = split_words(line);
+    if (w.empty()) continue;
+    const auto& kw = w[0];
+    if (kw == "premium_reserve") {
+      std::int64_t v = -1;
+      if (w.size() != 2 || std::from_chars(w[1].data(), w[1].data() + w[1].size(), v).ec !=
+                               std::errc() || v < 0)
+        return where("premium_reserve takes one non-negative integer");
+      f.premium_reserve = v;
+    } else if (kw == "region") {
+      if (w.size() != 2) return where("region takes one name");
+      region = w[1];
+      cluster.clear();
+    } else if (kw == "cluster") {
+      if (w.size() != 2) return where("cluster takes one name");
+      if (region.empty()) return where("cluster before any region");
+      cluster = w[1];
+    } else if (kw == "node") {
+      if (w.size() < 2) return where("node needs a name");
+      if (cluster.empty()) return where("node before any cluster");
+      auto mem = keyed_int(w, 2, "host_mem_mib", true, 0);
+      if (!mem) return where(mem.reason());
+      f.nodes.push_back(Node{w[1], cluster, region, *mem, {}});
+    } else if (kw == "devices") {
+      if (w.size() < 2) return where("devices needs a type");
+      if (f.nodes.empty()) return where("devices before any node");
+      auto count = keyed_int(w, 2, "count", true, 0);
+      if (!count) return where(count.reason());
+      if (*count < 1 || *count > 4096) return where("count must be in [1, 4096]");
+      auto mem = keyed_int(w, 2, "mem_mib", false, 0);
+      if (!mem) return where(mem.reason());
+      int type = f.type_id(w[1]);
+      if (type < 0) {
+        type = static_cast<int>(f.device_types.size());
+        f.device_types.push_back(w[1]);
+      }
+      int node = static_cast<int>(f.nodes.size()) - 1;
+      for (std::int64_t i = 0; i < *count; ++i) {
+        f.nodes.back().devices.push_back(static_cast<int>(f.devices.size()));
+        f.devices.push_back(Device{type, *mem, node});
+      }
+    } else {
+      return where("unknown keyword '" + kw +
+                   "' (expected premium_reserve, region, cluster, node or devices)");
+    }
+  }
+  if (f.devices.empty()) return Status::Error("fleet has no devices");
+  if (f.premium_reserve > static_cast<std::int64_t>(f.devices.size()))
+    return Status::Error("premium_reserve " + std::to_string(f.premium_reserve) +
+                         " exceeds the fleet's " + std::to_string(f.devices.size()) + " devices");
+  return f;
+}
+
+Result<Fleet> Fleet::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Error("cannot read fleet config " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto f = parse(ss.str());
+  if (!f) return Status::Error(path + ": " + f.reason());
+  return f;
+}
+
+std::string Fleet::to_text() const {
+  std::ostringstream out;
+  out << "premium_reserve " << premium_reserve << "\n";
+  std::string region, cluster;
+  for (const auto& n : nodes) {
+    if (n.region != region) {
+      region = n.region;
+      cluster.clear();
+      out << "region " << region << "\n";
+    }
+    if (n.cluster != cluster) {
+      cluster = n.cluster;
+      out << "cluster " << cluster << "\n";
+    }
+    out << "node " << n.name << " host_mem_mib=" << n.host_mem_mib << "\n";
+    // Consecutive devices of the same type and memory form one line.
+    for (std::size_t i = 0; i < n.devices.size();) {
+      const auto& d = devices[n.devices[i]];
+      std::size_t j = i;
+      while (j < n.devices.size() && devices[n.devices[j]].type == d.type &&
+             devices[n.devices[j]].mem_mib == d.mem_mib)
+        ++j;
+      out << "devices " << device_types[d.type] << " count=" << (j - i) << " mem_mib=" << d.mem_mib
+          << "\n";
+      i = j;
+    }
+  }
+  return out.str();
+}
+
+int Fleet::type_id(const std::string& type) const {
+  for (std::size_t i = 0; i < device_types.size(); ++i)
+    if (device_types[i] == type) return static_cast<int>(i);
+  return -1;
+}
+
+spec::ClusterVars<spec::Concrete> Fleet::empty_cluster() const {
+  spec::ClusterVars<spec::Concrete> s;
+  s.nodes = static_cast<int>(nodes.size());
+  for (const auto& d : devices) {
+    s.node_of.push_back(d.node);
+    s.dev_type.push_back(d.type);
+  }
+  for (const auto& n : nodes) {
+    s.node_devs.push_back(static_cast<std::int64_t>(n.devices.size()));
+    s.host_mem.push_back(n.host_mem_mib);
+  }
+  s.premium_reserve = {premium_reserve};
+  return s;
+}
+
+Fleet default_fleet() {
+  auto f = Fleet::parse(
+      "premium_reserve 4\n"
+      "region local\n"
+      "cluster c0\n"
+      "node node0 host_mem_mib=262144\n"
+      "devices H100-80G count=4 mem_mib=81920\n"
+      "node node1 host_mem_mib=262144\n"
+      "devices H100-80G count=4 mem_mib=81920\n");
+  return std::move(f.value());
+}
+
+}  // namespace orrery::core

@@ -1,0 +1,57 @@
+// The fleet: regions > clusters > nodes > devices, read from a small line-oriented config.
+//
+//   # comment
+//   premium_reserve 4                     devices reserved for admitted premium demand
+//   region eu-west
+//   cluster c1                            belongs to the last region
+//   node n1 host_mem_mib=262144           belongs to the last cluster; host memory for spliced state
+//   devices H100-80G count=4 mem_mib=81920  belong to the last node (one NVLink domain)
+//
+// Device types are interned: the spec sees a small integer per type name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "spec/domain.h"
+#include "spec/model.h"
+
+namespace orrery::core {
+
+struct Device {
+  int type = 0;  // index into Fleet::device_types
+  std::int64_t mem_mib = 0;
+  int node = 0;
+};
+
+struct Node {
+  std::string name;
+  std::string cluster;
+  std::string region;
+  std::int64_t host_mem_mib = 0;
+  std::vector<int> devices;
+};
+
+struct Fleet {
+  std::int64_t premium_reserve = 0;
+  std::vector<std::string> device_types;
+  std::vector<Node> nodes;
+  std::vector<Device> devices;
+
+  static Result<Fleet> parse(const std::string& text);
+  static Result<Fleet> load(const std::string& path);
+  // Text that parse() reads back to an equal fleet (stored as the journal's first record).
+  std::string to_text() const;
+
+  int type_id(const std::string& type) const;  // -1 when the fleet has no such device type
+  // The spec's view: every device and node, no job yet.
+  spec::ClusterVars<spec::Concrete> empty_cluster() const;
+};
+
+// The fleet `scripts/demo` and the tests use when no config is given: one region, one cluster,
+// two nodes of four H100-80G each, four devices reserved for premium.
+Fleet default_fleet();
+
+}  // namespace orrery::core

@@ -1,0 +1,429 @@
+// The decision journal: framing, group commit and tail recovery. The contract is in journal.h.
+#include "core/journal.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+namespace orrery::core {
+namespace {
+
+constexpr std::string_view kMagic = "ORRJRNL1";
+constexpr std::size_t kFileHeaderBytes = 8;
+constexpr std::size_t kRecordHeaderBytes = 8;  // length:u32le crc:u32le
+constexpr std::size_t kReadChunk = 1u << 20;
+
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+Status io_error(std::string_view what, const std::string& path, int err) {
+  std::string reason(what);
+  reason += ' ';
+  reason += path;
+  reason += ": ";
+  reason += errno_text(err);
+  return Status::Error(std::move(reason));
+}
+
+std::string hex32(std::uint32_t v) {
+  char buf[11];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+// Printable rendering of a few bytes for error messages (a bad header may be anything).
+std::string escaped(std::string_view bytes) {
+  std::string out;
+  for (unsigned char c : bytes) {
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+void put_le32(std::string& out, std::uint32_t v) {
+  const char b[4] = {static_cast<char>(v & 0xFFu), static_cast<char>((v >> 8) & 0xFFu),
+                     static_cast<char>((v >> 16) & 0xFFu), static_cast<char>((v >> 24) & 0xFFu)};
+  out.append(b, 4);
+}
+
+std::uint32_t get_le32(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return std::uint32_t{u[0]} | (std::uint32_t{u[1]} << 8) | (std::uint32_t{u[2]} << 16) |
+         (std::uint32_t{u[3]} << 24);
+}
+
+// Owns a file descriptor; closes it on every early return.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+// write() until everything is out: write may be partial (signals, quotas, pipes) or EINTR.
+Status write_all(int fd, const char* data, std::size_t n, const std::string& path) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return io_error("cannot write journal", path, errno);
+    }
+    if (w == 0) return io_error("cannot write journal", path, EIO);  // would spin forever
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return Status::Ok();
+}
+
+Status sync_data(int fd, const std::string& path) {
+  int rc;
+  do {
+    rc = ::fdatasync(fd);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) return io_error("cannot fdatasync journal", path, errno);
+  return Status::Ok();
+}
+
+// A newly created file is durable only once its directory entry is: fsync the parent directory.
+Status sync_parent_dir(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  const std::string dir =
+      slash == std::string::npos ? std::string(".") : (slash == 0 ? "/" : path.substr(0, slash));
+  Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d.get() < 0) return io_error("cannot open directory of journal", path, errno);
+  if (::fsync(d.get()) != 0) return io_error("cannot fsync directory of journal", path, errno);
+  return Status::Ok();
+}
+
+// Sequential reader over a file by pread, keeping a window of at least the bytes asked for.
+class ChunkReader {
+ public:
+  ChunkReader(int fd, const std::string& path) : fd_(fd), path_(path) {}
+
+  // Makes at least `n` bytes available from the current position, fewer only at end of file.
+  // Returns how many are available.
+  Result<std::size_t> fill(std::size_t n) {
+    while (buf_.size() - pos_ < n && !eof_) {
+      if (pos_ > 0) {  // drop consumed bytes; the tail that stays is shorter than one record
+        buf_.erase(0, pos_);
+        pos_ = 0;
+      }
+      const std::size_t want = std::max(n - buf_.size(), kReadChunk);
+      const std::size_t old = buf_.size();
+      buf_.resize(old + want);
+      ssize_t r;
+      do {
+        r = ::pread(fd_, buf_.data() + old, want, static_cast<off_t>(file_off_));
+      } while (r < 0 && errno == EINTR);
+      if (r < 0) {
+        const int err = errno;
+        buf_.resize(old);
+        return io_error("cannot read journal", path_, err);
+      }
+      buf_.resize(old + static_cast<std::size_t>(r));
+      file_off_ += static_cast<std::uint64_t>(r);
+      if (r == 0) eof_ = true;
+    }
+    return buf_.size() - pos_;
+  }
+  const char* data() const { return buf_.data() + pos_; }
+  void consume(std::size_t n) { pos_ += n; }
+
+ private:
+  int fd_;
+  const std::string& path_;
+  std::string buf_;
+  std::size_t pos_ = 0;
+  std::uint64_t file_off_ = 0;  // file offset of buf_'s end
+  bool eof_ = false;
+};
+
+struct ScanResult {
+  std::uint64_t count = 0;
+  std::uint64_t good_bytes = 0;
+  bool clean = true;
+  std::string tail_error;
+};
+
+// Validates the header and every record; appends payloads to `out` when it is not null (the
+// writer only needs the count and where the good part ends).
+Result<ScanResult> scan_journal(int fd, const std::string& path,
+                                std::vector<std::string>* out) {
+  ChunkReader in(fd, path);
+  auto got = in.fill(kFileHeaderBytes);
+  if (!got) return got.status();
+  const std::string_view head(in.data(), *got);
+  if (head.size() < kFileHeaderBytes) {
+    return Status::Error("not a journal: " + path + " is " + std::to_string(head.size()) +
+                         " bytes, shorter than the 8-byte \"ORRJRNL1\" header");
+  }
+  if (head.substr(0, kFileHeaderBytes) != kMagic) {
+    const std::string_view found = head.substr(0, kFileHeaderBytes);
+    if (found.substr(0, 7) == kMagic.substr(0, 7)) {
+      return Status::Error("unsupported journal format version in " + path + ": header \"" +
+                           escaped(found) + "\", this build reads \"ORRJRNL1\"");
+    }
+    return Status::Error("not a journal: " + path + " has header \"" + escaped(found) +
+                         "\", expected \"ORRJRNL1\"");
+  }
+  in.consume(kFileHeaderBytes);
+
+  ScanResult res;
+  res.good_bytes = kFileHeaderBytes;
+  auto tail = [&](std::string what) {
+    res.clean = false;
+    res.tail_error = path + ": " + std::move(what);
+  };
+  for (;;) {
+    const std::string at = " in record " + std::to_string(res.count) + " at offset " +
+                           std::to_string(res.good_bytes);
+    got = in.fill(kRecordHeaderBytes);
+    if (!got) return got.status();
+    if (*got == 0) break;  // clean end
+    if (*got < kRecordHeaderBytes) {
+      tail("truncated record header" + at + " (" + std::to_string(*got) + " of 8 bytes)");
+      break;
+    }
+    const std::uint32_t length = get_le32(in.data());
+    const std::uint32_t stored_crc = get_le32(in.data() + 4);
+    if (length > kMaxJournalRecord) {
+      tail("length out of range" + at + " (" + std::to_string(length) + " bytes, limit " +
+           std::to_string(kMaxJournalRecord) + ")");
+      break;
+    }
+    const std::size_t need = kRecordHeaderBytes + length;
+    got = in.fill(need);
+    if (!got) return got.status();
+    if (*got < need) {
+      tail("truncated payload" + at + " (" + std::to_string(*got - kRecordHeaderBytes) +
+           " of " + std::to_string(length) + " bytes)");
+      break;
+    }
+    const std::string_view payload(in.data() + kRecordHeaderBytes, length);
+    const std::uint32_t crc = crc32c(payload);
+    if (crc != stored_crc) {
+      tail("checksum mismatch" + at + " (stored " + hex32(stored_crc) + ", computed " +
+           hex32(crc) + ")");
+      break;
+    }
+    if (out != nullptr) out->emplace_back(payload);
+    in.consume(need);
+    ++res.count;
+    res.good_bytes += need;
+  }
+  return res;
+}
+
+}  // namespace
+
+struct JournalWriter::Impl {
+  std::string path;
+  JournalOptions options;
+  Fd fd;
+  std::string buffer;            // framed records not yet written
+  std::uint64_t buffered = 0;    // records in `buffer`
+  std::uint64_t durable = 0;     // records written (and synced per policy)
+  std::uint64_t file_bytes = 0;  // end of what was written; a failed write is cut back to it
+  std::string tail_error;
+  // After a failed fdatasync the kernel may have dropped the dirty pages while clearing the error
+  // (so a retry would "succeed" without the data): nothing more is accepted. Reopen to recover.
+  std::string broken;
+
+  bool syncs() const { return options.fsync != FsyncPolicy::kNever; }
+
+  // Writes the buffered group with one write() loop, then syncs when `sync`. On a failed write the
+  // file is cut back to its previous end and the group stays buffered, so a later flush() can
+  // retry it.
+  Status write_group(bool sync) {
+    if (!broken.empty()) return Status::Error(broken);
+    if (buffer.empty()) return Status::Ok();
+    Status s = write_all(fd.get(), buffer.data(), buffer.size(), path);
+    if (!s.ok()) {
+      if (::ftruncate(fd.get(), static_cast<off_t>(file_bytes)) != 0 ||
+          ::lseek(fd.get(), static_cast<off_t>(file_bytes), SEEK_SET) < 0) {
+        broken = s.reason() + "; and cannot cut the partial write back (" + errno_text(errno) +
+                 "): journal unusable, reopen it";
+        return Status::Error(broken);
+      }
+      return s;
+    }
+    file_bytes += buffer.size();
+    if (sync) {
+      s = sync_data(fd.get(), path);
+      if (!s.ok()) {
+        broken = s.reason() + ": journal unusable, reopen it";
+        return Status::Error(broken);
+      }
+    }
+    durable += buffered;
+    buffered = 0;
+    buffer.clear();
+    return Status::Ok();
+  }
+
+  Status init_header() {
+    if (::ftruncate(fd.get(), 0) != 0) return io_error("cannot truncate journal", path, errno);
+    if (::lseek(fd.get(), 0, SEEK_SET) < 0) return io_error("cannot seek journal", path, errno);
+    Status s = write_all(fd.get(), kMagic.data(), kMagic.size(), path);
+    if (!s.ok()) return s;
+    file_bytes = kFileHeaderBytes;
+    if (syncs()) {
+      if (s = sync_data(fd.get(), path); !s.ok()) return s;
+      if (s = sync_parent_dir(path); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+};
+
+Result<std::unique_ptr<JournalWriter>> JournalWriter::open(const std::string& path,
+                                                           JournalOptions options) {
+  if (options.group_records == 0) {
+    return Status::Error("cannot open journal " + path + ": group_records must be >= 1");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->options = options;
+  impl->fd = Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (impl->fd.get() < 0) return io_error("cannot open journal", path, errno);
+  const int fd = impl->fd.get();
+  // Two writers would interleave groups and each truncate the other's "torn" tail.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return Status::Error("cannot open journal " + path + ": already open by another writer");
+    }
+    return io_error("cannot lock journal", path, errno);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return io_error("cannot stat journal", path, errno);
+  if (!S_ISREG(st.st_mode)) {
+    return Status::Error("cannot open journal " + path + ": not a regular file");
+  }
+
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  std::string short_head;
+  if (size > 0 && size < kFileHeaderBytes) {
+    short_head.resize(size);
+    ssize_t r;
+    do {
+      r = ::pread(fd, short_head.data(), short_head.size(), 0);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return io_error("cannot read journal", path, errno);
+    short_head.resize(static_cast<std::size_t>(r));
+  }
+  if (size == 0) {
+    if (Status s = impl->init_header(); !s.ok()) return s;
+  } else if (!short_head.empty() && kMagic.substr(0, short_head.size()) == short_head) {
+    // A crash while the journal was being created: no record can exist yet, so start it over.
+    if (Status s = impl->init_header(); !s.ok()) return s;
+    impl->tail_error = path + ": torn header (" + std::to_string(short_head.size()) +
+                       " of 8 bytes) from an interrupted creation; journal reinitialised";
+  } else {
+    auto scan = scan_journal(fd, path, nullptr);
+    if (!scan) return scan.status();
+    if (!scan->clean) {
+      if (::ftruncate(fd, static_cast<off_t>(scan->good_bytes)) != 0) {
+        return io_error("cannot truncate torn tail of journal", path, errno);
+      }
+      if (impl->syncs()) {
+        if (Status s = sync_data(fd, path); !s.ok()) return s;
+      }
+      impl->tail_error = scan->tail_error;
+    }
+    impl->durable = scan->count;
+    impl->file_bytes = scan->good_bytes;
+    if (::lseek(fd, static_cast<off_t>(scan->good_bytes), SEEK_SET) < 0) {
+      return io_error("cannot seek journal", path, errno);
+    }
+  }
+  // Group sizes are typically small records; avoid regrowing the buffer early in each group.
+  impl->buffer.reserve(std::min<std::size_t>(options.group_records, 4096) * 128);
+
+  std::unique_ptr<JournalWriter> w(new JournalWriter());
+  w->impl_ = std::move(impl);
+  return w;
+}
+
+JournalWriter::~JournalWriter() {
+  if (impl_) (void)flush();
+}
+
+Status JournalWriter::append(std::string_view payload) {
+  Impl& im = *impl_;
+  if (!im.broken.empty()) return Status::Error(im.broken);
+  if (payload.size() > kMaxJournalRecord) {
+    return Status::Error("cannot append to journal " + im.path + ": record of " +
+                         std::to_string(payload.size()) + " bytes exceeds the limit of " +
+                         std::to_string(kMaxJournalRecord));
+  }
+  const std::size_t mark = im.buffer.size();
+  put_le32(im.buffer, static_cast<std::uint32_t>(payload.size()));
+  put_le32(im.buffer, crc32c(payload));
+  im.buffer.append(payload);
+  ++im.buffered;
+
+  const bool always = im.options.fsync == FsyncPolicy::kAlways;
+  if (!always && im.buffered < im.options.group_records) return Status::Ok();
+  Status s = im.write_group(im.syncs());
+  if (!s.ok() && im.broken.empty()) {
+    // The write failed and was cut back: this record was not accepted (earlier ones, already
+    // acknowledged, stay buffered for a retry).
+    im.buffer.resize(mark);
+    --im.buffered;
+  }
+  return s;
+}
+
+Status JournalWriter::flush() { return impl_->write_group(impl_->syncs()); }
+
+std::uint64_t JournalWriter::records() const { return impl_->durable + impl_->buffered; }
+
+std::uint64_t JournalWriter::durable_records() const { return impl_->durable; }
+
+const std::string& JournalWriter::recovered_tail_error() const { return impl_->tail_error; }
+
+Result<JournalContents> read_journal(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return io_error("cannot open journal", path, errno);
+  JournalContents c;
+  auto scan = scan_journal(fd.get(), path, &c.records);
+  if (!scan) return scan.status();
+  c.good_bytes = scan->good_bytes;
+  c.clean = scan->clean;
+  c.tail_error = std::move(scan->tail_error);
+  return c;
+}
+
+}  // namespace orrery::core

@@ -1,0 +1,160 @@
+#include "core/scheduler_core.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <utility>
+
+#include "core/row_desc.h"
+#include "spec/invariants.h"
+
+namespace orrery::core {
+
+namespace {
+
+using Concrete = spec::Concrete;
+
+std::string failed_clauses(const spec::Clauses<Concrete>& cs) {
+  std::string s;
+  for (const auto& c : cs)
+    if (!c.holds) s += (s.empty() ? "" : "; ") + std::string(c.name);
+  return s;
+}
+
+}  // namespace
+
+SchedulerCore::SchedulerCore(Fleet fleet, const Clock& clock, JournalWriter* journal)
+    : fleet_(std::move(fleet)), clock_(clock), journal_(journal), cluster_(fleet_.empty_cluster()) {}
+
+Result<std::unique_ptr<SchedulerCore>> SchedulerCore::create(Fleet fleet, const Clock& clock,
+                                                            JournalWriter* journal) {
+  if (journal) {
+    if (journal->records() != 0)
+      return Status::Error("journal already has records: recover from it instead");
+    if (auto st = journal->append(encode_fleet_record(fleet.to_text())); !st) return st;
+    if (auto st = journal->flush(); !st) return st;
+  }
+  return std::unique_ptr<SchedulerCore>(new SchedulerCore(std::move(fleet), clock, journal));
+}
+
+Result<Committed> SchedulerCore::commit(const Decision& decision) {
+  auto r = apply(decision, clock_.now_ms(), /*journaled=*/false);
+  if (!r) ++rejected_;
+  return r;
+}
+
+Result<std::pair<Committed, Decision>> SchedulerCore::replay_one(const std::string& record,
+                                                                std::uint64_t index) {
+  auto rec = decode_record(record);
+  if (!rec) return Status::Error("journal record " + std::to_string(index) + ": " + rec.reason());
+  if (rec->kind != RecordKind::kDecision)
+    return Status::Error("journal record " + std::to_string(index) + ": a second fleet record");
+  auto c = apply(rec->decision, rec->time_ms, /*journaled=*/true);
+  if (!c)
+    return Status::Error("journal record " + std::to_string(index) + " (" +
+                         rec->decision.describe() + ") does not replay: " + c.reason());
+  return std::pair{*c, rec->decision};
+}
+
+Result<spec::Params<Concrete>> SchedulerCore::params_for(const Decision& d) const {
+  const int m = cluster_.num_devices();
+  spec::Params<Concrete> p{};
+  p.tier = static_cast<std::int64_t>(d.tier);
+  p.dtype = 0;
+  if (d.event == spec::EventKind::kSubmit) {
+    p.dtype = fleet_.type_id(d.device_type);
+    if (p.dtype < 0)
+      return Status::Error("the fleet has no device of type '" + d.device_type + "'");
+  }
+  p.world = d.world;
+  p.min_dev = d.min_devices;
+  p.max_dev = d.max_devices;
+  p.mem = d.mem_mib;
+  p.step = d.step;
+  p.gpu_ms = d.gpu_ms;
+  p.splice = d.splice;
+  p.beneficiary = d.beneficiary;
+  p.sel.assign(static_cast<std::size_t>(m), false);
+  for (auto dev : d.devices) {
+    if (dev < 0 || dev >= m)
+      return Status::Error("device " + std::to_string(dev) + " is not in the fleet (0.." +
+                           std::to_string(m - 1) + ")");
+    if (p.sel[dev]) return Status::Error("device " + std::to_string(dev) + " listed twice");
+    p.sel[dev] = true;
+  }
+  return p;
+}
+
+Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, bool journaled) {
+  const Concrete dom;
+  const int m = cluster_.num_devices();
+
+  // 1. The job and the parameters.
+  int j;
+  bool fresh = d.event == spec::EventKind::kSubmit;
+  if (fresh) {
+    j = cluster_.num_jobs();
+  } else {
+    if (d.job < 0 || d.job >= cluster_.num_jobs())
+      return Status::Error("unknown job " + std::to_string(d.job));
+    j = static_cast<int>(d.job);
+  }
+  auto params = params_for(d);
+  if (!params) return params.status();
+  const auto& p = *params;
+
+  if (fresh) {  // a new slot in state New; removed again if the submission is rejected
+    cluster_.jobs.push_back(spec::new_job(dom));
+    cluster_.hold.emplace_back(static_cast<std::size_t>(m), 0);
+    machines_.emplace_back();
+    info_.push_back(JobInfo{d.name, d.device_type});
+  }
+  auto drop_fresh = [&] {
+    if (!fresh) return;
+    cluster_.jobs.pop_back();
+    cluster_.hold.pop_back();
+    machines_.pop_back();
+    info_.pop_back();
+  };
+
+  // 2. The row and its guard, on the concrete state.
+  const auto from = machines_[j].state();
+  const RowDesc<Concrete>* row = nullptr;
+  std::string why;
+  for (const auto& r : job_rows()) {
+    if (r.src != from || r.event != d.event) continue;
+    if (!r.guard) {
+      row = &r;
+      break;
+    }
+    auto cs = r.guard(dom, cluster_, j, p);
+    if (spec::all_of(dom, cs)) {
+      row = &r;
+      break;
+    }
+    why += (why.empty() ? "" : " | ") + std::string(r.guard_name) + ": " + failed_clauses(cs);
+  }
+  if (!row) {
+    drop_fresh();
+    std::string what = std::string(spec::event_name(d.event)) + " for job " + std::to_string(j) +
+                       " in state " + std::string(spec::state_name(from));
+    if (why.empty()) return Status::Error("no transition: " + what);
+    return Status::Error("rejected " + what + ": " + why);
+  }
+
+  // 3. Journal, then 4. fire.
+  if (journal_ && !journaled) {
+    if (auto st = journal_->append(encode_decision_record(d, time_ms)); !st) {
+      drop_fresh();
+      return Status::Error("journal append failed: " + st.reason());
+    }
+  }
+  FireContext ctx{&cluster_, j, &p};
+  auto fired = machines_[j].fire(d.event, ctx);
+  // The guard was just checked on the same state: the machine must take the same row.
+  if (!fired.ok() || machines_[j].state() != row->dst) std::abort();  // a bug, not bad input
+  cluster_.jobs[j].state = static_cast<std::int64_t>(machines_[j].state());
+  ++committed_;
+  return Committed{committed_, time_ms, j, from, row->dst, row->index};
+}
+
+}  // namespace orrery::core

@@ -1,0 +1,118 @@
+// The scheduler core: the authoritative cluster state and the one place decisions are committed.
+//
+// commit(decision):
+//   1. resolves the job and turns the decision into the spec's parameters (bad input -> error);
+//   2. finds the lifecycle row for (job state, event) and evaluates its spec guard on the concrete
+//      state; a decision no row accepts is rejected with the reason (the guard clause that failed)
+//      and counted: a rejected proposal is a policy bug, never a broken invariant;
+//   3. appends the decision to the journal;
+//   4. fires the job's Boost.MSM machine, which runs the row's spec effect.
+// The core is deterministic: its state is a function of the committed decisions (and the injected
+// clock, which only stamps journal records), so replaying a journal rebuilds it exactly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/decision.h"
+#include "core/fleet.h"
+#include "core/job_machine.h"
+#include "core/journal.h"
+#include "core/result.h"
+#include "spec/model.h"
+
+namespace orrery::core {
+
+struct Committed {
+  std::uint64_t seq = 0;  // 1-based count of committed decisions
+  std::int64_t time_ms = 0;
+  int job = -1;
+  spec::JobState from{};
+  spec::JobState to{};
+  int row = 0;  // 1-based index of the lifecycle row taken
+};
+
+struct JobInfo {
+  std::string name;
+  std::string device_type;
+};
+
+class SchedulerCore {
+ public:
+  // A fresh core over `fleet`. With a journal, the fleet is written as its first record, so the
+  // journal must be empty; without one (nullptr) nothing is persisted. The clock and the journal
+  // must outlive the core.
+  static Result<std::unique_ptr<SchedulerCore>> create(Fleet fleet, const Clock& clock,
+                                                       JournalWriter* journal);
+
+  // Rebuilds the core by replaying journal records (the fleet record first). New decisions go to
+  // `journal` (normally the same journal opened for append), or nowhere when it is nullptr.
+  // `on_replayed(core, committed, decision)`, if given, sees the state after every replayed
+  // decision.
+  template <class OnReplayed>
+  static Result<std::unique_ptr<SchedulerCore>> recover(const std::vector<std::string>& records,
+                                                        const Clock& clock, JournalWriter* journal,
+                                                        OnReplayed&& on_replayed);
+  static Result<std::unique_ptr<SchedulerCore>> recover(const std::vector<std::string>& records,
+                                                        const Clock& clock,
+                                                        JournalWriter* journal) {
+    return recover(records, clock, journal,
+                   [](const SchedulerCore&, const Committed&, const Decision&) {});
+  }
+
+  Result<Committed> commit(const Decision& decision);
+
+  // The spec parameters a decision stands for (bad devices or device type -> error). For a Submit
+  // the job is the next free id.
+  Result<spec::Params<spec::Concrete>> params_for(const Decision& decision) const;
+
+  const Fleet& fleet() const { return fleet_; }
+  const spec::ClusterVars<spec::Concrete>& cluster() const { return cluster_; }
+  int num_jobs() const { return cluster_.num_jobs(); }
+  spec::JobState state(int job) const { return machines_[job].state(); }
+  const JobInfo& job_info(int job) const { return info_[job]; }
+  std::uint64_t committed() const { return committed_; }
+  std::uint64_t rejected() const { return rejected_; }
+
+ private:
+  SchedulerCore(Fleet fleet, const Clock& clock, JournalWriter* journal);
+  // commit() at a given time; `journaled` when the decision comes from the journal already.
+  Result<Committed> apply(const Decision& decision, std::int64_t time_ms, bool journaled);
+  Result<std::pair<Committed, Decision>> replay_one(const std::string& record,
+                                                    std::uint64_t index);
+
+  Fleet fleet_;
+  const Clock& clock_;
+  JournalWriter* journal_;
+  spec::ClusterVars<spec::Concrete> cluster_;
+  std::vector<JobMachine> machines_;
+  std::vector<JobInfo> info_;
+  std::uint64_t committed_ = 0;
+  std::uint64_t rejected_ = 0;
+};
+
+template <class OnReplayed>
+Result<std::unique_ptr<SchedulerCore>> SchedulerCore::recover(
+    const std::vector<std::string>& records, const Clock& clock, JournalWriter* journal,
+    OnReplayed&& on_replayed) {
+  if (records.empty()) return Status::Error("journal has no fleet record");
+  auto first = decode_record(records[0]);
+  if (!first) return Status::Error("journal record 1: " + first.reason());
+  if (first->kind != RecordKind::kFleet)
+    return Status::Error("journal record 1 is not the fleet record");
+  auto fleet = Fleet::parse(first->fleet_text);
+  if (!fleet) return Status::Error("journal record 1: " + fleet.reason());
+  std::unique_ptr<SchedulerCore> core(new SchedulerCore(std::move(*fleet), clock, nullptr));
+  for (std::size_t i = 1; i < records.size(); ++i) {
+    auto c = core->replay_one(records[i], i + 1);
+    if (!c) return c.status();
+    on_replayed(static_cast<const SchedulerCore&>(*core), c->first, c->second);
+  }
+  core->journal_ = journal;
+  return core;
+}
+
+}  // namespace orrery::core
