@@ -11,14 +11,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-z3::expr same_jobs(const Z3Domain& d, const SymCluster& a, const SymCluster& b) {
-  auto eq = d.b(true);
-  constexpr auto fields = spec::job_fields<Z3Domain>();
-  for (int j = 0; j < a.num_jobs(); ++j) {
-    for (const auto& [name, member] : fields) eq = eq && (a.jobs[j].*member == b.jobs[j].*member);
-    for (int dev = 0; dev < a.num_devices(); ++dev) eq = eq && a.hold[j][dev] == b.hold[j][dev];
-  }
-  return eq;
+// next == ite(c1, v1, ite(c2, v2, ... current)) over the choices whose value differs from the
+// current one: one defining equation per variable, so the solver sees a function, not a
+// disjunction of whole-state equalities.
+z3::expr define(const z3::expr& next, const z3::expr& current,
+                const std::vector<std::pair<z3::expr, z3::expr>>& changes) {
+  z3::expr value = current;
+  for (auto it = changes.rbegin(); it != changes.rend(); ++it)
+    value = z3::ite(it->first, it->second, value);
+  return next == value;
 }
 
 }  // namespace
@@ -50,6 +51,11 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, un
     auto p = make_params(d, m, "p" + std::to_string(t) + ".");
     auto c = ctx.int_const(("choice" + std::to_string(t)).c_str());
     solver.add(d.k(0) <= c && c < d.k(shape.jobs * nrows));
+    // Per variable of the next state, the choices that change it.
+    constexpr auto fields = spec::job_fields<Z3Domain>();
+    using Changes = std::vector<std::pair<z3::expr, z3::expr>>;
+    std::vector<std::vector<Changes>> job_changes(shape.jobs, std::vector<Changes>(fields.size()));
+    std::vector<std::vector<Changes>> hold_changes(shape.jobs, std::vector<Changes>(m));
     auto step_ok = d.b(true);
     for (int j = 0; j < shape.jobs; ++j) {
       for (int r = 0; r < nrows; ++r) {
@@ -58,13 +64,32 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, un
         auto fired = fire(d, row, pre, j, p);
         auto enabled = pre.jobs[j].state == d.k(static_cast<std::int64_t>(row.src));
         if (row.guard) enabled = enabled && spec::all_of(d, row.guard(d, pre, j, p));
-        solver.add(z3::implies(chosen, enabled && same_jobs(d, fired, post)));
+        solver.add(z3::implies(chosen, enabled));
+        // Whatever the row changes, of any job (an effect should change only job j's variables,
+        // but the run must follow what the effect really does).
+        for (int i = 0; i < shape.jobs; ++i) {
+          for (std::size_t f = 0; f < fields.size(); ++f) {
+            const auto& after = fired.jobs[i].*(fields[f].second);
+            if (!z3::eq(after, pre.jobs[i].*(fields[f].second)))
+              job_changes[i][f].emplace_back(chosen, after);
+          }
+          for (int dev = 0; dev < m; ++dev)
+            if (!z3::eq(fired.hold[i][dev], pre.hold[i][dev]))
+              hold_changes[i][dev].emplace_back(chosen, fired.hold[i][dev]);
+        }
       }
       auto step_j = d.b(true);
       for (auto inv : spec::kAllInvariants)
         if (spec::has_step_part(inv)) step_j = step_j && spec::step_invariant(d, inv, pre, j, p, post);
       // The acting job is c / nrows.
       step_ok = step_ok && z3::implies(d.k(j * nrows) <= c && c < d.k((j + 1) * nrows), step_j);
+    }
+    for (int j = 0; j < shape.jobs; ++j) {
+      for (std::size_t f = 0; f < fields.size(); ++f)
+        solver.add(define(post.jobs[j].*(fields[f].second), pre.jobs[j].*(fields[f].second),
+                          job_changes[j][f]));
+      for (int dev = 0; dev < m; ++dev)
+        solver.add(define(post.hold[j][dev], pre.hold[j][dev], hold_changes[j][dev]));
     }
     states.push_back(post);
     ps.push_back(p);
@@ -109,6 +134,11 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, un
       break;
     }
     solver.pop();
+    if (r == z3::unsat) {
+      // No run of t steps breaks an invariant: every state reachable in t steps satisfies them,
+      // a proven fact that is sound to assert and that keeps the next depth's query small.
+      solver.add(inv_ok && step_ok);
+    }
     if (r == z3::unknown) {
       report.ok = false;
       report.unknown = true;

@@ -1,7 +1,9 @@
 // Bounded model checking of whole-cluster runs: from the initial state, every interleaving of every
 // row of every job (with free parameters at each step), up to a depth. At each depth the solver
 // looks for a run whose last state breaks a state invariant or whose last step breaks a step
-// invariant; a run it finds is printed event by event with the states it passes through.
+// invariant; a run it finds is printed event by event with the states it passes through. Once a
+// depth is proved free of violations, its invariants are asserted as lemmas for the deeper queries
+// (they hold in every state reachable in that many steps), which keeps each depth's query small.
 #pragma once
 
 #include <string>

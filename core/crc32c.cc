@@ -42,10 +42,12 @@ inline std::uint32_t load_le32(const unsigned char* p) {
 
 }  // namespace
 
-std::uint32_t crc32c(std::string_view data) {
+std::uint32_t crc32c(std::string_view data) { return crc32c_extend(0, data); }
+
+std::uint32_t crc32c_extend(std::uint32_t crc, std::string_view data) {
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   std::size_t n = data.size();
-  std::uint32_t c = 0xFFFFFFFFu;
+  std::uint32_t c = crc ^ 0xFFFFFFFFu;
   while (n >= 8) {
     const std::uint32_t lo = load_le32(p) ^ c;
     const std::uint32_t hi = load_le32(p + 4);

@@ -233,7 +233,7 @@ Result<ScanResult> scan_journal(int fd, const std::string& path,
       break;
     }
     const std::string_view payload(in.data() + kRecordHeaderBytes, length);
-    const std::uint32_t crc = crc32c(payload);
+    const std::uint32_t crc = record_crc(payload);
     if (crc != stored_crc) {
       tail("checksum mismatch" + at + " (stored " + hex32(stored_crc) + ", computed " +
            hex32(crc) + ")");
@@ -248,6 +248,13 @@ Result<ScanResult> scan_journal(int fd, const std::string& path,
 }
 
 }  // namespace
+
+std::uint32_t record_crc(std::string_view payload) {
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  const char length[4] = {static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
+                          static_cast<char>((n >> 16) & 0xff), static_cast<char>(n >> 24)};
+  return crc32c_extend(crc32c(std::string_view(length, 4)), payload);
+}
 
 struct JournalWriter::Impl {
   std::string path;
@@ -390,7 +397,7 @@ Status JournalWriter::append(std::string_view payload) {
   }
   const std::size_t mark = im.buffer.size();
   put_le32(im.buffer, static_cast<std::uint32_t>(payload.size()));
-  put_le32(im.buffer, crc32c(payload));
+  put_le32(im.buffer, record_crc(payload));
   im.buffer.append(payload);
   ++im.buffered;
 

@@ -3,7 +3,9 @@
 //
 //   file   := header record*
 //   header := "ORRJRNL1"                       (8 bytes, magic and format version)
-//   record := length:u32le crc:u32le payload   (crc = CRC-32C of the payload; length <= 16 MiB)
+//   record := length:u32le crc:u32le payload   (length <= 16 MiB)
+//   crc    := CRC-32C of the four length bytes followed by the payload. Covering the length too
+//             means a zero-filled tail (length 0, crc 0) is not mistaken for empty records.
 //
 // Appends are buffered and written in groups (group commit): the group is written with one
 // write() and made durable per the fsync policy. A crash can leave a torn or corrupt tail; reading
@@ -73,5 +75,9 @@ Result<JournalContents> read_journal(const std::string& path);
 
 // CRC-32C (Castagnoli) of data.
 std::uint32_t crc32c(std::string_view data);
+// The CRC-32C of (what gave `crc`) followed by data: crc32c(a + b) == crc32c_extend(crc32c(a), b).
+std::uint32_t crc32c_extend(std::uint32_t crc, std::string_view data);
+// The checksum stored with a record of this payload.
+std::uint32_t record_crc(std::string_view payload);
 
 }  // namespace orrery::core

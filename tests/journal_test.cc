@@ -487,4 +487,29 @@ TEST_F(JournalTest, OpenTruncatesCorruptMiddleRecordAndEverythingAfter) {
 }
 
 }  // namespace
+
+// A crash can leave zero-filled space past the last record (length 0, crc 0). The checksum covers
+// the length, so that is a torn tail, not a run of empty records.
+TEST_F(JournalTest, ZeroFilledTailIsNotReadAsEmptyRecords) {
+  const auto records = sample_records(5);
+  const auto offsets = write_records(records);
+  const auto size = file_size();
+  {
+    std::ofstream out(path_, std::ios::binary | std::ios::app);
+    out << std::string(64, '\0');
+  }
+  auto c = read_ok();
+  EXPECT_FALSE(c.clean);
+  EXPECT_EQ(c.records, records);
+  EXPECT_EQ(c.good_bytes, size);
+  EXPECT_NE(c.tail_error.find("checksum mismatch"), std::string::npos) << c.tail_error;
+  (void)offsets;
+}
+
+TEST(RecordCrcTest, CoversTheLength) {
+  EXPECT_NE(record_crc(""), 0u);
+  EXPECT_NE(record_crc(std::string(1, '\0')), record_crc(std::string(2, '\0')));
+  EXPECT_EQ(crc32c_extend(crc32c("1234"), "56789"), crc32c("123456789"));
+}
+
 }  // namespace orrery::core

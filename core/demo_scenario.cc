@@ -1,0 +1,153 @@
+#include "core/demo_scenario.h"
+
+#include <iomanip>
+
+#include "core/policy/gang_placement.h"
+#include "core/policy/preemption.h"
+
+namespace orrery::core {
+
+namespace {
+
+using spec::EventKind;
+
+class Script {
+ public:
+  Script(SchedulerCore& core, ManualClock& clock, std::ostream& out)
+      : core_(core), clock_(clock), out_(out) {}
+
+  // Commits a decision and prints it; an unexpected rejection ends the scenario.
+  Result<Committed> commit(const Decision& d, std::int64_t after_ms = 1000) {
+    clock_.advance(after_ms);
+    auto c = core_.commit(d);
+    if (!c) return Status::Error("demo step '" + d.describe() + "' rejected: " + c.reason());
+    out_ << "  [t=" << std::setw(6) << clock_.now_ms() / 1000 << "s] #" << std::setw(2) << c->seq
+         << "  job " << c->job << " " << std::left << std::setw(14) << core_.job_info(c->job).name
+         << std::right << " " << std::setw(13) << spec::state_name(c->from) << " -> " << std::left
+         << std::setw(13) << spec::state_name(c->to) << std::right << "  " << d.describe()
+         << "  (row #" << c->row << ")\n";
+    return c;
+  }
+
+  Result<int> submit(const std::string& name, spec::Tier tier, std::int64_t world,
+                     std::int64_t min_dev, std::int64_t max_dev) {
+    Decision d;
+    d.event = EventKind::kSubmit;
+    d.name = name;
+    d.tier = tier;
+    d.device_type = "H100-80G";
+    d.world = world;
+    d.min_devices = min_dev;
+    d.max_devices = max_dev;
+    d.mem_mib = 16384;
+    auto c = commit(d);
+    if (!c) return c.status();
+    return c->job;
+  }
+
+  Status simple(EventKind e, int job, std::int64_t step = 0, std::int64_t gpu_ms = 0) {
+    Decision d;
+    d.event = e;
+    d.job = job;
+    d.step = step;
+    d.gpu_ms = gpu_ms;
+    return commit(d).status();
+  }
+
+  Status gang(EventKind e, int job, int want = -1) {
+    auto p = policy::propose_gang(core_, job, e, want);
+    if (p.kind != policy::Proposal::Kind::kOk)
+      return Status::Error("placement policy for job " + std::to_string(job) + ": " + p.why);
+    return commit(p.decision).status();
+  }
+
+  void note(const std::string& s) { out_ << "\n  -- " << s << "\n"; }
+
+ private:
+  SchedulerCore& core_;
+  ManualClock& clock_;
+  std::ostream& out_;
+};
+
+}  // namespace
+
+Result<DemoSummary> run_demo_scenario(SchedulerCore& core, ManualClock& clock, std::ostream& out) {
+  Script s(core, clock, out);
+
+  s.note("a basic and a standard job arrive and run");
+  auto basic = s.submit("resnet-basic", spec::Tier::kBasic, 8, 2, 4);
+  if (!basic) return basic.status();
+  const int b = *basic;
+  if (auto st = s.simple(EventKind::kAdmit, b); !st) return st;
+  if (auto st = s.gang(EventKind::kPlace, b); !st) return st;
+  if (auto st = s.simple(EventKind::kStart, b); !st) return st;
+  if (auto st = s.simple(EventKind::kProgress, b, 100, 400000); !st) return st;
+
+  auto standard = s.submit("bert-standard", spec::Tier::kStandard, 4, 2, 4);
+  if (!standard) return standard.status();
+  const int st_job = *standard;
+  if (auto st = s.simple(EventKind::kAdmit, st_job); !st) return st;
+  if (auto st = s.gang(EventKind::kPlace, st_job, /*want=*/2); !st) return st;
+  if (auto st = s.simple(EventKind::kStart, st_job); !st) return st;
+  if (auto st = s.simple(EventKind::kProgress, st_job, 50, 100000); !st) return st;
+  if (auto st = s.simple(EventKind::kCheckpoint, st_job, 50); !st) return st;
+
+  s.note("a premium job arrives; no free devices: the basic job is checkpointed and suspended");
+  auto premium = s.submit("llm-premium", spec::Tier::kPremium, 4, 4, 4);
+  if (!premium) return premium.status();
+  const int p = *premium;
+  if (auto st = s.simple(EventKind::kAdmit, p); !st) return st;
+  auto try_place = policy::propose_gang(core, p, EventKind::kPlace);
+  out << "  placement policy for job " << p << ": "
+      << (try_place.kind == policy::Proposal::Kind::kOk ? "fits" : try_place.why) << "\n";
+  auto victim = policy::propose_preemption(core, p);
+  if (!victim) return Status::Error("preemption policy found no victim for the premium job");
+  if (auto c = s.commit(*victim); !c) return c.status();
+  if (auto st = s.simple(EventKind::kCheckpointDone, static_cast<int>(victim->job),
+                         core.cluster().jobs[victim->job].progress);
+      !st)
+    return st;
+  if (auto st = s.gang(EventKind::kPlace, p); !st) return st;
+  if (auto st = s.simple(EventKind::kStart, p); !st) return st;
+  if (auto st = s.simple(EventKind::kProgress, p, 10, 40000); !st) return st;
+
+  s.note("a buggy policy proposes preempting the standard job for the basic one: rejected");
+  {
+    Decision bad;
+    bad.event = EventKind::kPreempt;
+    bad.job = st_job;
+    bad.beneficiary = b;
+    clock.advance(1000);
+    auto c = core.commit(bad);
+    if (c) return Status::Error("the core accepted a preemption in favour of a lower tier");
+    out << "  rejected (policy bug counted): " << c.reason() << "\n";
+  }
+
+  s.note("the premium job completes; the standard job is migrated and resized to 4 devices");
+  if (auto st = s.simple(EventKind::kComplete, p); !st) return st;
+  if (auto st = s.gang(EventKind::kMigrate, st_job); !st) return st;
+  if (auto st = s.simple(EventKind::kRestoreDone, st_job); !st) return st;
+
+  s.note("the basic job resumes from its checkpoint on 2 devices, then grows to 4");
+  if (auto st = s.gang(EventKind::kResume, b, /*want=*/2); !st) return st;
+  if (auto st = s.simple(EventKind::kRestoreDone, b); !st) return st;
+  if (auto st = s.gang(EventKind::kResizeUp, b); !st) return st;
+  if (auto st = s.simple(EventKind::kProgress, b, 180, 300000); !st) return st;
+
+  s.note("a worker of the basic job crashes: back to its last checkpoint, placed again");
+  if (auto st = s.simple(EventKind::kWorkerCrash, b); !st) return st;
+  out << "  progress of job " << b << " after the crash: " << core.cluster().jobs[b].progress
+      << " (its checkpoint)\n";
+  if (auto st = s.gang(EventKind::kPlace, b); !st) return st;
+  if (auto st = s.simple(EventKind::kStart, b); !st) return st;
+
+  s.note("everything completes");
+  if (auto st = s.simple(EventKind::kProgress, b, 250, 500000); !st) return st;
+  if (auto st = s.simple(EventKind::kComplete, b); !st) return st;
+  if (auto st = s.simple(EventKind::kProgress, st_job, 120, 200000); !st) return st;
+  if (auto st = s.simple(EventKind::kComplete, st_job); !st) return st;
+
+  return DemoSummary{core.committed(), core.rejected()};
+}
+
+}  // namespace orrery::core

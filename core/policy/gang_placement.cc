@@ -1,0 +1,61 @@
+#include "core/policy/gang_placement.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "spec/model.h"
+
+namespace orrery::core::policy {
+
+Proposal propose_gang(const SchedulerCore& core, int job, spec::EventKind event, int want) {
+  const spec::Concrete d;
+  const auto& s = core.cluster();
+  const auto& jv = s.jobs[job];
+  const bool keep_own = event == spec::EventKind::kResizeUp;
+  const int m = s.num_devices();
+
+  // Free devices of the job's type, grouped by node; own devices listed separately.
+  std::vector<std::vector<int>> free_on(s.nodes);
+  std::vector<int> own;
+  for (int dev = 0; dev < m; ++dev) {
+    if (s.dev_type[dev] != jv.dtype) continue;
+    if (spec::held(d, s, job, dev)) {
+      own.push_back(dev);
+      continue;
+    }
+    if (spec::holders(d, s, dev) == 0) free_on[s.node_of[dev]].push_back(dev);
+  }
+  std::vector<int> order(s.nodes);
+  for (int n = 0; n < s.nodes; ++n) order[n] = n;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return free_on[a].size() > free_on[b].size(); });
+
+  std::int64_t hi = want > 0 ? std::min<std::int64_t>(want, jv.max_dev) : jv.max_dev;
+  bool divisible = false;
+  for (std::int64_t c = hi; c >= jv.min_dev; --c) {
+    if (jv.world % c != 0 || jv.world / c > spec::kSpliceLimit) continue;
+    divisible = true;
+    if (keep_own && c <= static_cast<std::int64_t>(own.size())) break;
+    std::vector<std::int64_t> pick;
+    if (keep_own) pick.assign(own.begin(), own.end());
+    for (int n : order)
+      for (int dev : free_on[n])
+        if (static_cast<std::int64_t>(pick.size()) < c) pick.push_back(dev);
+    if (static_cast<std::int64_t>(pick.size()) < c) continue;
+    std::sort(pick.begin(), pick.end());
+    Proposal p;
+    p.decision.event = event;
+    p.decision.job = job;
+    p.decision.devices = pick;
+    p.decision.splice = jv.world / c;
+    if (event == spec::EventKind::kMigrate) p.decision.step = jv.progress;
+    return p;
+  }
+  Proposal p;
+  p.kind = divisible ? Proposal::Kind::kRetryLater : Proposal::Kind::kInfeasible;
+  p.why = divisible ? "not enough free devices of the job's type now"
+                    : "no device count in range splits the world size within the splice limit";
+  return p;
+}
+
+}  // namespace orrery::core::policy

@@ -1,0 +1,26 @@
+// Gang placement policy: proposes a device set and splice factor for a job. An untrusted planner:
+// it reads the core's state and proposes; the core checks the spec guard before committing.
+//
+// It picks the largest device count c in [min_devices, min(max_devices, want)] that divides W
+// with W / c <= kSpliceLimit and for which enough free devices of the job's type exist, taking
+// devices node by node from the node with the most free ones (fewest nodes, most NVLink locality).
+#pragma once
+
+#include <string>
+
+#include "core/decision.h"
+#include "core/scheduler_core.h"
+
+namespace orrery::core::policy {
+
+struct Proposal {
+  enum class Kind { kOk, kRetryLater, kInfeasible } kind = Kind::kOk;
+  Decision decision;  // kOk
+  std::string why;    // otherwise
+};
+
+// `event` is Place, Resume, Migrate or ResizeUp; `want` caps the device count (-1: max_devices).
+// For Migrate the job's own devices are not reused; for ResizeUp they are kept.
+Proposal propose_gang(const SchedulerCore& core, int job, spec::EventKind event, int want = -1);
+
+}  // namespace orrery::core::policy

@@ -1,0 +1,30 @@
+#include "core/policy/preemption.h"
+
+#include <tuple>
+
+#include "spec/model.h"
+
+namespace orrery::core::policy {
+
+std::optional<Decision> propose_preemption(const SchedulerCore& core, int beneficiary) {
+  const spec::Concrete d;
+  const auto& s = core.cluster();
+  int best = -1;
+  auto key = [&](int v) {
+    const auto& j = s.jobs[v];
+    return std::tuple(j.tier, j.attained, j.devices);
+  };
+  for (int v = 0; v < s.num_jobs(); ++v) {
+    if (core.state(v) != spec::JobState::kRunning) continue;
+    if (!spec::favoured(d, s, beneficiary, v)) continue;
+    if (best < 0 || key(v) > key(best)) best = v;
+  }
+  if (best < 0) return std::nullopt;
+  Decision dec;
+  dec.event = spec::EventKind::kPreempt;
+  dec.job = best;
+  dec.beneficiary = beneficiary;
+  return dec;
+}
+
+}  // namespace orrery::core::policy
