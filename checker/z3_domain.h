@@ -19,6 +19,8 @@ struct Z3Domain {
   Int ite(const Bool& c, const Int& a, const Int& b) const { return z3::ite(c, a, b); }
   Bool implies(const Bool& a, const Bool& b) const { return z3::implies(a, b); }
   Int mod(const Int& x, int f) const { return z3::mod(x, ctx->int_val(f)); }
+  // Z3's integer division is floor division for positive divisors, as Concrete::div.
+  Int div(const Int& x, int f) const { return x / ctx->int_val(f); }
   template <class F>
   auto select(int n, const Int& idx, F f, decltype(f(0)) dflt) const {
     auto r = dflt;

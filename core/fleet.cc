@@ -15,22 +15,34 @@ std::vector<std::string> split_words(const std::string& line) {
   return words;
 }
 
-// Parses "key=<non-negative integer>" from words[from..].
-Result<std::int64_t> keyed_int(const std::vector<std::string>& words, std::size_t from,
-                               const std::string& key, bool required, std::int64_t dflt) {
+// Parses a non-negative integer that spans the whole of `text`.
+bool whole_int(std::string_view text, std::int64_t& v) {
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc() && p == text.data() + text.size() && v >= 0;
+}
+
+// Parses the `key=<non-negative integer>` words of words[from..]; every word must be one of
+// `allowed`, at most once. Missing keys keep the values `out` already holds.
+Status keyed_ints(const std::vector<std::string>& words, std::size_t from,
+                  const std::vector<std::pair<std::string, std::int64_t*>>& allowed) {
+  std::vector<bool> seen(allowed.size(), false);
   for (std::size_t i = from; i < words.size(); ++i) {
     const auto& w = words[i];
-    if (w.rfind(key + "=", 0) != 0) continue;
-    std::int64_t v = 0;
-    const char* b = w.data() + key.size() + 1;
-    const char* e = w.data() + w.size();
-    auto [p, ec] = std::from_chars(b, e, v);
-    if (ec != std::errc() || p != e || v < 0)
+    auto eq = w.find('=');
+    std::string key = w.substr(0, eq);
+    std::size_t k = 0;
+    while (k < allowed.size() && allowed[k].first != key) ++k;
+    if (eq == std::string::npos || k == allowed.size()) {
+      std::string names;
+      for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a.first + "=";
+      return Status::Error("unexpected '" + w + "' (expected " + names + ")");
+    }
+    if (seen[k]) return Status::Error(key + "= given twice");
+    seen[k] = true;
+    if (!whole_int(std::string_view(w).substr(eq + 1), *allowed[k].second))
       return Status::Error("'" + w + "': " + key + " must be a non-negative integer");
-    return v;
   }
-  if (required) return Status::Error("missing " + key + "=");
-  return dflt;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -50,9 +62,8 @@ Result<Fleet> Fleet::parse(const std::string& text) {
     if (w.empty()) continue;
     const auto& kw = w[0];
     if (kw == "premium_reserve") {
-      std::int64_t v = -1;
-      if (w.size() != 2 || std::from_chars(w[1].data(), w[1].data() + w[1].size(), v).ec !=
-                               std::errc() || v < 0)
+      std::int64_t v = 0;
+      if (w.size() != 2 || !whole_int(w[1], v))
         return where("premium_reserve takes one non-negative integer");
       f.premium_reserve = v;
     } else if (kw == "region") {
@@ -66,26 +77,30 @@ Result<Fleet> Fleet::parse(const std::string& text) {
     } else if (kw == "node") {
       if (w.size() < 2) return where("node needs a name");
       if (cluster.empty()) return where("node before any cluster");
-      auto mem = keyed_int(w, 2, "host_mem_mib", true, 0);
-      if (!mem) return where(mem.reason());
-      f.nodes.push_back(Node{w[1], cluster, region, *mem, {}});
+      std::int64_t mem = -1;
+      if (auto st = keyed_ints(w, 2, {{"host_mem_mib", &mem}}); !st) return where(st.reason());
+      if (mem < 0) return where("missing host_mem_mib=");
+      f.nodes.push_back(Node{w[1], cluster, region, mem, {}});
     } else if (kw == "devices") {
       if (w.size() < 2) return where("devices needs a type");
       if (f.nodes.empty()) return where("devices before any node");
-      auto count = keyed_int(w, 2, "count", true, 0);
-      if (!count) return where(count.reason());
-      if (*count < 1 || *count > 4096) return where("count must be in [1, 4096]");
-      auto mem = keyed_int(w, 2, "mem_mib", false, 0);
-      if (!mem) return where(mem.reason());
+      std::int64_t count = -1, mem = 0;
+      if (auto st = keyed_ints(w, 2, {{"count", &count}, {"mem_mib", &mem}}); !st)
+        return where(st.reason());
+      if (count < 0) return where("missing count=");
+      auto on_node = static_cast<std::int64_t>(f.nodes.back().devices.size());
+      if (count < 1 || on_node + count > spec::kMaxNodeDevices)
+        return where("count must be >= 1 and a node has at most " +
+                     std::to_string(spec::kMaxNodeDevices) + " devices");
       int type = f.type_id(w[1]);
       if (type < 0) {
         type = static_cast<int>(f.device_types.size());
         f.device_types.push_back(w[1]);
       }
       int node = static_cast<int>(f.nodes.size()) - 1;
-      for (std::int64_t i = 0; i < *count; ++i) {
+      for (std::int64_t i = 0; i < count; ++i) {
         f.nodes.back().devices.push_back(static_cast<int>(f.devices.size()));
-        f.devices.push_back(Device{type, *mem, node});
+        f.devices.push_back(Device{type, mem, node});
       }
     } else {
       return where("unknown keyword '" + kw +

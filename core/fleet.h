@@ -5,7 +5,9 @@
 //   region eu-west
 //   cluster c1                            belongs to the last region
 //   node n1 host_mem_mib=262144           belongs to the last cluster; host memory for spliced state
-//   devices H100-80G count=4 mem_mib=81920  belong to the last node (one NVLink domain)
+//   devices H100-80G count=4 mem_mib=81920  belong to the last node (one NVLink domain;
+//                                           at most 4096 devices per node)
+// Unknown keywords or keys, repeated keys and malformed numbers are errors naming the line.
 //
 // Device types are interned: the spec sees a small integer per type name.
 #pragma once

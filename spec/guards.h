@@ -16,17 +16,19 @@ struct GuardSubmit {
   static constexpr std::string_view name = "valid_spec";
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>&, int, const Params<D>& p) {
-    // W == f * c for some c in [min, max]  <=>  f*min <= W <= f*max and f divides W.
+    // W == f * c for some c in [min, max]  <=>  f divides W and min <= W / f <= max. Written with
+    // division by the constant f: the parameters are unvalidated input, nothing may overflow.
     auto feasible = d.b(false);
     for (int f = 1; f <= kSpliceLimit; ++f)
-      feasible = feasible || (p.min_dev * d.k(f) <= p.world && p.world <= p.max_dev * d.k(f) &&
-                              d.mod(p.world, f) == d.k(0));
+      feasible = feasible || (d.mod(p.world, f) == d.k(0) && p.min_dev <= d.div(p.world, f) &&
+                              d.div(p.world, f) <= p.max_dev);
     return {
         {"tier known", d.k(0) <= p.tier && p.tier < d.k(kNumTiers)},
         {"device type known", d.k(0) <= p.dtype},
-        {"1 <= min_devices <= max_devices <= world",
-         d.k(1) <= p.min_dev && p.min_dev <= p.max_dev && p.max_dev <= p.world},
-        {"memory per worker > 0", d.k(1) <= p.mem},
+        {"1 <= min_devices <= max_devices <= world <= 2^20",
+         d.k(1) <= p.min_dev && p.min_dev <= p.max_dev && p.max_dev <= p.world &&
+             p.world <= d.k(kMaxWorld)},
+        {"1 <= memory per worker <= 2^40 MiB", d.k(1) <= p.mem && p.mem <= d.k(kMaxMemMib)},
         {"world splits evenly over a device count in range", feasible},
     };
   }
@@ -141,13 +143,17 @@ struct GuardPreempt {
   }
 };
 
-// A training step report never goes backwards and accounts non-negative GPU time.
+// A training step report never goes backwards and accounts non-negative GPU time, keeping the
+// job's attained service within kMaxAttained.
 struct GuardProgress {
   static constexpr std::string_view name = "monotone_step";
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    // Written as gpu_ms <= max - attained: attained is in [0, kMaxAttained], so nothing overflows
+    // whatever gpu_ms a decision carries.
     return {{"step >= current step", s.jobs[j].progress <= p.step},
-            {"gpu_ms >= 0", d.k(0) <= p.gpu_ms}};
+            {"0 <= gpu_ms <= 2^62 - attained",
+             d.k(0) <= p.gpu_ms && p.gpu_ms <= d.k(kMaxAttained) - s.jobs[j].attained}};
   }
 };
 

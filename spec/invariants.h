@@ -45,13 +45,13 @@ constexpr std::string_view inv_id(Inv i) {
 
 constexpr std::string_view inv_summary(Inv i) {
   switch (i) {
-    case Inv::kWorld: return "world size and job spec never change after submission";
+    case Inv::kWorld: return "world size and job spec fixed and in range after submission";
     case Inv::kGang: return "a job holding devices has all W workers placed within its range";
     case Inv::kExcl: return "a device is held by at most one job";
     case Inv::kCap: return "no node exceeds its devices or host memory for spliced state";
     case Inv::kCkpt: return "suspended/migrating jobs have a checkpoint; progress monotone";
     case Inv::kEpoch: return "every (re)start takes a larger epoch; one incarnation holds";
-    case Inv::kTier: return "preemption and shrinking only in favour of a favoured job";
+    case Inv::kTier: return "preemption/shrinking only for a favoured job; attained in range";
     case Inv::kTerm: return "finished jobs hold nothing and never leave their state";
     case Inv::kAdmit: return "admitted premium demand within the premium reserve";
   }
@@ -108,7 +108,8 @@ typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
                              d.k(0) <= job.tier && job.tier < d.k(kNumTiers) &&
                                  d.k(0) <= job.dtype && d.k(1) <= job.min_dev &&
                                  job.min_dev <= job.max_dev && job.max_dev <= job.world &&
-                                 d.k(1) <= job.mem);
+                                 job.world <= d.k(kMaxWorld) && d.k(1) <= job.mem &&
+                                 job.mem <= d.k(kMaxMemMib));
       return ok;
 
     case Inv::kGang:
@@ -152,7 +153,10 @@ typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
       return ok;
 
     case Inv::kTier:
-      return ok;  // a property of transitions only: see step_invariant
+      // Attained service, which the same-tier fair-share rule compares, stays in range.
+      for (const auto& job : s.jobs)
+        ok = ok && d.k(0) <= job.attained && job.attained <= d.k(kMaxAttained);
+      return ok;
 
     case Inv::kTerm:
       for (int j = 0; j < s.num_jobs(); ++j) {

@@ -157,11 +157,12 @@ typename D::Int sel_count(const D& d, const std::vector<typename D::Bool>& sel) 
   return n;
 }
 
-// Host memory one device of a job needs for its swapped-out workers: (splice - 1) * mem.
+// Host memory one device of a job needs for its swapped-out workers: (splice - 1) * mem, for a
+// splice in [1, kSpliceLimit] (0 otherwise). With mem <= kMaxMemMib it cannot overflow.
 template <class D>
 typename D::Int swap_per_device(const D& d, const typename D::Int& splice,
                                 const typename D::Int& mem) {
-  return times_small(d, mem, splice - d.k(1), kSpliceLimit - 1);
+  return times_small(d, mem, splice, kSpliceLimit - 1, /*offset=*/1);
 }
 
 // Host memory used on node n by every job except `except` (-1: none excepted).

@@ -54,6 +54,14 @@ inline constexpr int kSpliceLimit = 8;
 // A job whose workers crashed or whose node was lost this many times fails instead of requeueing.
 inline constexpr int kMaxRetries = 3;
 
+// Bounds on the values that enter arithmetic, so that no spec formula overflows 64-bit integers
+// on concrete values (the solver's integers are unbounded: without these bounds the proof and the
+// running code could disagree). Guards enforce them; INV-WORLD and INV-TIER keep them.
+inline constexpr std::int64_t kMaxWorld = std::int64_t{1} << 20;          // workers per job
+inline constexpr std::int64_t kMaxMemMib = std::int64_t{1} << 40;         // MiB per worker
+inline constexpr std::int64_t kMaxAttained = std::int64_t{1} << 62;       // GPU-ms per job
+inline constexpr std::int64_t kMaxNodeDevices = 4096;                     // devices per node
+
 constexpr std::string_view state_name(JobState s) {
   constexpr std::string_view names[] = {"New",       "Submitted",     "Queued",    "Placed",
                                         "Running",   "Checkpointing", "Suspended", "Migrating",

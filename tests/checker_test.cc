@@ -1,0 +1,498 @@
+// Unit tests of the checker (checker/): the real lifecycle table is proved; deliberately broken
+// machines — built as Boost.MSM front-end tables and introspected exactly as the real one is — make
+// the prover and the bounded model checker fail, naming the row and the broken invariant; journals
+// written by the core replay cleanly, and bad journals are reported.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <boost/mpl/joint_view.hpp>
+#include <boost/mpl/vector.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "checker/bmc.h"
+#include "checker/lifecycle_rows.h"
+#include "checker/prover.h"
+#include "checker/replay.h"
+#include "checker/symbolic.h"
+#include "core/job_machine_table.h"
+#include "core/row_desc.h"
+#include "core/scheduler_core.h"
+#include "spec/invariants.h"
+
+namespace orrery::checker {
+namespace {
+
+namespace lc = core::lifecycle;
+namespace mpl = boost::mpl;
+using spec::EventKind;
+using spec::Inv;
+
+constexpr unsigned kTimeoutMs = 60000;
+const Shape kProofShape{3, 2, 2};
+
+bool contains(const std::string& haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// The invariants that failed on table row `row` (1-based).
+std::set<Inv> failed_on(const ProofReport& r, int row) {
+  std::set<Inv> out;
+  for (const auto& ob : r.obligations)
+    if (ob.row == row && !ob.proved) out.insert(ob.inv);
+  return out;
+}
+
+// Rows (1-based) with at least one failed obligation.
+std::set<int> failing_rows(const ProofReport& r) {
+  std::set<int> out;
+  for (const auto& ob : r.obligations)
+    if (!ob.proved) out.insert(ob.row);
+  return out;
+}
+
+std::string ids(const std::set<Inv>& invs) {
+  std::string s;
+  for (auto i : invs) s += (s.empty() ? "" : " ") + std::string(spec::inv_id(i));
+  return s;
+}
+
+const Obligation* find_obligation(const ProofReport& r, int row, Inv inv) {
+  for (const auto& ob : r.obligations)
+    if (ob.row == row && ob.inv == inv) return &ob;
+  return nullptr;
+}
+
+// No obligation may be merely inconclusive: a broken row must be refuted, not time out.
+void ExpectDecided(const ProofReport& r) {
+  for (const auto& ob : r.obligations)
+    EXPECT_FALSE(ob.unknown) << ob.row_label << " " << spec::inv_id(ob.inv) << ": "
+                             << ob.counterexample;
+}
+
+// ---- The real table --------------------------------------------------------------------------
+
+TEST(ProverTest, RealLifecycleTableIsProved) {
+  const auto rows = lifecycle_rows();
+  ASSERT_EQ(rows.size(), 43u);
+  auto r = prove(rows, kProofShape, kTimeoutMs);
+  EXPECT_EQ(r.rows, 43);
+  EXPECT_EQ(r.failed, 0);
+  EXPECT_EQ(r.obligations.size(), (rows.size() + 1) * spec::kAllInvariants.size());
+  EXPECT_EQ(r.proved, static_cast<int>(r.obligations.size()));
+  for (const auto& ob : r.obligations) {
+    EXPECT_TRUE(ob.proved) << ob.row_label << " " << spec::inv_id(ob.inv) << "\n"
+                           << ob.counterexample;
+    EXPECT_TRUE(ob.counterexample.empty());
+  }
+  // Init first, then every row in table order, every invariant for each.
+  for (std::size_t i = 0; i < r.obligations.size(); ++i) {
+    const auto& ob = r.obligations[i];
+    EXPECT_EQ(ob.row, static_cast<int>(i / 9));
+    EXPECT_EQ(ob.inv, spec::kAllInvariants[i % 9]);
+    EXPECT_EQ(ob.row_label, i < 9 ? "Init" : rows[i / 9 - 1].label());
+  }
+}
+
+TEST(ProverTest, IntrospectionHereSeesTheSameTableAsTheChecker) {
+  auto mine = core::rows_of<Z3Domain, core::JobFront::transition_table>();
+  auto theirs = lifecycle_rows();
+  ASSERT_EQ(mine.size(), theirs.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    EXPECT_EQ(mine[i].label(), theirs[i].label());
+    EXPECT_EQ(mine[i].guard, theirs[i].guard);
+    EXPECT_EQ(mine[i].effect, theirs[i].effect);
+  }
+}
+
+// ---- Broken machines as MSM tables -----------------------------------------------------------
+
+// A missing guard: preemption in favour of anyone.
+using MissingGuardTable = mpl::vector<lc::Row<lc::Running, lc::Preempt, lc::Checkpointing>>;
+
+TEST(ProverTest, MissingGuardFailsTierInvariant) {
+  auto rows = core::rows_of<Z3Domain, MissingGuardTable>();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].guard, nullptr);
+  auto r = prove(rows, kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  EXPECT_EQ(r.obligations.size(), 2 * spec::kAllInvariants.size());
+  EXPECT_GT(r.failed, 0);
+  EXPECT_EQ(failing_rows(r), std::set<int>{1});
+  EXPECT_EQ(failed_on(r, 1), std::set<Inv>{Inv::kTier}) << ids(failed_on(r, 1));
+  const auto* ob = find_obligation(r, 1, Inv::kTier);
+  ASSERT_NE(ob, nullptr);
+  EXPECT_FALSE(ob->proved);
+  EXPECT_TRUE(contains(ob->row_label, "Running --Preempt--> Checkpointing")) << ob->row_label;
+  EXPECT_TRUE(contains(ob->row_label, "#1 ")) << ob->row_label;
+  EXPECT_FALSE(ob->counterexample.empty());
+  EXPECT_TRUE(contains(ob->counterexample, "INV-TIER")) << ob->counterexample;
+  EXPECT_TRUE(contains(ob->counterexample, "Preempt")) << ob->counterexample;
+}
+
+// A wrong effect: takes the devices like EffectAcquire but starts no new incarnation.
+struct BadAcquire {
+  static constexpr std::string_view name = "take_devices_same_epoch";
+  template <class D>
+  static void apply(const D& d, spec::ClusterVars<D>& s, int j, const spec::Params<D>& p) {
+    spec::take_devices(d, s, j, p, s.jobs[j].epoch);
+  }
+};
+using WrongEffectTable = mpl::vector<lc::Row<lc::Queued, lc::Place, lc::Placed,
+                                             core::SpecAction<BadAcquire>,
+                                             core::SpecGuard<spec::GuardGang>>>;
+
+TEST(ProverTest, WrongEffectFailsEpochInvariant) {
+  auto rows = core::rows_of<Z3Domain, WrongEffectTable>();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].action_name, "take_devices_same_epoch");
+  EXPECT_EQ(rows[0].guard_name, "gang_fits");
+  auto r = prove(rows, kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  const auto failed = failed_on(r, 1);
+  std::cout << "[ wrong effect ] " << rows[0].label() << " fails: " << ids(failed) << "\n";
+  EXPECT_TRUE(failed.count(Inv::kEpoch)) << ids(failed);
+  EXPECT_EQ(failing_rows(r), std::set<int>{1});
+  const auto* ob = find_obligation(r, 1, Inv::kEpoch);
+  ASSERT_NE(ob, nullptr);
+  EXPECT_TRUE(contains(ob->counterexample, "INV-EPOCH")) << ob->counterexample;
+}
+
+// An extra row: a completed job starts running again.
+using ExtraRowTable = mpl::vector<lc::Row<lc::Completed, lc::Start, lc::Running>>;
+
+TEST(ProverTest, ExtraRowOutOfATerminalStateFailsTermInvariant) {
+  auto rows = core::rows_of<Z3Domain, ExtraRowTable>();
+  ASSERT_EQ(rows.size(), 1u);
+  auto r = prove(rows, kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  const auto failed = failed_on(r, 1);
+  std::cout << "[ extra row ] " << rows[0].label() << " fails: " << ids(failed) << "\n";
+  EXPECT_TRUE(failed.count(Inv::kTerm)) << ids(failed);
+  EXPECT_TRUE(failed.count(Inv::kGang)) << ids(failed);  // Running with no devices
+  const auto* ob = find_obligation(r, 1, Inv::kTerm);
+  ASSERT_NE(ob, nullptr);
+  EXPECT_TRUE(contains(ob->counterexample, "INV-TERM")) << ob->counterexample;
+}
+
+// ---- Removing the guard of every preemption, resize, migration row ---------------------------
+
+bool guard_matters(EventKind e) {
+  return e == EventKind::kPreempt || e == EventKind::kResizeUp || e == EventKind::kResizeDown ||
+         e == EventKind::kMigrate || e == EventKind::kCheckpointDone || e == EventKind::kResume;
+}
+
+std::vector<int> guarded_rows() {
+  std::vector<int> out;
+  for (const auto& r : lifecycle_rows())
+    if (guard_matters(r.event)) out.push_back(r.index);
+  return out;
+}
+
+class GuardRemovedTest : public ::testing::TestWithParam<int> {};
+
+// The checker sees the table as RowDesc values: the guard pointer set to nullptr is the row with
+// its guard removed. The whole table is proved, as orrery-check would: only that row may fail.
+TEST_P(GuardRemovedTest, FailsOnThatRowNamingTheInvariant) {
+  const int index = GetParam();
+  auto rows = lifecycle_rows();
+  auto& row = rows[index - 1];
+  ASSERT_EQ(row.index, index);
+  ASSERT_NE(row.guard, nullptr) << row.label();
+  row.guard = nullptr;
+  row.guard_name = "none";
+  auto r = prove(rows, kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  const auto failed = failed_on(r, index);
+  std::cout << "[ guard removed ] " << row.label() << " fails: " << ids(failed) << "\n";
+  EXPECT_FALSE(failed.empty()) << row.label() << " still proves without its guard";
+  EXPECT_EQ(failing_rows(r), std::set<int>{index}) << "other rows must be unaffected";
+  for (auto inv : failed) {
+    const auto* ob = find_obligation(r, index, inv);
+    ASSERT_NE(ob, nullptr);
+    EXPECT_EQ(ob->row_label, row.label());
+    EXPECT_TRUE(contains(ob->counterexample, spec::inv_id(inv))) << ob->counterexample;
+  }
+  // The invariant each guard is there for.
+  switch (row.event) {
+    case EventKind::kPreempt:
+    case EventKind::kResizeDown:
+      EXPECT_TRUE(failed.count(Inv::kTier)) << ids(failed);
+      break;
+    case EventKind::kCheckpointDone:
+      EXPECT_TRUE(failed.count(Inv::kCkpt)) << ids(failed);
+      break;
+    case EventKind::kResume:
+    case EventKind::kResizeUp:
+    case EventKind::kMigrate:
+      EXPECT_TRUE(failed.count(Inv::kGang)) << ids(failed);
+      EXPECT_TRUE(failed.count(Inv::kExcl)) << ids(failed);
+      break;
+    default:
+      break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PreemptionResizeMigrationRows, GuardRemovedTest,
+                         ::testing::ValuesIn(guarded_rows()),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           const auto rows = lifecycle_rows();
+                           const auto& r = rows[info.param - 1];
+                           return "Row" + std::to_string(info.param) + "_" +
+                                  std::string(spec::state_name(r.src)) +
+                                  std::string(spec::event_name(r.event));
+                         });
+
+TEST(GuardRemovedSetTest, CoversEveryPreemptionResizeAndMigrationRow) {
+  // Preempt, CheckpointDone, Resume, ResizeUp, ResizeDown, Migrate: one row each in the real table.
+  EXPECT_EQ(guarded_rows(), (std::vector<int>{7, 8, 9, 10, 11, 13}));
+}
+
+// The same at the MSM type level: the real table with the shrink row's guard replaced by
+// boost::msm::front::none.
+using MainRowsShrinkUnguarded = mpl::vector<
+    lc::Row<lc::New, lc::Submit, lc::Submitted, lc::Do<spec::EffectSubmit>, lc::If<spec::GuardSubmit>>,
+    lc::Row<lc::Submitted, lc::Admit, lc::Queued, lc::none, lc::If<spec::GuardAdmit>>,
+    lc::Row<lc::Queued, lc::Place, lc::Placed, lc::Do<spec::EffectAcquire>, lc::If<spec::GuardGang>>,
+    lc::Row<lc::Placed, lc::Start, lc::Running>,
+    lc::Row<lc::Running, lc::Progress, lc::Running, lc::Do<spec::EffectProgress>, lc::If<spec::GuardProgress>>,
+    lc::Row<lc::Running, lc::Checkpoint, lc::Running, lc::Do<spec::EffectCheckpoint>, lc::If<spec::GuardCheckpoint>>,
+    lc::Row<lc::Running, lc::ResizeUp, lc::Running, lc::Do<spec::EffectRegang>, lc::If<spec::GuardGrow>>,
+    lc::Row<lc::Running, lc::ResizeDown, lc::Running, lc::Do<spec::EffectRegang>, boost::msm::front::none>,
+    lc::Row<lc::Running, lc::Preempt, lc::Checkpointing, lc::none, lc::If<spec::GuardPreempt>>,
+    lc::Row<lc::Checkpointing, lc::CheckpointDone, lc::Suspended, lc::Do<spec::EffectSuspend>, lc::If<spec::GuardCut>>,
+    lc::Row<lc::Suspended, lc::Resume, lc::Restoring, lc::Do<spec::EffectAcquire>, lc::If<spec::GuardGang>>,
+    lc::Row<lc::Restoring, lc::RestoreDone, lc::Running>,
+    lc::Row<lc::Running, lc::Migrate, lc::Migrating, lc::Do<spec::EffectMigrate>, lc::If<spec::GuardMigrate>>,
+    lc::Row<lc::Migrating, lc::RestoreDone, lc::Running>,
+    lc::Row<lc::Running, lc::Complete, lc::Completed, lc::Do<spec::EffectRelease>>>;
+using ShrinkUnguardedTable =
+    mpl::joint_view<mpl::joint_view<MainRowsShrinkUnguarded, lc::FailureRows>, lc::CancelRows>;
+
+TEST(ProverTest, MsmTableWithAGuardReplacedByNoneFailsNamingThatRow) {
+  auto rows = core::rows_of<Z3Domain, ShrinkUnguardedTable>();
+  const auto real = lifecycle_rows();
+  ASSERT_EQ(rows.size(), real.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i == 7) continue;
+    EXPECT_EQ(rows[i].label(), real[i].label());  // the copy is faithful but for row 8
+  }
+  EXPECT_EQ(rows[7].label(), "#8 Running --ResizeDown--> Running [none / resplice]");
+  auto r = prove(rows, kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  EXPECT_GT(r.failed, 0);
+  EXPECT_EQ(failing_rows(r), std::set<int>{8});
+  const auto failed = failed_on(r, 8);
+  std::cout << "[ MSM table, guard = none ] " << rows[7].label() << " fails: " << ids(failed)
+            << "\n";
+  EXPECT_TRUE(failed.count(Inv::kTier)) << ids(failed);
+  const auto* ob = find_obligation(r, 8, Inv::kTier);
+  ASSERT_NE(ob, nullptr);
+  EXPECT_TRUE(contains(ob->counterexample, "ResizeDown")) << ob->counterexample;
+  EXPECT_TRUE(contains(ob->counterexample, "violates INV-TIER")) << ob->counterexample;
+}
+
+// ---- Bounded model checking ------------------------------------------------------------------
+
+using BrokenRunTable = mpl::vector<
+    lc::Row<lc::New, lc::Submit, lc::Submitted, lc::Do<spec::EffectSubmit>, lc::If<spec::GuardSubmit>>,
+    lc::Row<lc::Submitted, lc::Start, lc::Running>>;
+
+TEST(BmcTest, FindsARunBreakingAnInvariant) {
+  auto rows = core::rows_of<Z3Domain, BrokenRunTable>();
+  ASSERT_EQ(rows.size(), 2u);
+  auto r = bmc(rows, Shape{1, 1, 1}, 3, kTimeoutMs);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.unknown) << r.counterexample;
+  EXPECT_EQ(r.depth, 3);
+  EXPECT_EQ(r.depth_checked, 1);  // Submit alone is fine; Submit, Start is not
+  EXPECT_TRUE(contains(r.counterexample, "violates INV-GANG")) << r.counterexample;
+  EXPECT_TRUE(contains(r.counterexample, "step 1: Submit job0")) << r.counterexample;
+  EXPECT_TRUE(contains(r.counterexample, "step 2: Start job0")) << r.counterexample;
+  EXPECT_TRUE(contains(r.counterexample, "Submitted --Start--> Running")) << r.counterexample;
+  std::cout << "[ bmc counterexample ]\n" << r.counterexample;
+}
+
+TEST(BmcTest, RealTableHasNoShortViolation) {
+  auto r = bmc(lifecycle_rows(), Shape{1, 1, 1}, 3, kTimeoutMs);
+  EXPECT_TRUE(r.ok) << r.counterexample;
+  EXPECT_FALSE(r.unknown);
+  EXPECT_EQ(r.depth_checked, 3);
+  EXPECT_EQ(r.seconds_per_depth.size(), 3u);
+}
+
+// ---- Journal replay ----------------------------------------------------------------------------
+
+class ReplayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/orrery_checker_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/decisions.jrnl";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // A short run of the core on the default fleet, journaled; returns the decisions committed.
+  std::uint64_t write_journal() {
+    auto w = core::JournalWriter::open(path_, {core::FsyncPolicy::kNever, 4});
+    EXPECT_TRUE(w.ok()) << w.reason();
+    if (!w.ok()) return 0;
+    core::ManualClock clock(5);
+    auto sc = core::SchedulerCore::create(core::default_fleet(), clock, w->get());
+    EXPECT_TRUE(sc.ok()) << sc.reason();
+    if (!sc.ok()) return 0;
+    auto& c = **sc;
+    auto commit = [&](core::Decision d) {
+      clock.advance(3);
+      auto r = c.commit(d);
+      EXPECT_TRUE(r.ok()) << d.describe() << ": " << r.reason();
+    };
+    core::Decision d;
+    d.event = EventKind::kSubmit;
+    d.name = "a";
+    d.tier = spec::Tier::kBasic;
+    d.device_type = "H100-80G";
+    d.world = 4;
+    d.min_devices = 1;
+    d.max_devices = 4;
+    d.mem_mib = 512;
+    commit(d);
+    d.name = "b";
+    d.tier = spec::Tier::kPremium;
+    d.world = d.min_devices = d.max_devices = 2;
+    commit(d);
+    auto ev = [](EventKind e, std::int64_t job) {
+      core::Decision x;
+      x.event = e;
+      x.job = job;
+      return x;
+    };
+    commit(ev(EventKind::kAdmit, 0));
+    commit(ev(EventKind::kAdmit, 1));
+    auto place = ev(EventKind::kPlace, 0);
+    place.devices = {0, 1};
+    place.splice = 2;
+    commit(place);
+    commit(ev(EventKind::kStart, 0));
+    auto prog = ev(EventKind::kProgress, 0);
+    prog.step = 4;
+    prog.gpu_ms = 40;
+    commit(prog);
+    auto shrink = ev(EventKind::kResizeDown, 0);
+    shrink.devices = {0};
+    shrink.splice = 4;
+    shrink.beneficiary = 1;
+    commit(shrink);
+    auto pre = ev(EventKind::kPreempt, 0);
+    pre.beneficiary = 1;
+    commit(pre);
+    auto done = ev(EventKind::kCheckpointDone, 0);
+    done.step = 4;
+    commit(done);
+    auto place_b = ev(EventKind::kPlace, 1);
+    place_b.devices = {4, 5};
+    place_b.splice = 1;
+    commit(place_b);
+    commit(ev(EventKind::kStart, 1));
+    commit(ev(EventKind::kCancel, 0));
+    commit(ev(EventKind::kComplete, 1));
+    EXPECT_TRUE((*w)->flush().ok());
+    return c.committed();
+  }
+
+  std::string file_bytes() const {
+    std::ifstream in(path_, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void set_file_bytes(const std::string& bytes) const {
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(ReplayTest, JournalOfACoreRunReplaysCleanly) {
+  const auto n = write_journal();
+  ASSERT_EQ(n, 14u);
+  auto r = replay_journal(path_);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_TRUE(r.violations.empty()) << r.violations.front();
+  EXPECT_EQ(r.records, n + 1);
+  EXPECT_EQ(r.decisions, n);
+  // 9 state checks for the initial state and after each decision, 5 step checks per decision.
+  EXPECT_EQ(r.checks, 9 * (n + 1) + 5 * n);
+  EXPECT_TRUE(r.clean_tail);
+  EXPECT_TRUE(r.tail_error.empty());
+}
+
+TEST_F(ReplayTest, MissingFileIsAnError) {
+  auto r = replay_journal(dir_ + "/no-such.jrnl");
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.error.empty());
+  EXPECT_EQ(r.decisions, 0u);
+}
+
+TEST_F(ReplayTest, NotAJournalIsAnError) {
+  set_file_bytes("this is not a journal at all");
+  auto r = replay_journal(path_);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.error.empty());
+}
+
+TEST_F(ReplayTest, CorruptTailReplaysTheGoodRecordsAndSaysSo) {
+  const auto n = write_journal();
+  ASSERT_GT(n, 1u);
+  auto bytes = file_bytes();
+  bytes[bytes.size() - 1] = static_cast<char>(~bytes[bytes.size() - 1]);
+  set_file_bytes(bytes);
+  auto r = replay_journal(path_);
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(r.clean_tail);
+  EXPECT_FALSE(r.tail_error.empty());
+  EXPECT_EQ(r.decisions, n - 1);
+  EXPECT_EQ(r.records, n);
+}
+
+TEST_F(ReplayTest, RecordThatDoesNotReplayIsAnError) {
+  {
+    auto w = core::JournalWriter::open(path_, {core::FsyncPolicy::kNever, 1});
+    ASSERT_TRUE(w.ok()) << w.reason();
+    ASSERT_TRUE((*w)->append(core::encode_fleet_record(core::default_fleet().to_text())).ok());
+    core::Decision start;
+    start.event = EventKind::kStart;
+    start.job = 0;
+    ASSERT_TRUE((*w)->append(core::encode_decision_record(start, 1)).ok());
+  }
+  auto r = replay_journal(path_);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(contains(r.error, "journal record 2")) << r.error;
+  EXPECT_TRUE(contains(r.error, "unknown job 0")) << r.error;
+  EXPECT_EQ(r.decisions, 0u);
+}
+
+TEST_F(ReplayTest, JournalWithoutFleetRecordIsAnError) {
+  {
+    auto w = core::JournalWriter::open(path_, {core::FsyncPolicy::kNever, 1});
+    ASSERT_TRUE(w.ok()) << w.reason();
+  }
+  auto r = replay_journal(path_);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(contains(r.error, "no records")) << r.error;
+}
+
+}  // namespace
+}  // namespace orrery::checker

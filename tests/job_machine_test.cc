@@ -1,0 +1,396 @@
+// Unit tests of the job lifecycle machine (core/job_machine.h) and of the rows introspected from
+// its Boost.MSM table (job_rows()): illegal events are errors that leave the machine alone, the
+// table has the documented shape, and the machine takes exactly the row job_rows() describes.
+#include "core/job_machine.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/fleet.h"
+#include "core/row_desc.h"
+#include "spec/invariants.h"
+
+namespace orrery::core {
+namespace {
+
+using spec::EventKind;
+using spec::JobState;
+using Cluster = spec::ClusterVars<spec::Concrete>;
+using Params = spec::Params<spec::Concrete>;
+
+std::string name_of(JobState s) { return std::string(spec::state_name(s)); }
+std::string name_of(EventKind e) { return std::string(spec::event_name(e)); }
+
+bool is_terminal(JobState s) {
+  return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kCancelled;
+}
+
+// The default fleet (8 devices on 2 nodes) with two job slots: job 0 is driven by the machine under
+// test; job 1 is a premium job waiting in Queued, the beneficiary preemption and shrink rows need.
+class JobMachineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_ = default_fleet().empty_cluster();
+    spec::Concrete d;
+    for (int j = 0; j < 2; ++j) {
+      cluster_.jobs.push_back(spec::new_job(d));
+      cluster_.hold.emplace_back(cluster_.num_devices(), 0);
+    }
+    auto& waiting = cluster_.jobs[1];
+    waiting.state = static_cast<std::int64_t>(JobState::kQueued);
+    waiting.tier = static_cast<std::int64_t>(spec::Tier::kPremium);
+    waiting.world = waiting.min_dev = waiting.max_dev = 1;
+    waiting.mem = 1;
+  }
+
+  // Parameters the guard of a row for `e` accepts in the state the scripted path below reaches.
+  Params params_for(EventKind e) const {
+    const auto& job = cluster_.jobs[0];
+    Params p{};
+    p.sel.assign(cluster_.num_devices(), false);
+    p.beneficiary = 1;
+    auto select = [&](std::vector<int> devs, int splice) {
+      for (int dev : devs) p.sel[dev] = true;
+      p.splice = splice;
+    };
+    switch (e) {
+      case EventKind::kSubmit:
+        p.tier = static_cast<std::int64_t>(spec::Tier::kStandard);
+        p.dtype = 0;
+        p.world = 4;
+        p.min_dev = 1;
+        p.max_dev = 4;
+        p.mem = 1024;
+        break;
+      case EventKind::kPlace:
+      case EventKind::kResume:
+        select({0, 1}, 2);
+        break;
+      case EventKind::kMigrate:
+        select({4, 5}, 2);
+        p.step = job.progress;
+        break;
+      case EventKind::kResizeUp:
+        select({0, 1, 2, 3}, 1);
+        break;
+      case EventKind::kResizeDown:
+        select({0}, 4);
+        break;
+      case EventKind::kProgress:
+        p.step = job.progress + 5;
+        p.gpu_ms = 100;
+        break;
+      case EventKind::kCheckpoint:
+      case EventKind::kCheckpointDone:
+        p.step = job.progress;
+        break;
+      default:
+        break;
+    }
+    return p;
+  }
+
+  // Fires `e` on job 0 with accepted parameters and mirrors the state, as the core does.
+  Status fire(JobMachine& m, EventKind e) {
+    auto p = params_for(e);
+    FireContext ctx{&cluster_, 0, &p};
+    auto st = m.fire(e, ctx);
+    cluster_.jobs[0].state = static_cast<std::int64_t>(m.state());
+    return st;
+  }
+
+  // Drives a fresh machine to `target` along a legal path.
+  void drive_to(JobMachine& m, JobState target) {
+    static const std::map<JobState, std::vector<EventKind>> kPaths = {
+        {JobState::kNew, {}},
+        {JobState::kSubmitted, {EventKind::kSubmit}},
+        {JobState::kQueued, {EventKind::kSubmit, EventKind::kAdmit}},
+        {JobState::kPlaced, {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace}},
+        {JobState::kRunning,
+         {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace, EventKind::kStart}},
+        {JobState::kCheckpointing,
+         {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace, EventKind::kStart,
+          EventKind::kResizeUp, EventKind::kPreempt}},
+        {JobState::kSuspended,
+         {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace, EventKind::kStart,
+          EventKind::kProgress, EventKind::kPreempt, EventKind::kCheckpointDone}},
+        {JobState::kRestoring,
+         {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace, EventKind::kStart,
+          EventKind::kPreempt, EventKind::kCheckpointDone, EventKind::kResume}},
+        {JobState::kMigrating,
+         {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace, EventKind::kStart,
+          EventKind::kProgress, EventKind::kMigrate}},
+        {JobState::kCompleted,
+         {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace, EventKind::kStart,
+          EventKind::kComplete}},
+        {JobState::kFailed, {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace,
+                             EventKind::kWorkerCrash}},  // with failures at the limit
+        {JobState::kCancelled, {EventKind::kSubmit, EventKind::kCancel}},
+    };
+    for (auto e : kPaths.at(target)) {
+      if (target == JobState::kFailed && e == EventKind::kWorkerCrash)
+        cluster_.jobs[0].failures = spec::kMaxRetries;
+      auto st = fire(m, e);
+      ASSERT_TRUE(st.ok()) << "on the way to " << name_of(target) << ": " << st.reason();
+    }
+    ASSERT_EQ(m.state(), target);
+  }
+
+  Cluster cluster_;
+};
+
+TEST_F(JobMachineTest, StartsInNew) {
+  JobMachine m;
+  EXPECT_EQ(m.state(), JobState::kNew);
+}
+
+TEST_F(JobMachineTest, IllegalEventIsAnErrorNamingEventAndStateAndChangesNothing) {
+  JobMachine m;
+  const auto before = cluster_;
+  auto p = params_for(EventKind::kStart);
+  FireContext ctx{&cluster_, 0, &p};
+  auto st = m.fire(EventKind::kStart, ctx);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.reason().find("Start"), std::string::npos) << st.reason();
+  EXPECT_NE(st.reason().find("New"), std::string::npos) << st.reason();
+  EXPECT_EQ(st.reason(), "no transition for Start in state New");
+  EXPECT_EQ(m.state(), JobState::kNew);
+  EXPECT_EQ(cluster_.jobs[0].tier, before.jobs[0].tier);
+  EXPECT_EQ(cluster_.hold, before.hold);
+
+  // The machine still works after the rejection.
+  ASSERT_TRUE(fire(m, EventKind::kSubmit).ok());
+  EXPECT_EQ(m.state(), JobState::kSubmitted);
+}
+
+TEST_F(JobMachineTest, EveryEventWithoutARowIsRejectedInEveryState) {
+  std::set<std::pair<JobState, EventKind>> has_row;
+  for (const auto& r : job_rows()) has_row.insert({r.src, r.event});
+  int rejected = 0;
+  for (int s = 0; s < spec::kNumJobStates; ++s) {
+    const auto state = static_cast<JobState>(s);
+    for (int e = 0; e < spec::kNumEventKinds; ++e) {
+      const auto event = static_cast<EventKind>(e);
+      if (has_row.count({state, event})) continue;
+      SetUp();  // a fresh cluster per attempt
+      JobMachine m;
+      drive_to(m, state);
+      if (HasFatalFailure()) return;
+      const auto job_before = cluster_.jobs[0];
+      const auto hold_before = cluster_.hold;
+      auto p = params_for(event);
+      FireContext ctx{&cluster_, 0, &p};
+      auto st = m.fire(event, ctx);
+      ASSERT_FALSE(st.ok()) << name_of(event) << " in " << name_of(state);
+      EXPECT_EQ(st.reason(), "no transition for " + name_of(event) + " in state " + name_of(state));
+      EXPECT_EQ(m.state(), state);
+      for (const auto& [field, member] : spec::job_fields<spec::Concrete>())
+        EXPECT_EQ(cluster_.jobs[0].*member, job_before.*member) << field;
+      EXPECT_EQ(cluster_.hold, hold_before);
+      ++rejected;
+    }
+  }
+  EXPECT_EQ(rejected, spec::kNumJobStates * spec::kNumEventKinds - 33);  // 33 (src, event) pairs
+}
+
+TEST_F(JobMachineTest, GuardRejectionIsAnErrorAndChangesNothing) {
+  JobMachine m;
+  auto p = params_for(EventKind::kSubmit);
+  p.min_dev = 5;  // > max_dev
+  FireContext ctx{&cluster_, 0, &p};
+  const auto job_before = cluster_.jobs[0];
+  auto st = m.fire(EventKind::kSubmit, ctx);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.reason(), "guard rejected Submit in state New");
+  EXPECT_EQ(m.state(), JobState::kNew);
+  for (const auto& [field, member] : spec::job_fields<spec::Concrete>())
+    EXPECT_EQ(cluster_.jobs[0].*member, job_before.*member) << field;
+
+  // A gang that does not fit: the Place guard rejects, the devices stay free.
+  drive_to(m, JobState::kQueued);
+  auto place = params_for(EventKind::kPlace);
+  place.splice = 3;  // 2 devices x 3 != world 4
+  FireContext pctx{&cluster_, 0, &place};
+  st = m.fire(EventKind::kPlace, pctx);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.reason(), "guard rejected Place in state Queued");
+  EXPECT_EQ(m.state(), JobState::kQueued);
+  EXPECT_EQ(cluster_.hold[0], std::vector<std::int64_t>(8, 0));
+  EXPECT_EQ(cluster_.jobs[0].epoch, 0);
+}
+
+TEST_F(JobMachineTest, UnknownEventValueIsAnError) {
+  JobMachine m;
+  auto p = params_for(EventKind::kSubmit);
+  FireContext ctx{&cluster_, 0, &p};
+  auto st = m.fire(static_cast<EventKind>(spec::kNumEventKinds), ctx);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.reason(), "unknown event 17");
+  EXPECT_EQ(m.state(), JobState::kNew);
+}
+
+TEST_F(JobMachineTest, FireRunsTheEffectButLeavesTheStateVariableToTheCaller) {
+  JobMachine m;
+  auto p = params_for(EventKind::kSubmit);
+  FireContext ctx{&cluster_, 0, &p};
+  ASSERT_TRUE(m.fire(EventKind::kSubmit, ctx).ok());
+  EXPECT_EQ(m.state(), JobState::kSubmitted);
+  EXPECT_EQ(cluster_.jobs[0].world, 4);
+  EXPECT_EQ(cluster_.jobs[0].mem, 1024);
+  EXPECT_EQ(cluster_.jobs[0].state, static_cast<std::int64_t>(JobState::kNew));
+}
+
+TEST_F(JobMachineTest, MovedMachineKeepsItsState) {
+  JobMachine a;
+  drive_to(a, JobState::kQueued);
+  JobMachine b(std::move(a));
+  EXPECT_EQ(b.state(), JobState::kQueued);
+  JobMachine c;
+  c = std::move(b);
+  EXPECT_EQ(c.state(), JobState::kQueued);
+  ASSERT_TRUE(fire(c, EventKind::kPlace).ok());
+  EXPECT_EQ(c.state(), JobState::kPlaced);
+  std::vector<JobMachine> many(3);
+  many.emplace_back();  // reallocation moves them
+  for (const auto& x : many) EXPECT_EQ(x.state(), JobState::kNew);
+}
+
+// The machine (the Boost.MSM back-end) takes exactly the row that job_rows() (introspection of the
+// same table) describes: from each row's source, its event with accepted parameters leads to its
+// target, and its effect ran.
+TEST_F(JobMachineTest, EveryRowIsTakenByTheMachine) {
+  for (const auto& row : job_rows()) {
+    SCOPED_TRACE(row.label());
+    SetUp();
+    JobMachine m;
+    drive_to(m, row.src);
+    if (HasFatalFailure()) return;
+    cluster_.jobs[0].failures = row.guard_name == "retries_exhausted" ? spec::kMaxRetries : 0;
+    const auto epoch = cluster_.jobs[0].epoch;
+    auto st = fire(m, row.event);
+    ASSERT_TRUE(st.ok()) << st.reason();
+    EXPECT_EQ(m.state(), row.dst);
+    spec::Concrete d;
+    if (spec::starting_state(d, static_cast<std::int64_t>(row.dst)) && row.src != row.dst) {
+      EXPECT_EQ(cluster_.jobs[0].epoch, epoch + 1);
+    }
+    if (spec::holding_state(d, static_cast<std::int64_t>(row.dst))) {
+      EXPECT_GT(cluster_.jobs[0].devices, 0);
+    } else {
+      EXPECT_EQ(cluster_.jobs[0].devices, 0);
+      EXPECT_EQ(cluster_.hold[0], std::vector<std::int64_t>(8, 0));
+    }
+    for (auto inv : spec::kAllInvariants)
+      EXPECT_TRUE(spec::state_invariant(d, inv, cluster_)) << spec::inv_id(inv);
+  }
+}
+
+TEST(JobRowsTest, FortyThreeRowsInTableOrder) {
+  const auto& rows = job_rows();
+  ASSERT_EQ(rows.size(), 43u);
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].index, static_cast<int>(i + 1));
+  EXPECT_EQ(rows.front().label(), "#1 New --Submit--> Submitted [valid_spec / record_spec]");
+  EXPECT_EQ(rows[8].label(),
+            "#9 Running --Preempt--> Checkpointing [favoured_beneficiary / none]");
+  EXPECT_EQ(rows.back().label(), "#43 Restoring --Cancel--> Cancelled [none / release]");
+  // Guard and effect pointers are present exactly when the names are.
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.guard == nullptr, r.guard_name == "none") << r.label();
+    EXPECT_EQ(r.effect == nullptr, r.action_name == "none") << r.label();
+  }
+}
+
+TEST(JobRowsTest, SeveralRowsForOneSourceAndEventHaveMutuallyExclusiveGuards) {
+  std::map<std::pair<JobState, EventKind>, std::vector<const RowDesc<spec::Concrete>*>> groups;
+  for (const auto& r : job_rows()) groups[{r.src, r.event}].push_back(&r);
+  EXPECT_EQ(groups.size(), 33u);
+
+  Cluster s = default_fleet().empty_cluster();
+  spec::Concrete d;
+  s.jobs.push_back(spec::new_job(d));
+  s.hold.emplace_back(s.num_devices(), 0);
+  Params p{};
+  p.sel.assign(s.num_devices(), false);
+
+  int multi = 0;
+  for (const auto& [key, rows] : groups) {
+    if (rows.size() == 1) continue;
+    ++multi;
+    SCOPED_TRACE(name_of(key.first) + " --" + name_of(key.second) + "-->");
+    EXPECT_TRUE(key.second == EventKind::kWorkerCrash || key.second == EventKind::kNodeLoss);
+    ASSERT_EQ(rows.size(), 2u);
+    std::set<JobState> targets;
+    for (const auto* r : rows) {
+      ASSERT_NE(r->guard, nullptr) << r->label() << ": an unguarded row shadows the others";
+      targets.insert(r->dst);
+    }
+    EXPECT_EQ(targets, (std::set<JobState>{JobState::kQueued, JobState::kFailed}));
+    // Exactly one guard holds for every failure count (exclusive and exhaustive).
+    for (std::int64_t failures = -1; failures <= spec::kMaxRetries + 3; ++failures) {
+      s.jobs[0].failures = failures;
+      int holding = 0;
+      for (const auto* r : rows) holding += spec::all_of(d, r->guard(d, s, 0, p)) ? 1 : 0;
+      EXPECT_EQ(holding, 1) << "failures=" << failures;
+      const bool retry = failures < spec::kMaxRetries;
+      for (const auto* r : rows) {
+        if (spec::all_of(d, r->guard(d, s, 0, p))) {
+          EXPECT_EQ(r->dst, retry ? JobState::kQueued : JobState::kFailed) << failures;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(multi, 10);  // {Placed, Running, Checkpointing, Migrating, Restoring} x 2 failures
+}
+
+TEST(JobRowsTest, TerminalStatesHaveNoOutgoingRows) {
+  for (const auto& r : job_rows()) EXPECT_FALSE(is_terminal(r.src)) << r.label();
+  // ... and are reached only by completion, failure or cancellation.
+  for (const auto& r : job_rows()) {
+    if (r.dst == JobState::kCompleted) {
+      EXPECT_EQ(r.event, EventKind::kComplete) << r.label();
+    }
+    if (r.dst == JobState::kCancelled) {
+      EXPECT_EQ(r.event, EventKind::kCancel) << r.label();
+    }
+    if (r.dst == JobState::kFailed) {
+      EXPECT_EQ(r.guard_name, "retries_exhausted") << r.label();
+    }
+  }
+}
+
+TEST(JobRowsTest, EveryLiveStateHasACancelRow) {
+  std::map<JobState, int> cancels;
+  for (const auto& r : job_rows()) {
+    if (r.event != EventKind::kCancel) continue;
+    EXPECT_EQ(r.dst, JobState::kCancelled) << r.label();
+    EXPECT_EQ(r.guard, nullptr) << r.label() << ": cancellation is unconditional";
+    EXPECT_EQ(r.action_name, "release") << r.label();
+    ++cancels[r.src];
+  }
+  for (int s = 0; s < spec::kNumJobStates; ++s) {
+    const auto state = static_cast<JobState>(s);
+    if (is_terminal(state) || state == JobState::kNew) {
+      EXPECT_EQ(cancels.count(state), 0u) << name_of(state);
+    } else {
+      EXPECT_EQ(cancels[state], 1) << name_of(state) << " has no (single) Cancel row";
+    }
+  }
+}
+
+TEST(JobRowsTest, EveryStateIsReachableFromNew) {
+  std::set<JobState> reached{JobState::kNew};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& r : job_rows())
+      if (reached.count(r.src) && reached.insert(r.dst).second) grew = true;
+  }
+  EXPECT_EQ(reached.size(), static_cast<std::size_t>(spec::kNumJobStates));
+}
+
+}  // namespace
+}  // namespace orrery::core

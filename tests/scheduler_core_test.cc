@@ -1,0 +1,666 @@
+// Unit tests of the scheduler core (core/scheduler_core.h): a scripted lifecycle of several jobs
+// on the default fleet through every kind of decision, with every rejection's reason naming the
+// guard clause that failed, bad input as errors, the rejected() counter, the invariants after
+// every commit; then the same script with a real journal, recovery from it, and recovery from a
+// journal whose tail is corrupt.
+#include "core/scheduler_core.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/row_desc.h"
+#include "spec/invariants.h"
+
+namespace orrery::core {
+namespace {
+
+using spec::EventKind;
+using spec::JobState;
+using spec::Tier;
+using Cluster = spec::ClusterVars<spec::Concrete>;
+
+// ---- Comparing clusters --------------------------------------------------------------------
+
+void ExpectSameCluster(const Cluster& a, const Cluster& b) {
+  EXPECT_EQ(a.nodes, b.nodes);
+  EXPECT_EQ(a.node_of, b.node_of);
+  EXPECT_EQ(a.dev_type, b.dev_type);
+  EXPECT_EQ(a.node_devs, b.node_devs);
+  EXPECT_EQ(a.host_mem, b.host_mem);
+  EXPECT_EQ(a.premium_reserve, b.premium_reserve);
+  ASSERT_EQ(a.num_jobs(), b.num_jobs());
+  for (int j = 0; j < a.num_jobs(); ++j)
+    for (const auto& [field, member] : spec::job_fields<spec::Concrete>())
+      EXPECT_EQ(a.jobs[j].*member, b.jobs[j].*member) << "job " << j << " " << field;
+  EXPECT_EQ(a.hold, b.hold);
+}
+
+// ---- Decisions -----------------------------------------------------------------------------
+
+Decision submit(const std::string& name, Tier tier, std::int64_t world, std::int64_t min,
+                std::int64_t max, std::int64_t mem = 1024,
+                const std::string& type = "H100-80G") {
+  Decision d;
+  d.event = EventKind::kSubmit;
+  d.name = name;
+  d.tier = tier;
+  d.device_type = type;
+  d.world = world;
+  d.min_devices = min;
+  d.max_devices = max;
+  d.mem_mib = mem;
+  return d;
+}
+
+Decision ev(EventKind e, std::int64_t job) {
+  Decision d;
+  d.event = e;
+  d.job = job;
+  return d;
+}
+
+Decision on(EventKind e, std::int64_t job, std::vector<std::int64_t> devices, std::int64_t splice) {
+  auto d = ev(e, job);
+  d.devices = std::move(devices);
+  d.splice = splice;
+  return d;
+}
+
+Decision progress(std::int64_t job, std::int64_t step, std::int64_t gpu_ms) {
+  auto d = ev(EventKind::kProgress, job);
+  d.step = step;
+  d.gpu_ms = gpu_ms;
+  return d;
+}
+
+Decision at_step(EventKind e, std::int64_t job, std::int64_t step) {
+  auto d = ev(e, job);
+  d.step = step;
+  return d;
+}
+
+Decision for_job(EventKind e, std::int64_t job, std::int64_t beneficiary) {
+  auto d = ev(e, job);
+  d.beneficiary = beneficiary;
+  return d;
+}
+
+Decision shrink(std::int64_t job, std::vector<std::int64_t> devices, std::int64_t splice,
+                std::int64_t beneficiary) {
+  auto d = on(EventKind::kResizeDown, job, std::move(devices), splice);
+  d.beneficiary = beneficiary;
+  return d;
+}
+
+Decision migrate(std::int64_t job, std::vector<std::int64_t> devices, std::int64_t splice,
+                 std::int64_t step) {
+  auto d = on(EventKind::kMigrate, job, std::move(devices), splice);
+  d.step = step;
+  return d;
+}
+
+// ---- The driver: commits, checks, records ---------------------------------------------------
+
+struct Snapshot {
+  Committed committed;
+  Cluster cluster;
+  std::vector<JobState> states;
+};
+
+class Driver {
+ public:
+  Driver(SchedulerCore& core, ManualClock& clock) : core_(core), clock_(clock) {}
+
+  // Commits a decision that must be accepted; checks the result, every state invariant and every
+  // step invariant; records the state after it.
+  Committed ok(const Decision& d, JobState want) {
+    SCOPED_TRACE(d.describe());
+    clock_.advance(10);
+    const spec::Concrete dom;
+    Cluster pre = core_.cluster();
+    auto params = core_.params_for(d);
+    EXPECT_TRUE(params.ok()) << params.reason();
+    const int job = d.event == EventKind::kSubmit ? core_.num_jobs() : static_cast<int>(d.job);
+    const JobState from = d.event == EventKind::kSubmit ? JobState::kNew : core_.state(job);
+    const auto committed_before = core_.committed();
+    const auto rejected_before = core_.rejected();
+
+    auto c = core_.commit(d);
+    EXPECT_TRUE(c.ok()) << c.reason();
+    if (!c.ok()) return {};
+    EXPECT_EQ(c->seq, committed_before + 1);
+    EXPECT_EQ(core_.committed(), committed_before + 1);
+    EXPECT_EQ(core_.rejected(), rejected_before);
+    EXPECT_EQ(c->time_ms, clock_.now_ms());
+    EXPECT_EQ(c->job, job);
+    EXPECT_EQ(c->from, from);
+    EXPECT_EQ(c->to, want);
+    EXPECT_EQ(core_.state(job), want);
+    EXPECT_EQ(core_.cluster().jobs[job].state, static_cast<std::int64_t>(want));
+    const auto& rows = job_rows();
+    EXPECT_TRUE(c->row >= 1 && c->row <= static_cast<int>(rows.size()));
+    if (c->row >= 1 && c->row <= static_cast<int>(rows.size())) {
+      const auto& row = rows[c->row - 1];
+      EXPECT_EQ(row.src, from) << row.label();
+      EXPECT_EQ(row.event, d.event) << row.label();
+      EXPECT_EQ(row.dst, want) << row.label();
+    }
+
+    // The concrete invariants, state and step parts, on the state after the commit.
+    const auto& post = core_.cluster();
+    for (auto inv : spec::kAllInvariants)
+      EXPECT_TRUE(spec::state_invariant(dom, inv, post)) << spec::inv_id(inv);
+    if (d.event == EventKind::kSubmit) {
+      pre.jobs.push_back(spec::new_job(dom));
+      pre.hold.emplace_back(pre.num_devices(), 0);
+    }
+    if (params.ok()) {
+      for (auto inv : spec::kAllInvariants) {
+        if (!spec::has_step_part(inv)) continue;
+        EXPECT_TRUE(spec::step_invariant(dom, inv, pre, job, *params, post))
+            << spec::inv_id(inv) << " (step)";
+      }
+    }
+
+    Snapshot snap{*c, post, {}};
+    for (int j = 0; j < core_.num_jobs(); ++j) snap.states.push_back(core_.state(j));
+    snapshots.push_back(std::move(snap));
+    decisions.push_back(d);
+    return *c;
+  }
+
+  // Commits a decision that must be rejected, with a reason containing every one of `needles`;
+  // nothing may change but the rejected() counter.
+  std::string rejected(const Decision& d, const std::vector<std::string>& needles) {
+    SCOPED_TRACE(d.describe());
+    clock_.advance(1);
+    const Cluster before = core_.cluster();
+    std::vector<JobState> states;
+    for (int j = 0; j < core_.num_jobs(); ++j) states.push_back(core_.state(j));
+    const auto committed_before = core_.committed();
+    const auto rejected_before = core_.rejected();
+
+    auto c = core_.commit(d);
+    EXPECT_FALSE(c.ok()) << "accepted: row " << (c.ok() ? c->row : 0);
+    if (c.ok()) return {};
+    ++expected_rejections;
+    for (const auto& n : needles)
+      EXPECT_NE(c.reason().find(n), std::string::npos)
+          << "reason '" << c.reason() << "' lacks '" << n << "'";
+    EXPECT_EQ(core_.rejected(), rejected_before + 1);
+    EXPECT_EQ(core_.committed(), committed_before);
+    ExpectSameCluster(core_.cluster(), before);
+    EXPECT_EQ(core_.num_jobs(), static_cast<int>(states.size()));
+    for (int j = 0; j < core_.num_jobs(); ++j) EXPECT_EQ(core_.state(j), states[j]);
+    return c.reason();
+  }
+
+  SchedulerCore& core() { return core_; }
+
+  std::vector<Snapshot> snapshots;
+  std::vector<Decision> decisions;
+  std::uint64_t expected_rejections = 0;
+
+ private:
+  SchedulerCore& core_;
+  ManualClock& clock_;
+};
+
+// The scripted lifecycle. On the default fleet: devices 0-3 on node0, 4-7 on node1, all H100-80G;
+// premium reserve 4.
+//   job 0 alpha   standard W=4 [1,4]: placed, preempted, resumed, migrated, resized, completed
+//   job 1 beta    standard W=2 [1,2]: runs with much GPU time, crashes, later fails for good
+//   job 2 gamma   basic    W=2 [1,2]: waits, cancelled
+//   job 3 delta   premium  W=2 [2,2]: the favoured beneficiary; placed, completed
+//   job 4 epsilon premium  W=4 [3,4]: not admitted (premium reserve), cancelled
+void run_scenario(Driver& t) {
+  using E = EventKind;
+  using S = JobState;
+  const std::string clause_favoured = "beneficiary favoured by tier or fair share";
+
+  // Submission and admission.
+  EXPECT_EQ(t.ok(submit("alpha", Tier::kStandard, 4, 1, 4), S::kSubmitted).row, 1);
+  t.ok(submit("beta", Tier::kStandard, 2, 1, 2, 2048), S::kSubmitted);
+  t.ok(submit("gamma", Tier::kBasic, 2, 1, 2), S::kSubmitted);
+  t.ok(submit("delta", Tier::kPremium, 2, 2, 2), S::kSubmitted);
+  EXPECT_EQ(t.core().job_info(1).name, "beta");
+  EXPECT_EQ(t.core().job_info(1).device_type, "H100-80G");
+
+  // Infeasible or malformed specs are rejected and leave no job slot behind.
+  t.rejected(submit("nine", Tier::kStandard, 9, 2, 2),
+             {"rejected Submit for job 4 in state New", "valid_spec",
+              "world splits evenly over a device count in range"});
+  t.rejected(submit("too-spliced", Tier::kStandard, 18, 2, 2),
+             {"world splits evenly over a device count in range"});
+  t.rejected(submit("backwards", Tier::kStandard, 4, 3, 2),
+             {"1 <= min_devices <= max_devices <= world <= 2^20"});
+  t.rejected(submit("wide", Tier::kStandard, 4, 1, 5), {"1 <= min_devices <= max_devices <= world <= 2^20"});
+  t.rejected(submit("nomem", Tier::kStandard, 4, 1, 4, 0), {"1 <= memory per worker <= 2^40 MiB"});
+  t.rejected(submit("a100", Tier::kStandard, 4, 1, 4, 1024, "A100-40G"),
+             {"the fleet has no device of type 'A100-40G'"});
+  auto bad_tier = submit("tier", Tier::kStandard, 4, 1, 4);
+  bad_tier.tier = static_cast<Tier>(7);
+  t.rejected(bad_tier, {"tier known"});
+  EXPECT_EQ(t.core().num_jobs(), 4);
+
+  for (int j = 0; j < 4; ++j) t.ok(ev(E::kAdmit, j), S::kQueued);
+  t.ok(submit("epsilon", Tier::kPremium, 4, 3, 4), S::kSubmitted);
+  t.rejected(ev(E::kAdmit, 4),
+             {"rejected Admit for job 4 in state Submitted", "premium_reserve",
+              "premium demand within reserve"});
+  t.ok(ev(E::kCancel, 4), S::kCancelled);
+
+  // beta runs, accumulates much GPU time, crashes and waits again (failures 1, attained 10000).
+  t.ok(on(E::kPlace, 1, {4}, 2), S::kPlaced);
+  t.ok(ev(E::kStart, 1), S::kRunning);
+  t.ok(progress(1, 5, 10000), S::kRunning);
+  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 20);
+  {
+    const auto& beta = t.core().cluster().jobs[1];
+    EXPECT_EQ(beta.failures, 1);
+    EXPECT_EQ(beta.attained, 10000);
+    EXPECT_EQ(beta.progress, 0);  // rolled back: no checkpoint yet
+    EXPECT_EQ(beta.devices, 0);
+  }
+
+  // Bad input, not guard rejections: errors all the same, and counted.
+  t.rejected(progress(99, 1, 1), {"unknown job 99"});
+  t.rejected(progress(-1, 1, 1), {"unknown job -1"});
+  t.rejected(on(E::kPlace, 0, {8}, 4), {"device 8 is not in the fleet (0..7)"});
+  t.rejected(on(E::kPlace, 0, {-1}, 4), {"device -1 is not in the fleet"});
+  t.rejected(on(E::kPlace, 0, {0, 3, 0}, 2), {"device 0 listed twice"});
+  t.rejected(ev(E::kStart, 0), {"no transition: Start for job 0 in state Queued"});
+
+  // alpha is placed; gangs that do not fit are rejected with the clause that fails.
+  t.rejected(on(E::kPlace, 0, {0, 1, 2}, 1),
+             {"rejected Place for job 0 in state Queued", "gang_fits",
+              "world == devices * splice, splice <= limit"});
+  t.rejected(on(E::kPlace, 0, {0, 1, 2, 3, 4}, 1), {"device count in [min_devices, max_devices]"});
+  t.rejected(on(E::kPlace, 0, {}, 4), {"device count in [min_devices, max_devices]"});
+  t.rejected(on(E::kPlace, 0, {0}, 8), {"world == devices * splice, splice <= limit"});
+  auto placed = t.ok(on(E::kPlace, 0, {0, 1}, 2), S::kPlaced);
+  EXPECT_EQ(placed.row, 3);
+  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 1);
+  EXPECT_EQ(t.core().cluster().hold[0], (std::vector<std::int64_t>{1, 1, 0, 0, 0, 0, 0, 0}));
+  // Device 0 is alpha's now: nobody else may take it.
+  t.rejected(on(E::kPlace, 2, {0}, 2), {"devices not held by another job"});
+  t.ok(ev(E::kStart, 0), S::kRunning);
+  t.ok(progress(0, 10, 500), S::kRunning);
+  t.rejected(progress(0, 9, 1), {"monotone_step", "step >= current step"});
+  t.rejected(progress(0, 11, -1), {"0 <= gpu_ms <= 2^62 - attained"});
+
+  // Preemption: never for a lower tier, nor for the same tier with more attained service, nor for
+  // itself or a job that does not exist.
+  t.rejected(for_job(E::kPreempt, 0, 2),
+             {"rejected Preempt for job 0 in state Running", "favoured_beneficiary",
+              clause_favoured});
+  t.rejected(for_job(E::kPreempt, 0, 1), {"favoured_beneficiary", clause_favoured});
+  t.rejected(for_job(E::kPreempt, 0, 0), {clause_favoured});
+  t.rejected(for_job(E::kPreempt, 0, 99), {clause_favoured});
+  t.rejected(for_job(E::kPreempt, 0, 4), {clause_favoured});  // premium but cancelled, not waiting
+
+  // Periodic checkpoint.
+  t.rejected(at_step(E::kCheckpoint, 0, 11),
+             {"checkpoint_in_range", "last checkpoint <= step <= current step"});
+  t.ok(at_step(E::kCheckpoint, 0, 10), S::kRunning);
+  EXPECT_EQ(t.core().cluster().jobs[0].ckpt, 10);
+  t.rejected(at_step(E::kCheckpoint, 0, 9), {"last checkpoint <= step <= current step"});
+
+  // Elastic resize: up to 4 devices (no splicing), then down to 2 for the premium job.
+  t.rejected(on(E::kResizeUp, 0, {0, 2}, 2),
+             {"grows_and_fits", "keeps every held device", "more devices than now"});
+  t.ok(on(E::kResizeUp, 0, {0, 1, 2, 3}, 1), S::kRunning);
+  EXPECT_EQ(t.core().cluster().jobs[0].devices, 4);
+  EXPECT_EQ(t.core().cluster().jobs[0].splice, 1);
+  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 1);  // same incarnation
+  t.rejected(shrink(0, {0, 1}, 2, 2), {"shrinks_for_favoured", clause_favoured});
+  t.rejected(shrink(0, {0, 1}, 2, 1), {"shrinks_for_favoured", clause_favoured});
+  t.rejected(shrink(0, {4, 5}, 2, 3), {"keeps a subset of the held devices"});
+  t.ok(shrink(0, {0, 1}, 2, 3), S::kRunning);
+  EXPECT_EQ(t.core().cluster().jobs[0].devices, 2);
+  EXPECT_EQ(t.core().cluster().hold[0], (std::vector<std::int64_t>{1, 1, 0, 0, 0, 0, 0, 0}));
+
+  // Preemption for the waiting premium job: checkpoint at the current step, then release.
+  EXPECT_EQ(t.ok(for_job(E::kPreempt, 0, 3), S::kCheckpointing).row, 9);
+  EXPECT_EQ(t.core().cluster().jobs[0].devices, 2);  // held until the checkpoint is committed
+  t.rejected(at_step(E::kCheckpointDone, 0, 9), {"cut_at_progress", "checkpoint cut at the current step"});
+  t.ok(at_step(E::kCheckpointDone, 0, 10), S::kSuspended);
+  EXPECT_EQ(t.core().cluster().jobs[0].devices, 0);
+  EXPECT_EQ(t.core().cluster().hold[0], std::vector<std::int64_t>(8, 0));
+
+  // The premium job takes the freed devices.
+  t.ok(on(E::kPlace, 3, {0, 1}, 1), S::kPlaced);
+  t.ok(ev(E::kStart, 3), S::kRunning);
+
+  // alpha resumes elsewhere (new epoch) and restores.
+  t.rejected(on(E::kResume, 0, {0, 1}, 2), {"gang_fits", "devices not held by another job"});
+  t.ok(on(E::kResume, 0, {2, 3}, 2), S::kRestoring);
+  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 2);
+  t.ok(ev(E::kRestoreDone, 0), S::kRunning);
+
+  // Migration to the other node: at the current step, not onto fewer devices.
+  t.rejected(migrate(0, {6}, 4, 10), {"cut_and_gang_fits", "not fewer devices than now"});
+  t.rejected(migrate(0, {4, 5}, 2, 7), {"checkpoint cut at the current step"});
+  t.rejected(migrate(0, {1, 4}, 2, 10), {"devices not held by another job"});
+  t.ok(migrate(0, {4, 5}, 2, 10), S::kMigrating);
+  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 3);
+  EXPECT_EQ(t.core().cluster().hold[0], (std::vector<std::int64_t>{0, 0, 0, 0, 3, 3, 0, 0}));
+  t.ok(ev(E::kRestoreDone, 0), S::kRunning);
+
+  // Completion.
+  t.ok(progress(0, 20, 1000), S::kRunning);
+  t.ok(ev(E::kComplete, 0), S::kCompleted);
+  EXPECT_EQ(t.core().cluster().hold[0], std::vector<std::int64_t>(8, 0));
+  t.rejected(ev(E::kComplete, 0), {"no transition: Complete for job 0 in state Completed"});
+  t.rejected(ev(E::kCancel, 0), {"no transition: Cancel for job 0 in state Completed"});
+  {
+    const auto& alpha = t.core().cluster().jobs[0];
+    EXPECT_EQ(alpha.progress, 20);
+    EXPECT_EQ(alpha.ckpt, 10);
+    EXPECT_EQ(alpha.attained, 1500);
+    EXPECT_EQ(alpha.failures, 0);
+  }
+  t.ok(progress(3, 3, 50), S::kRunning);
+  t.ok(ev(E::kComplete, 3), S::kCompleted);
+  t.ok(ev(E::kCancel, 2), S::kCancelled);
+
+  // beta fails twice more (node loss while running, crash while placed), then for good.
+  t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
+  t.ok(ev(E::kStart, 1), S::kRunning);
+  EXPECT_EQ(t.ok(ev(E::kNodeLoss, 1), S::kQueued).row, 22);
+  t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
+  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 16);
+  EXPECT_EQ(t.core().cluster().jobs[1].failures, 3);
+  t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
+  t.ok(ev(E::kStart, 1), S::kRunning);
+  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kFailed).row, 21);
+  EXPECT_EQ(t.core().cluster().jobs[1].failures, 4);
+  t.rejected(on(E::kPlace, 1, {6, 7}, 1), {"no transition: Place for job 1 in state Failed"});
+
+  // Nothing is held at the end.
+  for (const auto& row : t.core().cluster().hold)
+    EXPECT_EQ(row, std::vector<std::int64_t>(8, 0));
+}
+
+class SchedulerCoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/orrery_core_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/decisions.jrnl";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::string file_bytes() const {
+    std::ifstream in(path_, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void set_file_bytes(const std::string& bytes) const {
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+  // Runs the scenario with a journal at path_; returns the driver (its snapshots) and leaves the
+  // journal flushed and closed.
+  void run_journaled(std::vector<Snapshot>& snapshots, std::vector<Decision>& decisions,
+                     Cluster& final_cluster) {
+    auto w = JournalWriter::open(path_, {FsyncPolicy::kNever, 4});
+    ASSERT_TRUE(w.ok()) << w.reason();
+    ManualClock clock(1000);
+    auto core = SchedulerCore::create(default_fleet(), clock, w->get());
+    ASSERT_TRUE(core.ok()) << core.reason();
+    Driver t(**core, clock);
+    run_scenario(t);
+    ASSERT_TRUE((*w)->flush().ok());
+    EXPECT_EQ((*w)->records(), 1 + t.snapshots.size());  // rejected decisions are not journaled
+    snapshots = t.snapshots;
+    decisions = t.decisions;
+    final_cluster = (*core)->cluster();
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(SchedulerCoreTest, ScriptedLifecycle) {
+  ManualClock clock(1000);
+  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
+  ASSERT_TRUE(core.ok()) << core.reason();
+  EXPECT_EQ((*core)->num_jobs(), 0);
+  EXPECT_EQ((*core)->fleet().devices.size(), 8u);
+  Driver t(**core, clock);
+  run_scenario(t);
+  EXPECT_EQ((*core)->committed(), t.snapshots.size());
+  EXPECT_EQ((*core)->rejected(), t.expected_rejections);
+  EXPECT_EQ(t.expected_rejections, 40u);  // every t.rejected() in the script
+  const JobState want[] = {JobState::kCompleted, JobState::kFailed, JobState::kCancelled,
+                           JobState::kCompleted, JobState::kCancelled};
+  ASSERT_EQ((*core)->num_jobs(), 5);
+  for (int j = 0; j < 5; ++j) EXPECT_EQ((*core)->state(j), want[j]) << "job " << j;
+  // Every kind of event was committed at least once.
+  std::vector<bool> seen(spec::kNumEventKinds, false);
+  for (const auto& d : t.decisions) seen[static_cast<int>(d.event)] = true;
+  for (int e = 0; e < spec::kNumEventKinds; ++e)
+    EXPECT_TRUE(seen[e]) << spec::event_name(static_cast<EventKind>(e));
+}
+
+// Resources are exact integers (design.md): the checker proves the guards over unbounded integers,
+// so the core must not accept on int64 what is false over the integers. A job spec with a huge
+// per-worker memory makes (splice - 1) * mem overflow in the host memory clause of GuardGang.
+TEST_F(SchedulerCoreTest, HostMemoryClauseDoesNotWrapAround) {
+  ManualClock clock;
+  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
+  ASSERT_TRUE(core.ok());
+  auto& c = **core;
+  // W=4 on exactly one device: splice 4, so 3 workers' memory must wait in host memory.
+  auto s = c.commit(submit("huge", Tier::kStandard, 4, 1, 1, std::int64_t{1} << 62));
+  if (!s.ok()) return;  // rejecting the spec outright is fine too
+  ASSERT_TRUE(c.commit(ev(EventKind::kAdmit, 0)).ok());
+  // 3 * 2^62 MiB does not fit in node0's 262144 MiB.
+  auto placed = c.commit(on(EventKind::kPlace, 0, {0}, 4));
+  EXPECT_FALSE(placed.ok()) << "placed a gang needing 3 * 2^62 MiB of host memory on a node with "
+                            << c.fleet().nodes[0].host_mem_mib << " MiB";
+  if (!placed.ok()) {
+    EXPECT_NE(placed.reason().find("host memory for swapped-out workers"), std::string::npos)
+        << placed.reason();
+  }
+}
+
+// Attained service is what the same-tier fair-share rule compares: it must never wrap around to a
+// negative value (which would make a job that received the most service look the most deprived).
+TEST_F(SchedulerCoreTest, AttainedServiceDoesNotWrapAround) {
+  ManualClock clock;
+  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
+  ASSERT_TRUE(core.ok());
+  auto& c = **core;
+  ASSERT_TRUE(c.commit(submit("a", Tier::kStandard, 1, 1, 1)).ok());
+  ASSERT_TRUE(c.commit(ev(EventKind::kAdmit, 0)).ok());
+  ASSERT_TRUE(c.commit(on(EventKind::kPlace, 0, {0}, 1)).ok());
+  ASSERT_TRUE(c.commit(ev(EventKind::kStart, 0)).ok());
+  ASSERT_TRUE(c.commit(progress(0, 1, 1000)).ok());
+  for (std::int64_t gpu_ms : {std::numeric_limits<std::int64_t>::max(), std::int64_t{10}}) {
+    const auto before = c.cluster().jobs[0].attained;
+    auto r = c.commit(progress(0, c.cluster().jobs[0].progress + 1, gpu_ms));
+    if (r.ok()) {
+      EXPECT_GE(c.cluster().jobs[0].attained, before)
+          << "attained went from " << before << " to " << c.cluster().jobs[0].attained
+          << " after +" << gpu_ms << " gpu-ms";
+    }
+  }
+}
+
+TEST_F(SchedulerCoreTest, CreateNeedsAnEmptyJournal) {
+  auto w = JournalWriter::open(path_, {FsyncPolicy::kNever, 1});
+  ASSERT_TRUE(w.ok()) << w.reason();
+  ASSERT_TRUE((*w)->append("something").ok());
+  ManualClock clock;
+  auto core = SchedulerCore::create(default_fleet(), clock, w->get());
+  ASSERT_FALSE(core.ok());
+  EXPECT_NE(core.reason().find("journal already has records"), std::string::npos) << core.reason();
+}
+
+TEST_F(SchedulerCoreTest, JournalFirstRecordIsTheFleet) {
+  {
+    auto w = JournalWriter::open(path_, {FsyncPolicy::kNever, 8});
+    ASSERT_TRUE(w.ok());
+    ManualClock clock;
+    auto core = SchedulerCore::create(default_fleet(), clock, w->get());
+    ASSERT_TRUE(core.ok());
+  }
+  auto c = read_journal(path_);
+  ASSERT_TRUE(c.ok()) << c.reason();
+  ASSERT_EQ(c->records.size(), 1u);
+  auto rec = decode_record(c->records[0]);
+  ASSERT_TRUE(rec.ok()) << rec.reason();
+  EXPECT_EQ(rec->kind, RecordKind::kFleet);
+  EXPECT_EQ(rec->fleet_text, default_fleet().to_text());
+}
+
+TEST_F(SchedulerCoreTest, RecoveryRebuildsTheSameCluster) {
+  std::vector<Snapshot> snaps;
+  std::vector<Decision> decisions;
+  Cluster final_cluster;
+  run_journaled(snaps, decisions, final_cluster);
+  if (HasFatalFailure()) return;
+
+  auto contents = read_journal(path_);
+  ASSERT_TRUE(contents.ok()) << contents.reason();
+  EXPECT_TRUE(contents->clean) << contents->tail_error;
+  ASSERT_EQ(contents->records.size(), 1 + snaps.size());
+
+  ManualClock clock(0);
+  std::size_t i = 0;
+  auto core = SchedulerCore::recover(
+      contents->records, clock, nullptr,
+      [&](const SchedulerCore& c, const Committed& committed, const Decision& d) {
+        ASSERT_LT(i, snaps.size());
+        SCOPED_TRACE("decision " + std::to_string(i + 1) + ": " + d.describe());
+        EXPECT_EQ(d.describe(), decisions[i].describe());
+        EXPECT_EQ(committed.seq, snaps[i].committed.seq);
+        EXPECT_EQ(committed.time_ms, snaps[i].committed.time_ms);
+        EXPECT_EQ(committed.job, snaps[i].committed.job);
+        EXPECT_EQ(committed.from, snaps[i].committed.from);
+        EXPECT_EQ(committed.to, snaps[i].committed.to);
+        EXPECT_EQ(committed.row, snaps[i].committed.row);
+        ExpectSameCluster(c.cluster(), snaps[i].cluster);
+        ++i;
+      });
+  ASSERT_TRUE(core.ok()) << core.reason();
+  EXPECT_EQ(i, snaps.size());
+  ExpectSameCluster((*core)->cluster(), final_cluster);
+  EXPECT_EQ((*core)->committed(), snaps.size());
+  EXPECT_EQ((*core)->rejected(), 0u);
+  ASSERT_EQ((*core)->num_jobs(), 5);
+  for (int j = 0; j < 5; ++j) EXPECT_EQ((*core)->state(j), snaps.back().states[j]);
+  EXPECT_EQ((*core)->job_info(0).name, "alpha");
+  EXPECT_EQ((*core)->job_info(4).name, "epsilon");
+  EXPECT_EQ((*core)->fleet().to_text(), default_fleet().to_text());
+}
+
+// A corrupt or torn tail: recovery stops at the last good record, with the state the original had
+// after that many decisions; the journal reopened for append drops the tail, and committing the
+// lost decision again brings back the original final state.
+TEST_F(SchedulerCoreTest, RecoveryStopsAtTheLastGoodRecord) {
+  std::vector<Snapshot> snaps;
+  std::vector<Decision> decisions;
+  Cluster final_cluster;
+  run_journaled(snaps, decisions, final_cluster);
+  if (HasFatalFailure()) return;
+  const std::string good = file_bytes();
+  const std::size_t n = snaps.size();
+
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant == 0 ? "flipped last bytes" : variant == 1 ? "truncated" : "garbage appended");
+    std::string bad = good;
+    std::size_t want_decisions = n - 1;
+    if (variant == 0) {
+      for (std::size_t k = bad.size() - 3; k < bad.size(); ++k) bad[k] = static_cast<char>(~bad[k]);
+    } else if (variant == 1) {
+      bad.resize(bad.size() - 5);
+    } else {
+      bad += std::string("\x10\x00\x00\x00\xde\xad\xbe\xef partial", 16);
+      want_decisions = n;
+    }
+    set_file_bytes(bad);
+
+    auto contents = read_journal(path_);
+    ASSERT_TRUE(contents.ok()) << contents.reason();
+    EXPECT_FALSE(contents->clean);
+    EXPECT_FALSE(contents->tail_error.empty());
+    ASSERT_EQ(contents->records.size(), 1 + want_decisions);
+    ManualClock clock;
+    auto core = SchedulerCore::recover(contents->records, clock, nullptr);
+    ASSERT_TRUE(core.ok()) << core.reason();
+    EXPECT_EQ((*core)->committed(), want_decisions);
+    ExpectSameCluster((*core)->cluster(), snaps[want_decisions - 1].cluster);
+    for (int j = 0; j < (*core)->num_jobs(); ++j)
+      EXPECT_EQ((*core)->state(j), snaps[want_decisions - 1].states[j]);
+  }
+
+  // Reopen for append (drops the torn tail), recover into it, commit the lost decision again.
+  set_file_bytes(good.substr(0, good.size() - 2));
+  {
+    auto w = JournalWriter::open(path_, {FsyncPolicy::kNever, 4});
+    ASSERT_TRUE(w.ok()) << w.reason();
+    EXPECT_FALSE((*w)->recovered_tail_error().empty());
+    EXPECT_EQ((*w)->records(), n);
+    auto contents = read_journal(path_);
+    ASSERT_TRUE(contents.ok());
+    EXPECT_TRUE(contents->clean);
+    ManualClock clock(1'000'000);
+    auto core = SchedulerCore::recover(contents->records, clock, w->get());
+    ASSERT_TRUE(core.ok()) << core.reason();
+    auto c = (*core)->commit(decisions.back());
+    ASSERT_TRUE(c.ok()) << c.reason();
+    EXPECT_EQ(c->seq, n);
+    ExpectSameCluster((*core)->cluster(), final_cluster);
+    ASSERT_TRUE((*w)->flush().ok());
+  }
+  auto contents = read_journal(path_);
+  ASSERT_TRUE(contents.ok());
+  EXPECT_TRUE(contents->clean) << contents->tail_error;
+  ASSERT_EQ(contents->records.size(), 1 + n);
+  ManualClock clock;
+  auto core = SchedulerCore::recover(contents->records, clock, nullptr);
+  ASSERT_TRUE(core.ok()) << core.reason();
+  ExpectSameCluster((*core)->cluster(), final_cluster);
+}
+
+TEST_F(SchedulerCoreTest, RecoveryErrors) {
+  ManualClock clock;
+  const std::string fleet = encode_fleet_record(default_fleet().to_text());
+  auto err = [&](const std::vector<std::string>& records, const std::string& needle) {
+    auto core = SchedulerCore::recover(records, clock, nullptr);
+    ASSERT_FALSE(core.ok());
+    EXPECT_NE(core.reason().find(needle), std::string::npos) << core.reason();
+  };
+  err({}, "journal has no fleet record");
+  err({encode_decision_record(submit("a", Tier::kBasic, 1, 1, 1), 0)},
+      "journal record 1 is not the fleet record");
+  err({"garbage"}, "journal record 1: ");
+  err({encode_fleet_record("region r\n")}, "journal record 1: fleet has no devices");
+  err({fleet, fleet}, "journal record 2: a second fleet record");
+  err({fleet, "D\x01"}, "journal record 2: bad decision record");
+  // A decision that the state does not allow: the journal is not from this core.
+  err({fleet, encode_decision_record(submit("a", Tier::kBasic, 1, 1, 1), 0),
+       encode_decision_record(ev(EventKind::kStart, 0), 0)},
+      "journal record 3 (Start job 0) does not replay: no transition: Start for job 0 in state "
+      "Submitted");
+  err({fleet, encode_decision_record(submit("nine", Tier::kBasic, 9, 2, 2), 0)},
+      "journal record 2 (Submit 'nine'");
+}
+
+}  // namespace
+}  // namespace orrery::core
