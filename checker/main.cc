@@ -27,12 +27,17 @@ int main(int argc, char** argv) {
   bool json = false;
   bool no_bmc = false;
   int depth = -1;
+  int drop_guard = 0;
   app.add_option("--bounds", bounds_path, "bounds config of the symbolic clusters")
       ->capture_default_str();
   app.add_flag("--json", json, "print a JSON object instead of the table");
   app.add_flag("--no-bmc", no_bmc, "skip the bounded model check");
   app.add_option("--bmc-depth", depth, "override bmc_depth from the bounds config")
       ->check(CLI::Range(0, 64));
+  app.add_option("--drop-guard", drop_guard,
+                 "check the table with row ROW's guard removed (to see a counterexample: it must "
+                 "fail)")
+      ->check(CLI::PositiveNumber);
   std::string journal;
   auto* replay = app.add_subcommand(
       "replay", "check every state of a real journal against every invariant");
@@ -56,6 +61,17 @@ int main(int argc, char** argv) {
 
   auto t0 = std::chrono::steady_clock::now();
   auto rows = lifecycle_rows();
+  if (drop_guard > 0) {
+    if (drop_guard > static_cast<int>(rows.size())) {
+      std::cerr << "orrery-check: --drop-guard " << drop_guard << ": the table has " << rows.size()
+                << " rows\n";
+      return 1;
+    }
+    auto& row = rows[drop_guard - 1];
+    if (!json) std::cerr << "dropping the guard of " << row.label() << "\n";
+    row.guard = nullptr;
+    row.guard_name = "GUARD DROPPED";
+  }
   CheckRun run;
   if (!json)
     std::cerr << "proving " << rows.size() << " rows x " << orrery::spec::kAllInvariants.size()

@@ -103,8 +103,10 @@ typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
   auto ok = d.b(true);
   switch (inv) {
     case Inv::kWorld:
+      // Every slot is in a lifecycle state; a submitted job's spec is well formed and in range.
       for (const auto& job : s.jobs)
-        ok = ok && d.implies(!is(d, job.state, JobState::kNew),
+        ok = ok && d.k(0) <= job.state && job.state < d.k(kNumJobStates) &&
+             d.implies(!is(d, job.state, JobState::kNew),
                              d.k(0) <= job.tier && job.tier < d.k(kNumTiers) &&
                                  d.k(0) <= job.dtype && d.k(1) <= job.min_dev &&
                                  job.min_dev <= job.max_dev && job.max_dev <= job.world &&
