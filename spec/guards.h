@@ -157,14 +157,15 @@ struct GuardProgress {
   }
 };
 
-// A periodic checkpoint captures a step between the last checkpoint and the current step.
+// A periodic checkpoint captures a real step (>= 0) between the last checkpoint and the current
+// step.
 struct GuardCheckpoint {
   static constexpr std::string_view name = "checkpoint_in_range";
   template <class D>
-  static Clauses<D> clauses(const D&, const ClusterVars<D>& s, int j, const Params<D>& p) {
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
     const auto& job = s.jobs[j];
-    return {{"last checkpoint <= step <= current step",
-             job.ckpt <= p.step && p.step <= job.progress}};
+    return {{"0 <= step, last checkpoint <= step <= current step",
+             d.k(0) <= p.step && job.ckpt <= p.step && p.step <= job.progress}};
   }
 };
 

@@ -51,7 +51,8 @@ inline constexpr int kNumTiers = 3;
 
 // At most this many workers of one job share a device by replica splicing.
 inline constexpr int kSpliceLimit = 8;
-// A job whose workers crashed or whose node was lost this many times fails instead of requeueing.
+// A job is requeued after each of its first kMaxRetries failures (worker crash or node loss); the
+// next failure fails it for good.
 inline constexpr int kMaxRetries = 3;
 
 // Bounds on the values that enter arithmetic, so that no spec formula overflows 64-bit integers

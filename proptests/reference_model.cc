@@ -1,0 +1,420 @@
+#include "proptests/reference_model.h"
+
+#include <cstdint>
+#include <sstream>
+
+namespace orrery::proptest {
+
+using spec::EventKind;
+using spec::JobState;
+
+std::string FleetDesc::to_text() const {
+  std::ostringstream out;
+  out << "premium_reserve " << premium_reserve << "\nregion r0\n";
+  std::string cluster;
+  for (const auto& n : nodes) {
+    if (n.cluster != cluster) {
+      cluster = n.cluster;
+      out << "cluster " << cluster << "\n";
+    }
+    out << "node " << n.name << " host_mem_mib=" << n.host_mem_mib << "\n";
+    for (const auto& g : n.groups)
+      out << "devices " << g.type << " count=" << g.count << " mem_mib=81920\n";
+  }
+  return out.str();
+}
+
+const std::vector<FleetDesc>& test_fleets() {
+  static const std::vector<FleetDesc> fleets = {
+      // Three nodes, two types, node n2 without host memory (no splicing there at all).
+      {3,
+       {{"n0", "c0", 6, {{"A", 4}}},
+        {"n1", "c0", 3, {{"A", 2}, {"B", 2}}},
+        {"n2", "c1", 0, {{"B", 2}}}}},
+      // Two nodes of three devices of one type.
+      {2, {{"n0", "c0", 4, {{"A", 3}}}, {"n1", "c0", 8, {{"A", 3}}}}},
+      // Three small nodes of two devices, generous memory on one, a bigger premium reserve.
+      {4, {{"n0", "c0", 2, {{"A", 2}}}, {"n1", "c0", 12, {{"A", 2}}}, {"n2", "c0", 1, {{"A", 2}}}}},
+  };
+  return fleets;
+}
+
+RefModel RefModel::from_fleet(int fleet_index, std::int64_t start_ms) {
+  const FleetDesc& f = test_fleets().at(static_cast<std::size_t>(fleet_index));
+  RefModel m;
+  m.fleet_index = fleet_index;
+  m.reserve = f.premium_reserve;
+  m.now_ms = start_ms;
+  for (int n = 0; n < static_cast<int>(f.nodes.size()); ++n) {
+    m.host_mem.push_back(f.nodes[n].host_mem_mib);
+    for (const auto& g : f.nodes[n].groups) {
+      int type = -1;
+      for (int t = 0; t < static_cast<int>(m.type_names.size()); ++t)
+        if (m.type_names[t] == g.type) type = t;
+      if (type < 0) {
+        type = static_cast<int>(m.type_names.size());
+        m.type_names.push_back(g.type);
+      }
+      for (int i = 0; i < g.count; ++i) {
+        m.dev_type.push_back(type);
+        m.dev_node.push_back(n);
+      }
+    }
+  }
+  return m;
+}
+
+int RefModel::holder_of(int dev) const {
+  for (int j = 0; j < num_jobs(); ++j)
+    if (jobs[j].devices.count(dev)) return j;
+  return -1;
+}
+
+bool ref_holding(JobState s) {
+  switch (s) {
+    case JobState::kPlaced:
+    case JobState::kRunning:
+    case JobState::kCheckpointing:
+    case JobState::kMigrating:
+    case JobState::kRestoring:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool ref_waiting(JobState s) { return s == JobState::kQueued || s == JobState::kSuspended; }
+
+bool ref_admitted(JobState s) {
+  return s == JobState::kQueued || s == JobState::kSuspended || ref_holding(s);
+}
+
+std::vector<std::int64_t> ref_feasible_counts(const RefJob& job) {
+  std::vector<std::int64_t> out;
+  if (job.world < 1) return out;
+  // Enumerate splice factors (at most kRefSpliceLimit), largest device count first.
+  for (std::int64_t s = 1; s <= kRefSpliceLimit; ++s) {
+    if (job.world % s != 0) continue;
+    std::int64_t c = job.world / s;
+    if (job.min_dev <= c && c <= job.max_dev) out.push_back(c);
+  }
+  return out;
+}
+
+std::string describe_job(const RefJob& j) {
+  std::ostringstream o;
+  o << spec::state_name(j.state) << " tier=" << j.tier << " dtype=" << j.dtype << " W=" << j.world
+    << " [" << j.min_dev << "," << j.max_dev << "] mem=" << j.mem << " devices={";
+  bool first = true;
+  for (int d : j.devices) {
+    o << (first ? "" : ",") << d;
+    first = false;
+  }
+  o << "} x" << j.splice << " epoch=" << j.epoch << " progress=" << j.progress << " ckpt=" << j.ckpt
+    << " failures=" << j.failures << " attained=" << j.attained;
+  return o.str();
+}
+
+// May waiting job `b` take resources from job `v`? Strictly better tier, or the same tier and
+// strictly less service received.
+bool ref_favoured(const RefModel& m, std::int64_t b, int v) {
+  if (b < 0 || b >= m.num_jobs() || b == v) return false;
+  const RefJob& ben = m.jobs[static_cast<std::size_t>(b)];
+  const RefJob& vic = m.jobs[static_cast<std::size_t>(v)];
+  if (!ref_waiting(ben.state)) return false;
+  if (ben.tier != vic.tier) return ben.tier < vic.tier;
+  return ben.attained < vic.attained;
+}
+
+namespace {
+
+// Does job j's gang fit on `sel` with `splice` workers per device, given everybody else?
+bool gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int64_t splice,
+               std::string& why) {
+  const RefJob& job = m.jobs[j];
+  const auto count = static_cast<std::int64_t>(sel.size());
+  if (count < job.min_dev || count > job.max_dev) return why = "device count out of range", false;
+  if (splice < 1 || splice > kRefSpliceLimit) return why = "splice out of [1, limit]", false;
+  if (count * splice != job.world) return why = "devices * splice != world", false;
+  for (int dev : sel) {
+    if (m.dev_type[dev] != job.dtype) return why = "wrong device type", false;
+    int h = m.holder_of(dev);
+    if (h >= 0 && h != j) return why = "device held by another job", false;
+  }
+  // Host memory, node by node: each held device of a spliced job parks (splice - 1) workers'
+  // device memory in its node's host memory.
+  // Sums in 128 bits: the model states the rule on true integers, whatever the inputs' size.
+  for (int n = 0; n < m.num_nodes(); ++n) {
+    __int128 use = 0;
+    for (int k = 0; k < m.num_jobs(); ++k) {
+      if (k == j) continue;
+      for (int dev : m.jobs[k].devices)
+        if (m.dev_node[dev] == n)
+          use += static_cast<__int128>(m.jobs[k].splice - 1) * m.jobs[k].mem;
+    }
+    for (int dev : sel)
+      if (m.dev_node[dev] == n) use += static_cast<__int128>(splice - 1) * job.mem;
+    if (use > m.host_mem[n])
+      return why = "host memory exceeded on node " + std::to_string(n), false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ref_gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int64_t splice) {
+  std::string why;
+  return gang_fits(m, j, sel, splice, why);
+}
+
+namespace {
+
+bool valid_spec(const RefModel& m, const core::Decision& d, int& type, std::string& why) {
+  type = -1;
+  for (int t = 0; t < static_cast<int>(m.type_names.size()); ++t)
+    if (m.type_names[t] == d.device_type) type = t;
+  if (type < 0) return why = "unknown device type", false;
+  auto tier = static_cast<std::int64_t>(d.tier);
+  if (tier < 0 || tier >= kRefNumTiers) return why = "unknown tier", false;
+  if (!(1 <= d.min_devices && d.min_devices <= d.max_devices && d.max_devices <= d.world))
+    return why = "bad device range", false;
+  if (d.world > kRefMaxWorld) return why = "world too large", false;
+  if (d.mem_mib < 1 || d.mem_mib > kRefMaxMemMib) return why = "bad memory", false;
+  RefJob probe;
+  probe.world = d.world;
+  probe.min_dev = d.min_devices;
+  probe.max_dev = d.max_devices;
+  if (ref_feasible_counts(probe).empty()) return why = "world does not split", false;
+  return true;
+}
+
+void release(RefJob& job) {
+  job.devices.clear();
+  job.splice = 0;
+}
+
+void take(RefJob& job, const std::set<int>& sel, std::int64_t splice) {
+  job.devices = sel;
+  job.splice = splice;
+}
+
+}  // namespace
+
+Prediction predict(RefModel& m, const core::Decision& d) {
+  Prediction p;
+  auto reject = [&](std::string why) {
+    ++m.rejected;
+    p.accepted = false;
+    p.why = std::move(why);
+    return p;
+  };
+
+  // The device list must name distinct devices of the fleet, whatever the event.
+  std::set<int> sel;
+  for (auto dev : d.devices) {
+    if (dev < 0 || dev >= m.num_devices()) return reject("device not in fleet");
+    if (!sel.insert(static_cast<int>(dev)).second) return reject("device listed twice");
+  }
+
+  if (d.event == EventKind::kSubmit) {
+    int type = -1;
+    std::string why;
+    if (!valid_spec(m, d, type, why)) return reject(why);
+    RefJob job;
+    job.state = JobState::kSubmitted;
+    job.tier = static_cast<std::int64_t>(d.tier);
+    job.dtype = type;
+    job.world = d.world;
+    job.min_dev = d.min_devices;
+    job.max_dev = d.max_devices;
+    job.mem = d.mem_mib;
+    m.jobs.push_back(job);
+    ++m.committed;
+    p.accepted = true;
+    p.job = m.num_jobs() - 1;
+    p.from = JobState::kNew;
+    p.to = JobState::kSubmitted;
+    return p;
+  }
+
+  if (d.job < 0 || d.job >= m.num_jobs()) return reject("no such job");
+  const int j = static_cast<int>(d.job);
+  RefJob& job = m.jobs[j];
+  const JobState s = job.state;
+  p.job = j;
+  p.from = s;
+  std::string why = "no transition";
+  JobState to = s;
+  bool ok = false;
+
+  switch (d.event) {
+    case EventKind::kSubmit:
+      break;  // handled above
+    case EventKind::kAdmit:
+      if (s != JobState::kSubmitted) break;
+      if (job.tier == 0) {
+        __int128 demand = 0;
+        for (const auto& k : m.jobs)
+          if (k.tier == 0 && ref_admitted(k.state)) demand += k.min_dev;
+        if (demand + job.min_dev > m.reserve) {
+          why = "premium reserve exceeded";
+          break;
+        }
+      }
+      ok = true;
+      to = JobState::kQueued;
+      break;
+    case EventKind::kPlace:
+    case EventKind::kResume:
+      if (s != (d.event == EventKind::kPlace ? JobState::kQueued : JobState::kSuspended)) break;
+      if (!gang_fits(m, j, sel, d.splice, why)) break;
+      ok = true;
+      to = d.event == EventKind::kPlace ? JobState::kPlaced : JobState::kRestoring;
+      ++job.epoch;
+      take(job, sel, d.splice);
+      break;
+    case EventKind::kStart:
+      if (s != JobState::kPlaced) break;
+      ok = true;
+      to = JobState::kRunning;
+      break;
+    case EventKind::kProgress:
+      if (s != JobState::kRunning) break;
+      if (d.step < job.progress || d.gpu_ms < 0) {
+        why = "step backwards or negative gpu time";
+        break;
+      }
+      if (static_cast<__int128>(job.attained) + d.gpu_ms > kRefMaxAttained) {
+        why = "attained service would exceed its bound";
+        break;
+      }
+      ok = true;
+      to = JobState::kRunning;
+      job.progress = d.step;
+      job.attained += d.gpu_ms;
+      break;
+    case EventKind::kCheckpoint:
+      if (s != JobState::kRunning) break;
+      if (d.step < 0 || d.step < job.ckpt || d.step > job.progress) {
+        why = "checkpoint step out of [max(ckpt, 0), progress]";
+        break;
+      }
+      ok = true;
+      to = JobState::kRunning;
+      job.ckpt = d.step;
+      break;
+    case EventKind::kResizeUp: {
+      if (s != JobState::kRunning) break;
+      bool keeps = true;
+      for (int dev : job.devices) keeps = keeps && sel.count(dev);
+      if (!keeps) {
+        why = "drops a held device";
+        break;
+      }
+      if (sel.size() <= job.devices.size()) {
+        why = "not more devices";
+        break;
+      }
+      if (!gang_fits(m, j, sel, d.splice, why)) break;
+      ok = true;
+      to = JobState::kRunning;
+      take(job, sel, d.splice);
+      break;
+    }
+    case EventKind::kResizeDown: {
+      if (s != JobState::kRunning) break;
+      bool subset = true;
+      for (int dev : sel) subset = subset && job.devices.count(dev);
+      if (!subset) {
+        why = "not a subset";
+        break;
+      }
+      if (sel.size() >= job.devices.size()) {
+        why = "not fewer devices";
+        break;
+      }
+      if (!ref_favoured(m, d.beneficiary, j)) {
+        why = "beneficiary not favoured";
+        break;
+      }
+      if (!gang_fits(m, j, sel, d.splice, why)) break;
+      ok = true;
+      to = JobState::kRunning;
+      take(job, sel, d.splice);
+      break;
+    }
+    case EventKind::kPreempt:
+      if (s != JobState::kRunning) break;
+      if (!ref_favoured(m, d.beneficiary, j)) {
+        why = "beneficiary not favoured";
+        break;
+      }
+      ok = true;
+      to = JobState::kCheckpointing;
+      break;
+    case EventKind::kCheckpointDone:
+      if (s != JobState::kCheckpointing) break;
+      if (d.step != job.progress) {
+        why = "cut not at the current step";
+        break;
+      }
+      ok = true;
+      to = JobState::kSuspended;
+      job.ckpt = d.step;
+      release(job);
+      break;
+    case EventKind::kRestoreDone:
+      if (s != JobState::kRestoring && s != JobState::kMigrating) break;
+      ok = true;
+      to = JobState::kRunning;
+      break;
+    case EventKind::kMigrate:
+      if (s != JobState::kRunning) break;
+      if (d.step != job.progress) {
+        why = "cut not at the current step";
+        break;
+      }
+      if (sel.size() < job.devices.size()) {
+        why = "fewer devices than now";
+        break;
+      }
+      if (!gang_fits(m, j, sel, d.splice, why)) break;
+      ok = true;
+      to = JobState::kMigrating;
+      job.ckpt = d.step;
+      ++job.epoch;
+      take(job, sel, d.splice);
+      break;
+    case EventKind::kComplete:
+      if (s != JobState::kRunning) break;
+      ok = true;
+      to = JobState::kCompleted;
+      release(job);
+      break;
+    case EventKind::kWorkerCrash:
+    case EventKind::kNodeLoss:
+      if (!ref_holding(s)) break;
+      ok = true;
+      to = job.failures < kRefMaxRetries ? JobState::kQueued : JobState::kFailed;
+      release(job);
+      job.progress = job.ckpt >= 0 ? job.ckpt : 0;
+      ++job.failures;
+      break;
+    case EventKind::kCancel:
+      if (s == JobState::kNew || s == JobState::kCompleted || s == JobState::kFailed ||
+          s == JobState::kCancelled)
+        break;
+      ok = true;
+      to = JobState::kCancelled;
+      release(job);
+      break;
+  }
+  if (!ok) return reject(why);
+  job.state = to;
+  ++m.committed;
+  p.accepted = true;
+  p.to = to;
+  return p;
+}
+
+}  // namespace orrery::proptest

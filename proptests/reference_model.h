@@ -1,0 +1,118 @@
+// An independent reference model of the scheduler core, for the property tests.
+//
+// Written from the lifecycle's prose rules (docs, design.md, the comments of spec/guards.h and
+// spec/effects.h), NOT by calling spec/ templates: the point is a second, plain implementation
+// that the real SchedulerCore is compared with. It shares only the vocabulary (state and event
+// enums) and core::Decision, the input both sides read.
+//
+// The model also describes its fleet itself (FleetDesc) and renders the text the core parses, so
+// the device numbering and node layout are not taken from the core either.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/decision.h"
+#include "spec/vocabulary.h"
+
+namespace orrery::proptest {
+
+// The model's own copies of the spec's constants, written down from design.md.
+inline constexpr std::int64_t kRefSpliceLimit = 8;  // workers per device at most
+// A failure requeues the job while fewer than this many failures came before it, so the job
+// fails on its fourth failure (three retries).
+inline constexpr std::int64_t kRefMaxRetries = 3;
+inline constexpr int kRefNumTiers = 3;
+// Input bounds, so that nothing overflows 64-bit arithmetic: workers per job, MiB per worker,
+// GPU-ms of attained service per job.
+inline constexpr std::int64_t kRefMaxWorld = std::int64_t{1} << 20;
+inline constexpr std::int64_t kRefMaxMemMib = std::int64_t{1} << 40;
+inline constexpr std::int64_t kRefMaxAttained = std::int64_t{1} << 62;
+
+struct FleetDesc {
+  struct Group {
+    std::string type;
+    int count = 0;
+  };
+  struct NodeDesc {
+    std::string name;
+    std::string cluster;
+    std::int64_t host_mem_mib = 0;
+    std::vector<Group> groups;
+  };
+  std::int64_t premium_reserve = 0;
+  std::vector<NodeDesc> nodes;
+
+  std::string to_text() const;  // the config core::Fleet::parse reads
+};
+
+// The small fleets the tests use: few devices, two device types, tight host memory.
+const std::vector<FleetDesc>& test_fleets();
+
+struct RefJob {
+  spec::JobState state = spec::JobState::kSubmitted;
+  std::int64_t tier = 0;
+  std::int64_t dtype = 0;
+  std::int64_t world = 0;
+  std::int64_t min_dev = 0;
+  std::int64_t max_dev = 0;
+  std::int64_t mem = 0;
+  std::set<int> devices;  // held now
+  std::int64_t splice = 0;
+  std::int64_t epoch = 0;
+  std::int64_t progress = 0;
+  std::int64_t ckpt = -1;
+  std::int64_t failures = 0;
+  std::int64_t attained = 0;
+};
+
+struct RefModel {
+  // Fleet.
+  int fleet_index = 0;
+  std::vector<std::string> type_names;  // interned in order of first appearance
+  std::vector<int> dev_type;            // device -> type id
+  std::vector<int> dev_node;            // device -> node
+  std::vector<std::int64_t> host_mem;   // node -> MiB
+  std::int64_t reserve = 0;
+
+  // Jobs and counters.
+  std::vector<RefJob> jobs;
+  std::int64_t now_ms = 0;
+  std::uint64_t committed = 0;
+  std::uint64_t rejected = 0;
+
+  static RefModel from_fleet(int fleet_index, std::int64_t start_ms);
+  int num_devices() const { return static_cast<int>(dev_type.size()); }
+  int num_nodes() const { return static_cast<int>(host_mem.size()); }
+  int num_jobs() const { return static_cast<int>(jobs.size()); }
+  int holder_of(int dev) const;  // -1 when free
+};
+
+struct Prediction {
+  bool accepted = false;
+  int job = -1;
+  spec::JobState from = spec::JobState::kNew;
+  spec::JobState to = spec::JobState::kNew;
+  std::string why;  // for a rejection: the rule that rejects (for failure messages)
+};
+
+// Predicts what the core does with `d`, and applies it to `m` (counters included).
+Prediction predict(RefModel& m, const core::Decision& d);
+
+// Helpers the command generators use too.
+bool ref_holding(spec::JobState s);
+bool ref_waiting(spec::JobState s);
+bool ref_admitted(spec::JobState s);
+// May waiting job b take resources from job v (the tier / fair-share rule)?
+bool ref_favoured(const RefModel& m, std::int64_t b, int v);
+// Does job j's gang fit on `sel` with `splice` workers per device (count, split, type,
+// exclusivity, host memory), given every other job?
+bool ref_gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int64_t splice);
+// Device counts c in [min, max] with world == c * splice for a splice within the limit.
+std::vector<std::int64_t> ref_feasible_counts(const RefJob& job);
+
+std::string describe_job(const RefJob& j);
+
+}  // namespace orrery::proptest
