@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/temp_dir.h"
 #include "checker/bmc.h"
 #include "checker/lifecycle_rows.h"
 #include "checker/prover.h"
@@ -332,16 +333,6 @@ TEST(BmcTest, RealTableHasNoShortViolation) {
 
 class ReplayTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/orrery_checker_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/decisions.jrnl";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
 
   // A short run of the core on the default fleet, journaled; returns the decisions committed.
   std::uint64_t write_journal() {
@@ -420,8 +411,9 @@ class ReplayTest : public ::testing::Test {
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
 
-  std::string dir_;
-  std::string path_;
+  orrery::testing::TempDir tmp_{"orrery_checker_test"};
+  const std::string& dir_ = tmp_.path();
+  std::string path_ = tmp_.file("decisions.jrnl");
 };
 
 TEST_F(ReplayTest, JournalOfACoreRunReplaysCleanly) {

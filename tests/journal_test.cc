@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/temp_dir.h"
+
 namespace orrery::core {
 namespace {
 
@@ -21,16 +23,6 @@ namespace fs = std::filesystem;
 
 class JournalTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/orrery_journal_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/decisions.jrnl";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
 
   std::unique_ptr<JournalWriter> open_ok(JournalOptions o = {}) {
     auto w = JournalWriter::open(path_, o);
@@ -68,8 +60,9 @@ class JournalTest : public ::testing::Test {
   }
   std::uint64_t file_size() const { return fs::file_size(path_); }
 
-  std::string dir_;
-  std::string path_;
+  orrery::testing::TempDir tmp_{"orrery_journal_test"};
+  const std::string& dir_ = tmp_.path();
+  std::string path_ = tmp_.file("decisions.jrnl");
 };
 
 // Deterministic payloads of varied sizes, binary content included; record 0 is empty.

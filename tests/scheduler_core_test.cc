@@ -3,6 +3,7 @@
 // guard clause that failed, bad input as errors, the rejected() counter, the invariants after
 // every commit; then the same script with a real journal, recovery from it, and recovery from a
 // journal whose tail is corrupt.
+#include "tests/temp_dir.h"
 #include "core/scheduler_core.h"
 
 #include <gtest/gtest.h>
@@ -392,16 +393,6 @@ void run_scenario(Driver& t) {
 
 class SchedulerCoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/orrery_core_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/decisions.jrnl";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
 
   std::string file_bytes() const {
     std::ifstream in(path_, std::ios::binary);
@@ -430,8 +421,9 @@ class SchedulerCoreTest : public ::testing::Test {
     final_cluster = (*core)->cluster();
   }
 
-  std::string dir_;
-  std::string path_;
+  orrery::testing::TempDir tmp_{"orrery_core_test"};
+  const std::string& dir_ = tmp_.path();
+  std::string path_ = tmp_.file("decisions.jrnl");
 };
 
 TEST_F(SchedulerCoreTest, ScriptedLifecycle) {
