@@ -402,13 +402,9 @@ class ReplayTest : public ::testing::Test {
     return c.committed();
   }
 
-  std::string file_bytes() const {
-    std::ifstream in(path_, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string file_bytes() const { return orrery::testing::read_bytes(path_); }
   void set_file_bytes(const std::string& bytes) const {
-    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    orrery::testing::write_bytes(path_, bytes);
   }
 
   orrery::testing::TempDir tmp_{"orrery_checker_test"};

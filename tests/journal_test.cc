@@ -50,13 +50,9 @@ class JournalTest : public ::testing::Test {
     return offsets;
   }
 
-  std::string file_bytes() const {
-    std::ifstream in(path_, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string file_bytes() const { return orrery::testing::read_bytes(path_); }
   void set_file_bytes(const std::string& bytes) const {
-    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    orrery::testing::write_bytes(path_, bytes);
   }
   std::uint64_t file_size() const { return fs::file_size(path_); }
 

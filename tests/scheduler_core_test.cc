@@ -394,13 +394,9 @@ void run_scenario(Driver& t) {
 class SchedulerCoreTest : public ::testing::Test {
  protected:
 
-  std::string file_bytes() const {
-    std::ifstream in(path_, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string file_bytes() const { return orrery::testing::read_bytes(path_); }
   void set_file_bytes(const std::string& bytes) const {
-    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    orrery::testing::write_bytes(path_, bytes);
   }
 
   // Runs the scenario with a journal at path_; returns the driver (its snapshots) and leaves the
