@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     auto r = replay_journal(journal);
     if (json) print_replay_json(std::cout, journal, r);
     else print_replay(std::cout, journal, r);
-    if (!r.error.empty() && r.violations.empty() && r.decisions == 0) return 1;
+    if (r.unreadable) return 1;
     return r.ok ? 0 : 2;
   }
 

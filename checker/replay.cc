@@ -20,11 +20,13 @@ ReplayReport replay_journal(const std::string& path) {
   auto contents = core::read_journal(path);
   if (!contents) {
     rep.error = contents.reason();
+    rep.unreadable = true;
     return finish();
   }
   rep.records = contents->records.size();
   rep.clean_tail = contents->clean;
   rep.tail_error = contents->tail_error;
+  rep.unreadable = true;  // until the fleet record has been read
   if (contents->records.empty()) {
     rep.error = "journal has no records";
     return finish();
@@ -39,6 +41,7 @@ ReplayReport replay_journal(const std::string& path) {
     rep.error = "journal record 1: " + fleet.reason();
     return finish();
   }
+  rep.unreadable = false;
 
   const spec::Concrete d;
   auto prev = fleet->empty_cluster();

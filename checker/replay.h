@@ -12,6 +12,7 @@ namespace orrery::checker {
 struct ReplayReport {
   bool ok = false;        // readable, replayable, and no invariant broken
   std::string error;      // unreadable journal, bad header, or a record that does not replay
+  bool unreadable = false;  // the error is that the journal (or its fleet record) cannot be read
   std::uint64_t records = 0;    // good records (fleet record included)
   std::uint64_t decisions = 0;  // decisions replayed and checked
   std::uint64_t checks = 0;     // invariant evaluations

@@ -431,6 +431,7 @@ TEST_F(ReplayTest, MissingFileIsAnError) {
   auto r = replay_journal(dir_ + "/no-such.jrnl");
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(r.error.empty());
+  EXPECT_TRUE(r.unreadable);  // orrery-check exits 1
   EXPECT_EQ(r.decisions, 0u);
 }
 
@@ -467,6 +468,7 @@ TEST_F(ReplayTest, RecordThatDoesNotReplayIsAnError) {
   }
   auto r = replay_journal(path_);
   EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.unreadable);  // readable but wrong: orrery-check exits 2
   EXPECT_TRUE(contains(r.error, "journal record 2")) << r.error;
   EXPECT_TRUE(contains(r.error, "unknown job 0")) << r.error;
   EXPECT_EQ(r.decisions, 0u);
@@ -479,6 +481,7 @@ TEST_F(ReplayTest, JournalWithoutFleetRecordIsAnError) {
   }
   auto r = replay_journal(path_);
   EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.unreadable);
   EXPECT_TRUE(contains(r.error, "no records")) << r.error;
 }
 
