@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   auto* replay = app.add_subcommand(
       "replay", "check every state of a real journal against every invariant");
   replay->add_option("JOURNAL", journal, "journal file written by orrery-core")->required();
+  replay->add_flag("--json", json, "print a JSON object instead of the report");
   CLI11_PARSE(app, argc, argv);
 
   if (replay->parsed()) {

@@ -122,6 +122,7 @@ bool ref_favoured(const RefModel& m, std::int64_t b, int v) {
   const RefJob& ben = m.jobs[static_cast<std::size_t>(b)];
   const RefJob& vic = m.jobs[static_cast<std::size_t>(v)];
   if (!ref_waiting(ben.state)) return false;
+  if (ben.dtype != vic.dtype) return false;  // it could not use the victim's devices
   if (ben.tier != vic.tier) return ben.tier < vic.tier;
   return ben.attained < vic.attained;
 }

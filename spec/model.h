@@ -214,8 +214,9 @@ typename D::Bool exact_split(const D& d, const typename D::Int& world, const typ
          times_small(d, count, splice, kSpliceLimit) == world;
 }
 
-// The waiting job b may take resources from job v: strictly higher tier, or the same tier and
-// strictly less attained service (the same-tier fair-share rule).
+// The waiting job b may take resources from job v: b needs v's device type (anything else would
+// free devices b cannot use), and has a strictly higher tier, or the same tier and strictly less
+// attained service (the same-tier fair-share rule).
 template <class D>
 typename D::Bool favoured(const D& d, const ClusterVars<D>& s, const typename D::Int& b, int v) {
   const auto& victim = s.jobs[v];
@@ -225,7 +226,7 @@ typename D::Bool favoured(const D& d, const ClusterVars<D>& s, const typename D:
       [&](int i) -> typename D::Bool {
         if (i == v) return no;
         const auto& ben = s.jobs[i];
-        return waiting_state(d, ben.state) &&
+        return waiting_state(d, ben.state) && ben.dtype == victim.dtype &&
                (ben.tier < victim.tier ||
                 (ben.tier == victim.tier && ben.attained < victim.attained));
       },
