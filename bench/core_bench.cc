@@ -24,7 +24,7 @@ using spec::EventKind;
 Fleet fleet_of(int nodes) {
   std::string text = "premium_reserve 0\nregion r\ncluster c\n";
   for (int n = 0; n < nodes; ++n)
-    text += "node n" + std::to_string(n) + " host_mem_mib=1048576\ndevices H100-80G count=8\n";
+    text += "node n" + std::to_string(n) + " host_mem_mib=1048576\ndevices H100-80G count=8 mem_mib=81920\n";
   return std::move(Fleet::parse(text).value());
 }
 

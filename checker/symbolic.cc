@@ -9,11 +9,16 @@ namespace orrery::checker {
 
 namespace {
 
-std::int64_t value_of(z3::model& m, const z3::expr& e) {
+// The model's value, exactly (solver integers are unbounded: print the numeral, not an int64).
+std::string value_of(z3::model& m, const z3::expr& e) {
   auto v = m.eval(e, true);
-  std::int64_t out = 0;
-  if (v.is_numeral_i64(out)) return out;
-  return 0;
+  return v.is_numeral() ? v.get_decimal_string(0) : v.to_string();
+}
+
+std::int64_t small_value_of(z3::model& m, const z3::expr& e) {
+  std::int64_t out = -1;
+  m.eval(e, true).is_numeral_i64(out);
+  return out;
 }
 
 bool truth_of(z3::model& m, const z3::expr& e) { return m.eval(e, true).is_true(); }
@@ -30,12 +35,15 @@ SymCluster make_cluster(const Z3Domain& d, const Shape& shape, const std::string
   const int m = s.num_devices();
   if (shared_fleet) {
     s.dev_type = shared_fleet->dev_type;
+    s.dev_mem = shared_fleet->dev_mem;
     s.node_devs = shared_fleet->node_devs;
     s.host_mem = shared_fleet->host_mem;
     s.premium_reserve = shared_fleet->premium_reserve;
   } else {
     for (int dev = 0; dev < m; ++dev)
       s.dev_type.push_back(c.int_const(("dev_type[" + std::to_string(dev) + "]").c_str()));
+    for (int dev = 0; dev < m; ++dev)
+      s.dev_mem.push_back(c.int_const(("dev_mem[" + std::to_string(dev) + "]").c_str()));
     for (int n = 0; n < shape.nodes; ++n) {
       s.node_devs.push_back(c.int_const(("node_devs[" + std::to_string(n) + "]").c_str()));
       s.host_mem.push_back(c.int_const(("host_mem[" + std::to_string(n) + "]").c_str()));
@@ -78,10 +86,10 @@ SymCluster fire(const Z3Domain& d, const SymRow& row, const SymCluster& pre, int
 std::string show_job(z3::model& m, const SymCluster& s, int j) {
   std::ostringstream out;
   const auto& job = s.jobs[j];
-  auto st = value_of(m, job.state);
+  auto st = small_value_of(m, job.state);
   out << "job" << j << " " << spec::state_name(static_cast<spec::JobState>(st));
   if (st == static_cast<std::int64_t>(spec::JobState::kNew)) return out.str();
-  auto tier = value_of(m, job.tier);
+  auto tier = small_value_of(m, job.tier);
   out << " " << ((tier >= 0 && tier < spec::kNumTiers) ? spec::tier_name(static_cast<spec::Tier>(tier))
                                                         : "tier?" + std::to_string(tier));
   constexpr auto fields = spec::job_fields<Z3Domain>();
@@ -93,7 +101,7 @@ std::string show_job(z3::model& m, const SymCluster& s, int j) {
   bool first = true;
   for (int dev = 0; dev < s.num_devices(); ++dev) {
     auto h = value_of(m, s.hold[j][dev]);
-    if (h == 0) continue;
+    if (h == "0") continue;
     out << (first ? "" : ",") << "d" << dev << "@" << h;
     first = false;
   }
@@ -108,6 +116,9 @@ std::string show_cluster(z3::model& m, const SymCluster& s) {
   out << " types=[";
   for (int dev = 0; dev < s.num_devices(); ++dev)
     out << (dev ? "," : "") << value_of(m, s.dev_type[dev]);
+  out << "] dev_mem=[";
+  for (int dev = 0; dev < s.num_devices(); ++dev)
+    out << (dev ? "," : "") << value_of(m, s.dev_mem[dev]);
   out << "]\n";
   for (int j = 0; j < s.num_jobs(); ++j) out << "      " << show_job(m, s, j) << "\n";
   return out.str();

@@ -98,6 +98,7 @@ std::string encode_decision_record(const Decision& d, std::int64_t time_ms) {
   std::string out(1, static_cast<char>(RecordKind::kDecision));
   put_i64(out, time_ms);
   put_i64(out, static_cast<std::int64_t>(d.event));
+  put_i64(out, static_cast<std::int64_t>(d.origin));
   put_i64(out, d.job);
   put_str(out, d.name);
   put_i64(out, static_cast<std::int64_t>(d.tier));
@@ -130,6 +131,7 @@ Result<DecodedRecord> decode_record(std::string_view bytes) {
   Decision& d = r.decision;
   r.time_ms = in.i64("time_ms");
   auto event = in.i64("event");
+  auto origin = in.i64("origin");
   d.job = in.i64("job");
   d.name = in.str("name");
   auto tier = in.i64("tier");
@@ -150,9 +152,12 @@ Result<DecodedRecord> decode_record(std::string_view bytes) {
     in.fail("unknown event " + std::to_string(event));
   if (in.error().empty() && (tier < 0 || tier >= spec::kNumTiers))
     in.fail("unknown tier " + std::to_string(tier));
+  if (in.error().empty() && (origin < 0 || origin >= spec::kNumOrigins))
+    in.fail("unknown origin " + std::to_string(origin));
   if (!in.error().empty()) return Status::Error("bad decision record: " + in.error());
   d.event = static_cast<spec::EventKind>(event);
   d.tier = static_cast<spec::Tier>(tier);
+  d.origin = static_cast<spec::Origin>(origin);
   return r;
 }
 

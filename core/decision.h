@@ -15,6 +15,7 @@ namespace orrery::core {
 
 struct Decision {
   spec::EventKind event = spec::EventKind::kSubmit;
+  spec::Origin origin = spec::Origin::kOperator;  // who decided it (see spec::may_decide)
   std::int64_t job = -1;  // ignored for Submit: the core assigns the next job id
 
   // Submit: the job spec.
@@ -32,7 +33,7 @@ struct Decision {
   std::int64_t beneficiary = -1;  // Preempt, ResizeDown
   std::vector<std::int64_t> devices;  // Place, Resume, Migrate, ResizeUp, ResizeDown: full new set
 
-  // One line for logs: "Preempt job 2 for job 3".
+  // One line for logs: "Preempt job 2 for job 3" (the origin is not part of it).
   std::string describe() const;
 };
 

@@ -48,6 +48,8 @@ class Script {
   Status simple(EventKind e, int job, std::int64_t step = 0, std::int64_t gpu_ms = 0) {
     Decision d;
     d.event = e;
+    // Admission is a planner's decision; the other events here are what node agents report.
+    d.origin = e == EventKind::kAdmit ? spec::Origin::kPlanner : spec::Origin::kRuntime;
     d.job = job;
     d.step = step;
     d.gpu_ms = gpu_ms;
@@ -111,16 +113,25 @@ Result<DemoSummary> run_demo_scenario(SchedulerCore& core, ManualClock& clock, s
   if (auto st = s.simple(EventKind::kStart, p); !st) return st;
   if (auto st = s.simple(EventKind::kProgress, p, 10, 40000); !st) return st;
 
-  s.note("a buggy policy proposes preempting the standard job for the basic one: rejected");
+  s.note("a buggy policy tries to free the standard job's devices for the basic one: rejected");
   {
     Decision bad;
     bad.event = EventKind::kPreempt;
+    bad.origin = spec::Origin::kPlanner;
     bad.job = st_job;
     bad.beneficiary = b;
     clock.advance(1000);
     auto c = core.commit(bad);
     if (c) return Status::Error("the core accepted a preemption in favour of a lower tier");
     out << "  rejected (policy bug counted): " << c.reason() << "\n";
+    // Nor can a planner free the devices by claiming the job failed.
+    Decision fake = bad;
+    fake.event = EventKind::kNodeLoss;
+    fake.beneficiary = -1;
+    clock.advance(1000);
+    auto f = core.commit(fake);
+    if (f) return Status::Error("the core accepted a failure report from a planner");
+    out << "  rejected (policy bug counted): " << f.reason() << "\n";
   }
 
   s.note("the premium job completes; the standard job is migrated and resized to 4 devices");

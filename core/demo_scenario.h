@@ -1,7 +1,7 @@
 // The scripted scenario `orrery-core demo` (and scripts/demo) runs through the real core: a basic
 // and a standard job run, a premium job arrives and the basic job is checkpointed and suspended in
-// its favour, a policy bug (a preemption in favour of a lower tier) is rejected, the standard job
-// is migrated and resized, the basic job resumes, grows, survives a worker crash back to its last
+// its favour, two policy bugs (a preemption in favour of a lower tier, a failure claimed by a
+// planner) are rejected, the standard job is migrated and resized, the basic job resumes, grows, survives a worker crash back to its last
 // checkpoint, and everything completes. Every committed transition is printed.
 #pragma once
 

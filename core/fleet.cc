@@ -50,6 +50,7 @@ Status keyed_ints(const std::vector<std::string>& words, std::size_t from,
 Result<Fleet> Fleet::parse(const std::string& text) {
   Fleet f;
   std::string region, cluster;
+  bool seen_reserve = false;
   std::istringstream in(text);
   int lineno = 0;
   for (std::string line; std::getline(in, line);) {
@@ -65,6 +66,8 @@ Result<Fleet> Fleet::parse(const std::string& text) {
       std::int64_t v = 0;
       if (w.size() != 2 || !whole_int(w[1], v))
         return where("premium_reserve takes one non-negative integer");
+      if (seen_reserve) return where("premium_reserve given twice");
+      seen_reserve = true;
       f.premium_reserve = v;
     } else if (kw == "region") {
       if (w.size() != 2) return where("region takes one name");
@@ -80,11 +83,13 @@ Result<Fleet> Fleet::parse(const std::string& text) {
       std::int64_t mem = -1;
       if (auto st = keyed_ints(w, 2, {{"host_mem_mib", &mem}}); !st) return where(st.reason());
       if (mem < 0) return where("missing host_mem_mib=");
+      for (const auto& other : f.nodes)
+        if (other.name == w[1]) return where("node '" + w[1] + "' defined twice");
       f.nodes.push_back(Node{w[1], cluster, region, mem, {}});
     } else if (kw == "devices") {
       if (w.size() < 2) return where("devices needs a type");
       if (f.nodes.empty()) return where("devices before any node");
-      std::int64_t count = -1, mem = 0;
+      std::int64_t count = -1, mem = -1;
       if (auto st = keyed_ints(w, 2, {{"count", &count}, {"mem_mib", &mem}}); !st)
         return where(st.reason());
       if (count < 0) return where("missing count=");
@@ -92,6 +97,9 @@ Result<Fleet> Fleet::parse(const std::string& text) {
       if (count < 1 || on_node + count > spec::kMaxNodeDevices)
         return where("count must be >= 1 and a node has at most " +
                      std::to_string(spec::kMaxNodeDevices) + " devices");
+      if (static_cast<std::int64_t>(f.devices.size()) + count > spec::kMaxFleetDevices)
+        return where("a fleet has at most " + std::to_string(spec::kMaxFleetDevices) + " devices");
+      if (mem < 1) return where("missing or zero mem_mib= (device memory, MiB)");
       int type = f.type_id(w[1]);
       if (type < 0) {
         type = static_cast<int>(f.device_types.size());
@@ -166,6 +174,7 @@ spec::ClusterVars<spec::Concrete> Fleet::empty_cluster() const {
   for (const auto& d : devices) {
     s.node_of.push_back(d.node);
     s.dev_type.push_back(d.type);
+    s.dev_mem.push_back(d.mem_mib);
   }
   for (const auto& n : nodes) {
     s.node_devs.push_back(static_cast<std::int64_t>(n.devices.size()));

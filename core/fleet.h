@@ -6,8 +6,10 @@
 //   cluster c1                            belongs to the last region
 //   node n1 host_mem_mib=262144           belongs to the last cluster; host memory for spliced state
 //   devices H100-80G count=4 mem_mib=81920  belong to the last node (one NVLink domain;
-//                                           at most 4096 devices per node)
-// Unknown keywords or keys, repeated keys and malformed numbers are errors naming the line.
+//                                           at most 4096 devices per node, 2^20 per fleet;
+//                                           mem_mib is required)
+// Unknown keywords or keys, repeated keys, a second premium_reserve, a node name used twice and
+// malformed numbers are errors naming the line.
 //
 // Device types are interned: the spec sees a small integer per type name.
 #pragma once

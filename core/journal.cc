@@ -1,4 +1,5 @@
-// The decision journal: framing, group commit and tail recovery. The contract is in journal.h.
+// The decision journal: framing, group commit, tail recovery and detection of damage in the middle.
+// The contract is in journal.h.
 #include "core/journal.h"
 
 #include <fcntl.h>
@@ -8,13 +9,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace orrery::core {
 namespace {
@@ -23,6 +28,9 @@ constexpr std::string_view kMagic = "ORRJRNL1";
 constexpr std::size_t kFileHeaderBytes = 8;
 constexpr std::size_t kRecordHeaderBytes = 8;  // length:u32le crc:u32le
 constexpr std::size_t kReadChunk = 1u << 20;
+// After a bad record, how many start offsets past it are tried for a later valid record.
+constexpr std::uint64_t kLookAheadWindow = 1u << 20;
+constexpr std::uint32_t kCrcPoly = 0x82F63B78u;  // reflected CRC-32C polynomial
 
 std::string errno_text(int err) { return std::generic_category().message(err); }
 
@@ -161,6 +169,8 @@ class ChunkReader {
   }
   const char* data() const { return buf_.data() + pos_; }
   void consume(std::size_t n) { pos_ += n; }
+  // The end of file as this reader found it, or UINT64_MAX when it has not reached it yet.
+  std::uint64_t end_seen() const { return eof_ ? file_off_ : UINT64_MAX; }
 
  private:
   int fd_;
@@ -171,6 +181,163 @@ class ChunkReader {
   bool eof_ = false;
 };
 
+// pread until `n` bytes are in `out` (appended) or end of file; returns how many were read.
+Result<std::size_t> read_at(int fd, const std::string& path, std::uint64_t off, std::size_t n,
+                            std::string& out) {
+  const std::size_t old = out.size();
+  out.resize(old + n);
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd, out.data() + old + done, n - done,
+                              static_cast<off_t>(off + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      out.resize(old + done);
+      return io_error("cannot read journal", path, err);
+    }
+    if (r == 0) break;
+    done += static_cast<std::size_t>(r);
+  }
+  out.resize(old + done);
+  return done;
+}
+
+// a * b in GF(2)[x] modulo the CRC-32C polynomial, in the CRC's reflected bit order (bit 31 is
+// x^0, bit 0 is x^31).
+constexpr std::uint32_t gf2_mul(std::uint32_t a, std::uint32_t b) {
+  std::uint32_t p = 0;
+  for (std::uint32_t m = 1u << 31; m != 0; m >>= 1) {
+    if (a & m) p ^= b;
+    b = (b & 1u) ? (b >> 1) ^ kCrcPoly : b >> 1;  // b *= x
+  }
+  return p;
+}
+
+// kXPow2k[k] = x^(2^k) mod P.
+constexpr std::array<std::uint32_t, 64> make_x_pow2k() {
+  std::array<std::uint32_t, 64> t{};
+  t[0] = 1u << 30;  // x^1
+  for (std::size_t k = 1; k < t.size(); ++k) t[k] = gf2_mul(t[k - 1], t[k - 1]);
+  return t;
+}
+constexpr std::array<std::uint32_t, 64> kXPow2k = make_x_pow2k();
+
+// What feeding n zero bytes does to the CRC's linear part: crc32c(a + b) ==
+// crc_shift(crc32c(a), b.size()) ^ crc32c(b). O(log n).
+std::uint32_t crc_shift(std::uint32_t crc, std::uint64_t n) {
+  std::uint32_t xn = 1u << 31;  // x^0
+  std::uint64_t bits = n * 8;
+  for (std::size_t k = 0; bits != 0; ++k, bits >>= 1) {
+    if (bits & 1u) xn = gf2_mul(kXPow2k[k], xn);
+  }
+  return gf2_mul(xn, crc);
+}
+
+struct LaterRecord {
+  std::uint64_t offset = 0;
+  std::uint32_t length = 0;
+};
+
+// Looks for a valid record after a bad one at `bad_off`: at every start offset from bad_off + 1
+// through bad_off + kLookAheadWindow, and at `claimed_next` (where the next record starts if the
+// bad record's length is right; 0 for none), each needing a length <= kMaxJournalRecord, its whole
+// payload before the end of the file (`end_limit` caps that end), and a matching checksum. Returns
+// the lowest-offset one, or nothing.
+//
+// Checking each candidate by hashing its payload could cost the window times 16 MiB. Instead the
+// region is hashed once: with P(i) the CRC-32C of the region's first i bytes, the CRC of bytes
+// [s, e) is P(e) ^ crc_shift(P(s), e - s), so a record whose length bytes start at p checks as
+// crc_shift(crc32c(length bytes) ^ P(p + 8), length) ^ P(p + 8 + length) == stored crc. The work is
+// one pass over at most 1 MiB + 32 MiB plus a sort of the candidates' payload bounds.
+Result<std::optional<LaterRecord>> find_later_record(int fd, const std::string& path,
+                                                     std::uint64_t bad_off,
+                                                     std::uint64_t claimed_next,
+                                                     std::uint64_t end_limit) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return io_error("cannot stat journal", path, errno);
+  std::uint64_t limit = std::min(end_limit, static_cast<std::uint64_t>(st.st_size));
+  const std::uint64_t base = bad_off + 1;
+  if (base + kRecordHeaderBytes > limit) return std::optional<LaterRecord>();
+  const std::uint64_t last_start = std::min(bad_off + kLookAheadWindow, limit - kRecordHeaderBytes);
+
+  // The record headers in the window; data[i] is the byte at file offset base + i.
+  std::string data;
+  auto got = read_at(fd, path, base, last_start + kRecordHeaderBytes - base, data);
+  if (!got) return got.status();
+  if (base + data.size() < last_start + kRecordHeaderBytes) {  // shrank under us
+    limit = base + data.size();
+  }
+
+  struct Candidate {
+    std::uint64_t offset;
+    std::uint32_t length;
+    std::uint32_t crc;
+    std::uint32_t length_crc;  // crc32c of the four length bytes
+  };
+  std::vector<Candidate> cands;
+  auto consider = [&](std::uint64_t p, const char* header) {
+    const std::uint32_t length = get_le32(header);
+    if (length > kMaxJournalRecord || p + kRecordHeaderBytes + length > limit) return;
+    cands.push_back({p, length, get_le32(header + 4), crc32c(std::string_view(header, 4))});
+  };
+  for (std::uint64_t p = base; p + kRecordHeaderBytes <= base + data.size() && p <= last_start;
+       ++p) {
+    consider(p, data.data() + (p - base));
+  }
+  if (claimed_next > last_start && claimed_next + kRecordHeaderBytes <= limit) {
+    std::string header;
+    got = read_at(fd, path, claimed_next, kRecordHeaderBytes, header);
+    if (!got) return got.status();
+    if (*got == kRecordHeaderBytes) consider(claimed_next, header.data());
+  }
+  if (cands.empty()) return std::optional<LaterRecord>();
+
+  // Everything up to the furthest candidate's end.
+  std::uint64_t region_end = base + data.size();
+  for (const auto& c : cands) {
+    region_end = std::max(region_end, c.offset + kRecordHeaderBytes + c.length);
+  }
+  if (region_end > base + data.size()) {
+    const std::uint64_t have = base + data.size();
+    got = read_at(fd, path, have, region_end - have, data);
+    if (!got) return got.status();
+  }
+  const std::uint64_t data_end = base + data.size();
+
+  // P at every payload start and end (empty payloads need none: their CRC is the length's).
+  std::vector<std::uint64_t> at;
+  for (const auto& c : cands) {
+    if (c.length == 0 || c.offset + kRecordHeaderBytes + c.length > data_end) continue;
+    at.push_back(c.offset + kRecordHeaderBytes - base);
+    at.push_back(c.offset + kRecordHeaderBytes + c.length - base);
+  }
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  std::vector<std::uint32_t> prefix(at.size());
+  std::uint32_t running = 0;
+  std::uint64_t pos = 0;
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    running = crc32c_extend(running, std::string_view(data.data() + pos, at[i] - pos));
+    pos = at[i];
+    prefix[i] = running;
+  }
+  auto prefix_at = [&](std::uint64_t i) {
+    return prefix[std::lower_bound(at.begin(), at.end(), i) - at.begin()];
+  };
+
+  for (const auto& c : cands) {  // in offset order
+    const std::uint64_t s = c.offset + kRecordHeaderBytes;
+    if (s + c.length > data_end) continue;  // the file shrank under us
+    std::uint32_t crc = c.length_crc;
+    if (c.length > 0) {
+      crc = crc_shift(crc ^ prefix_at(s - base), c.length) ^ prefix_at(s + c.length - base);
+    }
+    if (crc == c.crc) return std::optional<LaterRecord>(LaterRecord{c.offset, c.length});
+  }
+  return std::optional<LaterRecord>();
+}
+
 struct ScanResult {
   std::uint64_t count = 0;
   std::uint64_t good_bytes = 0;
@@ -179,7 +346,9 @@ struct ScanResult {
 };
 
 // Validates the header and every record; appends payloads to `out` when it is not null (the
-// writer only needs the count and where the good part ends).
+// writer only needs the count and where the good part ends). A bad record is a torn tail unless a
+// valid record follows it (see find_later_record): then the journal is damaged in the middle and
+// that is an error.
 Result<ScanResult> scan_journal(int fd, const std::string& path,
                                 std::vector<std::string>* out) {
   ChunkReader in(fd, path);
@@ -203,40 +372,40 @@ Result<ScanResult> scan_journal(int fd, const std::string& path,
 
   ScanResult res;
   res.good_bytes = kFileHeaderBytes;
-  auto tail = [&](std::string what) {
-    res.clean = false;
-    res.tail_error = path + ": " + std::move(what);
-  };
+  std::string what;    // why the record at res.good_bytes is bad; empty at a clean end
+  std::string detail;  // the particulars, in parentheses in the messages
+  std::uint64_t claimed_next = 0;  // where the next record starts if the bad one's length is right
   for (;;) {
-    const std::string at = " in record " + std::to_string(res.count) + " at offset " +
-                           std::to_string(res.good_bytes);
     got = in.fill(kRecordHeaderBytes);
     if (!got) return got.status();
     if (*got == 0) break;  // clean end
     if (*got < kRecordHeaderBytes) {
-      tail("truncated record header" + at + " (" + std::to_string(*got) + " of 8 bytes)");
+      what = "truncated record header";
+      detail = std::to_string(*got) + " of 8 bytes";
       break;
     }
     const std::uint32_t length = get_le32(in.data());
     const std::uint32_t stored_crc = get_le32(in.data() + 4);
     if (length > kMaxJournalRecord) {
-      tail("length out of range" + at + " (" + std::to_string(length) + " bytes, limit " +
-           std::to_string(kMaxJournalRecord) + ")");
+      what = "length out of range";
+      detail = std::to_string(length) + " bytes, limit " + std::to_string(kMaxJournalRecord);
       break;
     }
     const std::size_t need = kRecordHeaderBytes + length;
     got = in.fill(need);
     if (!got) return got.status();
     if (*got < need) {
-      tail("truncated payload" + at + " (" + std::to_string(*got - kRecordHeaderBytes) +
-           " of " + std::to_string(length) + " bytes)");
+      what = "truncated payload";
+      detail = std::to_string(*got - kRecordHeaderBytes) + " of " + std::to_string(length) +
+               " bytes";
       break;
     }
     const std::string_view payload(in.data() + kRecordHeaderBytes, length);
     const std::uint32_t crc = record_crc(payload);
     if (crc != stored_crc) {
-      tail("checksum mismatch" + at + " (stored " + hex32(stored_crc) + ", computed " +
-           hex32(crc) + ")");
+      what = "checksum mismatch";
+      detail = "stored " + hex32(stored_crc) + ", computed " + hex32(crc);
+      claimed_next = res.good_bytes + need;
       break;
     }
     if (out != nullptr) out->emplace_back(payload);
@@ -244,6 +413,22 @@ Result<ScanResult> scan_journal(int fd, const std::string& path,
     ++res.count;
     res.good_bytes += need;
   }
+  if (what.empty()) return res;
+
+  // Records are numbered from 1 in file order (record 1 is the first after the header).
+  const std::string record = "record " + std::to_string(res.count + 1) + " at offset " +
+                             std::to_string(res.good_bytes);
+  auto later = find_later_record(fd, path, res.good_bytes, claimed_next, in.end_seen());
+  if (!later) return later.status();
+  if (later->has_value()) {
+    return Status::Error(path + ": corrupt " + record + " (" + what + ": " + detail +
+                         ") followed by a valid record at offset " +
+                         std::to_string((*later)->offset) +
+                         ": the journal is damaged in the middle, not torn at the end; refusing "
+                         "to recover");
+  }
+  res.clean = false;
+  res.tail_error = path + ": " + what + " in " + record + " (" + detail + ")";
   return res;
 }
 
@@ -359,7 +544,7 @@ Result<std::unique_ptr<JournalWriter>> JournalWriter::open(const std::string& pa
                        " of 8 bytes) from an interrupted creation; journal reinitialised";
   } else {
     auto scan = scan_journal(fd, path, nullptr);
-    if (!scan) return scan.status();
+    if (!scan) return scan.status();  // damaged in the middle among others: the file is untouched
     if (!scan->clean) {
       if (::ftruncate(fd, static_cast<off_t>(scan->good_bytes)) != 0) {
         return io_error("cannot truncate torn tail of journal", path, errno);

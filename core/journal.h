@@ -12,6 +12,20 @@
 // detects it (short header, short payload, length out of range, checksum mismatch), reports the
 // byte offset and the reason, and returns every record before it. Opening a journal for append
 // truncates such a tail so new records follow the last good one.
+//
+// A crash only damages the end of the file, so a bad record with a valid record after it is
+// damage in the middle (a disk or a copy gone wrong), not a torn tail: reading and opening fail
+// with an error naming both offsets, and the file is left untouched. After a bad record at offset
+// B the scanner tries every start offset B+1 .. B+1 MiB, and B+8+length when the bad record's
+// length is in range (a damaged payload of up to 16 MiB), for a record with a length <= 16 MiB, its
+// whole payload before the end of the file, and a matching CRC. Nothing valid there: a torn tail.
+// That look-ahead runs only once a bad record is found, so clean journals cost nothing extra; it
+// reads at most about 33 MiB past B and hashes it once. Damage wiping out more than 1 MiB of
+// records that ends in more records is not told apart from a torn tail. A random 8 bytes pass as a
+// record with probability 2^-32 per offset tried.
+//
+// Messages number records from 1 in file order: record 1 is the first after the header (the fleet
+// record in orrery-core journals), as in orrery-check's "journal record N".
 #pragma once
 
 #include <cstddef>
@@ -41,8 +55,8 @@ inline constexpr std::uint32_t kMaxJournalRecord = 16u << 20;
 class JournalWriter {
  public:
   // Opens (creating if absent) the journal at `path` for appending. An existing journal is read
-  // first: a bad header is an error; a torn/corrupt tail is truncated away (what was cut is in
-  // recovered_tail_error()).
+  // first: a bad header or damage in the middle is an error and the file is left as it was; a
+  // torn/corrupt tail is truncated away (what was cut is in recovered_tail_error()).
   static Result<std::unique_ptr<JournalWriter>> open(const std::string& path,
                                                      JournalOptions options = {});
   ~JournalWriter();  // flushes; errors there are lost, call flush() to see them
@@ -66,11 +80,15 @@ struct JournalContents {
   std::vector<std::string> records;
   std::uint64_t good_bytes = 0;  // offset just past the last good record
   bool clean = true;             // false when a torn or corrupt tail was found
-  std::string tail_error;        // e.g. "checksum mismatch in record 12 at offset 4096"
+  std::string tail_error;        // e.g. "<path>: checksum mismatch in record 12 at offset 4096
+                                 // (stored 0x..., computed 0x...)", records numbered from 1
 };
 
-// Reads every good record. Errors only when the file cannot be read or its header is wrong; a bad
-// tail is reported in the result, not as an error.
+// Reads every good record. Errors when the file cannot be read, its header is wrong, or it is
+// damaged in the middle (a bad record followed by a valid one, see above: "<path>: corrupt record
+// 2 at offset 199 (checksum mismatch: ...) followed by a valid record at offset 356: the journal is
+// damaged in the middle, not torn at the end; refusing to recover"). A torn tail is reported in the
+// result, not as an error.
 Result<JournalContents> read_journal(const std::string& path);
 
 // CRC-32C (Castagnoli) of data.

@@ -1,6 +1,7 @@
 // orrery-core: the scheduler core's command line. This stage has the scripted demo scenario and a
 // fleet config check; the runtime issue turns it into the daemon driving node agents.
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -15,12 +16,35 @@ namespace {
 using namespace orrery;
 using namespace orrery::core;
 
+// Starting afresh removes an old journal, but never anything else the path may name.
+Status remove_old_journal(const std::string& path) {
+  std::error_code ec;
+  auto st = std::filesystem::symlink_status(path, ec);
+  if (ec || st.type() == std::filesystem::file_type::not_found) return Status::Ok();
+  if (st.type() != std::filesystem::file_type::regular)
+    return Status::Error("refusing to replace " + path + ": not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, sizeof magic);
+  if (in.gcount() != 0 && std::string(magic, static_cast<std::size_t>(in.gcount())) !=
+                              std::string("ORRJRNL1").substr(0, static_cast<std::size_t>(in.gcount())))
+    return Status::Error("refusing to replace " + path + ": not an orrery journal");
+  if (!std::filesystem::remove(path, ec) && ec)
+    return Status::Error("cannot remove " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
 int run_demo(const std::string& journal_path, const std::string& fsync, bool fresh) {
   JournalOptions opts;
   opts.fsync = fsync == "always" ? FsyncPolicy::kAlways
                : fsync == "never" ? FsyncPolicy::kNever
                                   : FsyncPolicy::kGroup;
-  if (fresh) std::filesystem::remove(journal_path);
+  if (fresh) {
+    if (auto st = remove_old_journal(journal_path); !st) {
+      std::cerr << "orrery-core: " << st.reason() << "\n";
+      return 1;
+    }
+  }
   auto journal = JournalWriter::open(journal_path, opts);
   if (!journal) {
     std::cerr << "orrery-core: " << journal.reason() << "\n";
@@ -37,7 +61,7 @@ int run_demo(const std::string& journal_path, const std::string& fsync, bool fre
             << fleet.devices.size() << " devices, premium reserve " << fleet.premium_reserve
             << "; journal " << journal_path << "\n";
   auto summary = run_demo_scenario(**core, clock, std::cout);
-  if (auto st = (*journal)->flush(); !st) {
+  if (auto st = (*core)->sync(); !st) {
     std::cerr << "orrery-core: " << st.reason() << "\n";
     return 1;
   }
@@ -47,7 +71,8 @@ int run_demo(const std::string& journal_path, const std::string& fsync, bool fre
   }
   std::cout << "\ncommitted " << summary->committed << " decisions, rejected "
             << summary->rejected << " (policy bugs); " << (*journal)->records()
-            << " journal records in " << journal_path << "\n";
+            << " journal records in " << journal_path << ", durable through decision "
+            << (*core)->durable_seq() << "\n";
   return 0;
 }
 

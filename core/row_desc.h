@@ -58,6 +58,12 @@ struct RowCollector {
     r.dst = Row::Target::kState;
     using G = typename Row::Guard;
     using A = typename Row::Action;
+    // Only spec guards and effects may appear in a row: anything else would run in the machine
+    // but be invisible here, so the checker would prove a row whose real behaviour it never saw.
+    static_assert(has_spec_type<G>::value || std::is_same_v<G, boost::msm::front::none>,
+                  "a lifecycle row's guard must be SpecGuard<...> or none");
+    static_assert(has_spec_type<A>::value || std::is_same_v<A, boost::msm::front::none>,
+                  "a lifecycle row's action must be SpecAction<...> or none");
     if constexpr (has_spec_type<G>::value) {
       r.guard_name = G::spec_type::name;
       r.guard = &G::spec_type::template clauses<D>;

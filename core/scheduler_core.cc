@@ -88,7 +88,12 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
   const Concrete dom;
   const int m = cluster_.num_devices();
 
-  // 1. The job and the parameters.
+  // 1. Who decided it, the job and the parameters.
+  if (!spec::may_decide(d.origin, d.event))
+    return Status::Error("a " + std::string(spec::origin_name(d.origin)) + " may not decide " +
+                         std::string(spec::event_name(d.event)) +
+                         " (planners decide placement and preemption; the runtime reports "
+                         "progress, completion and failures)");
   int j;
   bool fresh = d.event == spec::EventKind::kSubmit;
   if (fresh) {
@@ -154,7 +159,20 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
   if (!fired.ok() || machines_[j].state() != row->dst) std::abort();  // a bug, not bad input
   cluster_.jobs[j].state = static_cast<std::int64_t>(machines_[j].state());
   ++committed_;
-  return Committed{committed_, time_ms, j, from, row->dst, row->index};
+  return Committed{committed_, time_ms, j, from, row->dst, row->index, durable_seq() >= committed_};
+}
+
+// The journal holds the fleet record, then one record per committed decision, so decision `seq` is
+// journal record seq + 1.
+std::uint64_t SchedulerCore::durable_seq() const {
+  if (!journal_) return 0;
+  auto durable = journal_->durable_records();
+  return durable > 0 ? std::min<std::uint64_t>(durable - 1, committed_) : 0;
+}
+
+Status SchedulerCore::sync() {
+  if (!journal_) return Status::Ok();
+  return journal_->flush();
 }
 
 }  // namespace orrery::core

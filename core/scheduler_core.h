@@ -9,6 +9,11 @@
 //   4. fires the job's Boost.MSM machine, which runs the row's spec effect.
 // The core is deterministic: its state is a function of the committed decisions (and the injected
 // clock, which only stamps journal records), so replaying a journal rebuilds it exactly.
+//
+// Durability: with group commit a committed decision may still sit in the journal's buffer, and a
+// crash would lose it (recovery then rebuilds the state without it, and could hand the same epoch
+// to another incarnation). So a decision may be *acted on* — sent to node agents, reported to a
+// user — only once durable_seq() >= its seq; sync() makes everything committed durable.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +38,7 @@ struct Committed {
   spec::JobState from{};
   spec::JobState to{};
   int row = 0;  // 1-based index of the lifecycle row taken
+  bool durable = false;  // already on disk per the journal's fsync policy (see durable_seq())
 };
 
 struct JobInfo {
@@ -75,6 +81,11 @@ class SchedulerCore {
   spec::JobState state(int job) const { return machines_[job].state(); }
   const JobInfo& job_info(int job) const { return info_[job]; }
   std::uint64_t committed() const { return committed_; }
+  // Every decision with seq <= durable_seq() is in the journal and synced per its fsync policy
+  // (without a journal nothing is durable: 0).
+  std::uint64_t durable_seq() const;
+  // Writes and syncs every committed decision; afterwards durable_seq() == committed().
+  Status sync();
   std::uint64_t rejected() const { return rejected_; }
 
  private:

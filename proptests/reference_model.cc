@@ -19,7 +19,7 @@ std::string FleetDesc::to_text() const {
     }
     out << "node " << n.name << " host_mem_mib=" << n.host_mem_mib << "\n";
     for (const auto& g : n.groups)
-      out << "devices " << g.type << " count=" << g.count << " mem_mib=81920\n";
+      out << "devices " << g.type << " count=" << g.count << " mem_mib=" << g.mem_mib << "\n";
   }
   return out.str();
 }
@@ -29,12 +29,12 @@ const std::vector<FleetDesc>& test_fleets() {
       // Three nodes, two types, node n2 without host memory (no splicing there at all).
       {3,
        {{"n0", "c0", 6, {{"A", 4}}},
-        {"n1", "c0", 3, {{"A", 2}, {"B", 2}}},
+        {"n1", "c0", 3, {{"A", 2, 3}, {"B", 2}}},
         {"n2", "c1", 0, {{"B", 2}}}}},
       // Two nodes of three devices of one type.
       {2, {{"n0", "c0", 4, {{"A", 3}}}, {"n1", "c0", 8, {{"A", 3}}}}},
       // Three small nodes of two devices, generous memory on one, a bigger premium reserve.
-      {4, {{"n0", "c0", 2, {{"A", 2}}}, {"n1", "c0", 12, {{"A", 2}}}, {"n2", "c0", 1, {{"A", 2}}}}},
+      {4, {{"n0", "c0", 2, {{"A", 2}}}, {"n1", "c0", 12, {{"A", 2, 2}}}, {"n2", "c0", 1, {{"A", 2}}}}},
   };
   return fleets;
 }
@@ -57,6 +57,7 @@ RefModel RefModel::from_fleet(int fleet_index, std::int64_t start_ms) {
       }
       for (int i = 0; i < g.count; ++i) {
         m.dev_type.push_back(type);
+        m.dev_mem.push_back(g.mem_mib);
         m.dev_node.push_back(n);
       }
     }
@@ -139,6 +140,7 @@ bool gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int64_t 
   if (count * splice != job.world) return why = "devices * splice != world", false;
   for (int dev : sel) {
     if (m.dev_type[dev] != job.dtype) return why = "wrong device type", false;
+    if (m.dev_mem[dev] < job.mem) return why = "device memory too small for a worker", false;
     int h = m.holder_of(dev);
     if (h >= 0 && h != j) return why = "device held by another job", false;
   }

@@ -35,6 +35,7 @@ struct FleetDesc {
   struct Group {
     std::string type;
     int count = 0;
+    std::int64_t mem_mib = 81920;  // device memory
   };
   struct NodeDesc {
     std::string name;
@@ -73,6 +74,7 @@ struct RefModel {
   int fleet_index = 0;
   std::vector<std::string> type_names;  // interned in order of first appearance
   std::vector<int> dev_type;            // device -> type id
+  std::vector<std::int64_t> dev_mem;    // device -> MiB of device memory
   std::vector<int> dev_node;            // device -> node
   std::vector<std::int64_t> host_mem;   // node -> MiB
   std::int64_t reserve = 0;

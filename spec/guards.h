@@ -48,7 +48,8 @@ struct GuardAdmit {
 
 // The gang fits on the selected devices (p.sel, p.splice) — placement, resume, and the fit part
 // of migration and resize: every worker placed, the device count
-// in range, at most kSpliceLimit workers per device, the right device type, no device held by
+// in range, at most kSpliceLimit workers per device, the right device type with enough memory for
+// one worker (spliced workers take turns, each sees the whole device), no device held by
 // another job, and host memory on every node for the swapped-out workers.
 struct GuardGang {
   static constexpr std::string_view name = "gang_fits";
@@ -59,7 +60,8 @@ struct GuardGang {
     auto type_ok = d.b(true);
     auto free = d.b(true);
     for (int dev = 0; dev < s.num_devices(); ++dev) {
-      type_ok = type_ok && d.implies(p.sel[dev], s.dev_type[dev] == job.dtype);
+      type_ok = type_ok && d.implies(p.sel[dev], s.dev_type[dev] == job.dtype &&
+                                                     job.mem <= s.dev_mem[dev]);
       auto others = holders(d, s, dev) - indicator(d, held(d, s, j, dev));
       free = free && d.implies(p.sel[dev], others == d.k(0));
     }
@@ -75,7 +77,7 @@ struct GuardGang {
         {"device count in [min_devices, max_devices]",
          job.min_dev <= count && count <= job.max_dev},
         {"world == devices * splice, splice <= limit", exact_split(d, job.world, count, p.splice)},
-        {"devices of the job's type", type_ok},
+        {"devices of the job's type, with memory for a worker", type_ok},
         {"devices not held by another job", free},
         {"host memory for swapped-out workers", mem_ok},
     };

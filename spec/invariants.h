@@ -119,7 +119,8 @@ typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
         const auto& job = s.jobs[j];
         auto type_ok = d.b(true);
         for (int dev = 0; dev < s.num_devices(); ++dev)
-          type_ok = type_ok && d.implies(held(d, s, j, dev), s.dev_type[dev] == job.dtype);
+          type_ok = type_ok && d.implies(held(d, s, j, dev), s.dev_type[dev] == job.dtype &&
+                                                                 job.mem <= s.dev_mem[dev]);
         ok = ok && job.devices == held_count(d, s, j) &&
              d.implies(holding_state(d, job.state),
                        job.min_dev <= job.devices && job.devices <= job.max_dev &&

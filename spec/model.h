@@ -58,6 +58,7 @@ struct ClusterVars {
   int nodes = 0;
   // Values.
   std::vector<Int> dev_type;   // device -> device type id
+  std::vector<Int> dev_mem;    // device -> MiB of device memory (each worker sees all of it)
   std::vector<Int> node_devs;  // node -> number of devices it has (its capacity)
   std::vector<Int> host_mem;   // node -> MiB of host memory for swapped-out spliced state
   std::vector<Int> premium_reserve;  // one element: devices reserved for admitted premium demand

@@ -46,6 +46,46 @@ enum class EventKind : std::int64_t {
 };
 inline constexpr int kNumEventKinds = 17;
 
+// Who may decide an event. The invariants about *decisions* (INV-TIER above all) hold for what
+// planners decide; they rest on failures, progress and completion being facts the runtime reports,
+// and submission and cancellation being the users' and operators' to decide. The core refuses an
+// event from an origin that may not decide it, so a planner cannot free devices by claiming a
+// worker crashed. (That a runtime report is authentic is the RPC layer's to ensure.)
+enum class Origin : std::int64_t {
+  kPlanner = 0,   // policies: Admit Place Resume Migrate ResizeUp ResizeDown Preempt
+  kRuntime = 1,   // node agents: Start Progress Checkpoint CheckpointDone RestoreDone Complete
+                  //              WorkerCrash NodeLoss
+  kOperator = 2,  // users and administrators: trusted with every event (e.g. marking a node lost)
+};
+inline constexpr int kNumOrigins = 3;
+
+constexpr bool planner_event(EventKind e) {
+  switch (e) {
+    case EventKind::kAdmit:
+    case EventKind::kPlace:
+    case EventKind::kResume:
+    case EventKind::kMigrate:
+    case EventKind::kResizeUp:
+    case EventKind::kResizeDown:
+    case EventKind::kPreempt:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr bool may_decide(Origin o, EventKind e) {
+  switch (o) {
+    case Origin::kPlanner:
+      return planner_event(e);
+    case Origin::kRuntime:
+      return !planner_event(e) && e != EventKind::kSubmit && e != EventKind::kCancel;
+    case Origin::kOperator:
+      return true;
+  }
+  return false;
+}
+
 enum class Tier : std::int64_t { kPremium = 0, kStandard = 1, kBasic = 2 };
 inline constexpr int kNumTiers = 3;
 
@@ -62,6 +102,7 @@ inline constexpr std::int64_t kMaxWorld = std::int64_t{1} << 20;          // wor
 inline constexpr std::int64_t kMaxMemMib = std::int64_t{1} << 40;         // MiB per worker
 inline constexpr std::int64_t kMaxAttained = std::int64_t{1} << 62;       // GPU-ms per job
 inline constexpr std::int64_t kMaxNodeDevices = 4096;                     // devices per node
+inline constexpr std::int64_t kMaxFleetDevices = std::int64_t{1} << 20;  // devices per fleet
 
 constexpr std::string_view state_name(JobState s) {
   constexpr std::string_view names[] = {"New",       "Submitted",     "Queued",    "Placed",
@@ -78,6 +119,15 @@ constexpr std::string_view event_name(EventKind e) {
       "Migrate",  "Complete",   "WorkerCrash", "NodeLoss",      "Cancel"};
   auto i = static_cast<std::int64_t>(e);
   return (i >= 0 && i < kNumEventKinds) ? names[i] : "?";
+}
+
+constexpr std::string_view origin_name(Origin o) {
+  switch (o) {
+    case Origin::kPlanner: return "planner";
+    case Origin::kRuntime: return "runtime";
+    case Origin::kOperator: return "operator";
+  }
+  return "?";
 }
 
 constexpr std::string_view tier_name(Tier t) {

@@ -456,6 +456,30 @@ TEST_F(ReplayTest, CorruptTailReplaysTheGoodRecordsAndSaysSo) {
   EXPECT_EQ(r.records, n);
 }
 
+// A bad record with valid ones after it is damage, not a torn tail: nothing is replayed and
+// orrery-check exits 1 instead of reporting the first record as the whole journal.
+TEST_F(ReplayTest, CorruptMiddleRecordIsUnreadable) {
+  const auto n = write_journal();
+  ASSERT_GT(n, 2u);
+  auto contents = core::read_journal(path_);
+  ASSERT_TRUE(contents.ok()) << contents.reason();
+  ASSERT_EQ(contents->records.size(), n + 1);
+  ASSERT_FALSE(contents->records[1].empty());
+  const std::uint64_t record2 = 8 + 8 + contents->records[0].size();  // the first decision
+  auto bytes = file_bytes();
+  bytes[record2 + 8 + contents->records[1].size() / 2] ^= 0x01;
+  set_file_bytes(bytes);
+  auto r = replay_journal(path_);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.unreadable);
+  EXPECT_TRUE(contains(r.error, "corrupt record 2 at offset " + std::to_string(record2)))
+      << r.error;
+  EXPECT_TRUE(contains(r.error, "damaged in the middle")) << r.error;
+  EXPECT_EQ(r.records, 0u);
+  EXPECT_EQ(r.decisions, 0u);
+  EXPECT_EQ(file_bytes(), bytes);
+}
+
 TEST_F(ReplayTest, RecordThatDoesNotReplayIsAnError) {
   {
     auto w = core::JournalWriter::open(path_, {core::FsyncPolicy::kNever, 1});

@@ -40,6 +40,7 @@ Decision full_decision(EventKind e) {
 
 void ExpectSameDecision(const Decision& a, const Decision& b) {
   EXPECT_EQ(a.event, b.event);
+  EXPECT_EQ(a.origin, b.origin);
   EXPECT_EQ(a.job, b.job);
   EXPECT_EQ(a.name, b.name);
   EXPECT_EQ(a.tier, b.tier);
@@ -56,19 +57,20 @@ void ExpectSameDecision(const Decision& a, const Decision& b) {
 }
 
 // Byte offsets of the fixed fields of a decision record whose name and device type are empty:
-// kind(1) time event job name_len tier dtype_len world min max mem step gpu_ms splice beneficiary
-// device_count devices...
+// kind(1) time event origin job name_len tier dtype_len world min max mem step gpu_ms splice
+// beneficiary device_count devices...
 enum Off : std::size_t {
   kTime = 1,
   kEvent = 9,
-  kJob = 17,
-  kNameLen = 25,
-  kTier = 33,
-  kTypeLen = 41,
-  kWorld = 49,
-  kStep = 81,
-  kDevCount = 113,
-  kDevices = 121,
+  kOrigin = 17,
+  kJob = 25,
+  kNameLen = 33,
+  kTier = 41,
+  kTypeLen = 49,
+  kWorld = 57,
+  kStep = 89,
+  kDevCount = 121,
+  kDevices = 129,
 };
 
 void set_i64(std::string& rec, std::size_t off, std::int64_t v) {
@@ -196,6 +198,27 @@ TEST(DecisionDecodeErrorTest, BadTierValues) {
     auto rec = plain_record();
     set_i64(rec, kTier, bad);
     ExpectDecodeError(rec, "unknown tier " + std::to_string(bad));
+  }
+}
+
+TEST(DecisionDecodeErrorTest, BadOriginValues) {
+  for (std::int64_t bad : {std::int64_t{spec::kNumOrigins}, std::int64_t{-1},
+                           std::numeric_limits<std::int64_t>::max()}) {
+    auto rec = plain_record();
+    set_i64(rec, kOrigin, bad);
+    ExpectDecodeError(rec, "unknown origin " + std::to_string(bad));
+  }
+}
+
+TEST(DecisionCodecTest, OriginRoundTrips) {
+  for (auto o : {spec::Origin::kPlanner, spec::Origin::kRuntime, spec::Origin::kOperator}) {
+    Decision d;
+    d.event = spec::EventKind::kPreempt;
+    d.origin = o;
+    d.job = 3;
+    auto r = decode_record(encode_decision_record(d, 7));
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_EQ(r->decision.origin, o);
   }
 }
 

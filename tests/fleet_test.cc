@@ -29,7 +29,7 @@ node n2 host_mem_mib=2048
 devices A100-40G count=2 mem_mib=40960
 cluster c2
 node n3 host_mem_mib=0
-devices H100-80G count=1
+devices H100-80G count=1 mem_mib=81920
 
 region us-east
 cluster c1
@@ -110,23 +110,23 @@ TEST(FleetParseTest, MultiRegionConfig) {
   EXPECT_EQ(h200, 2);
   EXPECT_EQ(f.type_id("V100"), -1);
   const int types[] = {h100, h100, a100, a100, a100, h100, h200, h200, h200};
-  const std::int64_t mems[] = {81920, 81920, 40960, 40960, 40960, 0, 143360, 143360, 143360};
+  const std::int64_t mems[] = {81920, 81920, 40960, 40960, 40960, 81920, 143360, 143360, 143360};
   for (int d = 0; d < 9; ++d) {
     EXPECT_EQ(f.devices[d].type, types[d]) << "device " << d;
-    EXPECT_EQ(f.devices[d].mem_mib, mems[d]) << "device " << d;  // mem_mib is optional: 0
+    EXPECT_EQ(f.devices[d].mem_mib, mems[d]) << "device " << d;
   }
 }
 
 TEST(FleetParseTest, PremiumReserveDefaultsToZeroAndMayEqualDeviceCount) {
-  EXPECT_EQ(parse_ok(std::string(kHead) + "devices X count=2\n").premium_reserve, 0);
-  EXPECT_EQ(parse_ok(std::string("premium_reserve 2\n") + kHead + "devices X count=2\n")
+  EXPECT_EQ(parse_ok(std::string(kHead) + "devices X count=2 mem_mib=1\n").premium_reserve, 0);
+  EXPECT_EQ(parse_ok(std::string("premium_reserve 2\n") + kHead + "devices X count=2 mem_mib=1\n")
                 .premium_reserve,
             2);
 }
 
 TEST(FleetParseTest, NodeWithoutDevicesIsAllowedWhenTheFleetHasSome) {
   auto f = parse_ok(std::string(kHead) + "node empty host_mem_mib=5\nnode m host_mem_mib=7\n" +
-                    "devices X count=1\n");
+                    "devices X count=1 mem_mib=1\n");
   ASSERT_EQ(f.nodes.size(), 3u);
   EXPECT_TRUE(f.nodes[1].devices.empty());
   EXPECT_EQ(f.nodes[2].devices, std::vector<int>{0});
@@ -135,13 +135,13 @@ TEST(FleetParseTest, NodeWithoutDevicesIsAllowedWhenTheFleetHasSome) {
 TEST(FleetRoundTripTest, ToTextParsesBackToAnEqualFleet) {
   for (const std::string& text :
        {std::string(kMultiRegion), default_fleet().to_text(),
-        std::string(kHead) + "node empty host_mem_mib=5\nnode m host_mem_mib=7\ndevices X count=1\n",
+        std::string(kHead) + "node empty host_mem_mib=5\nnode m host_mem_mib=7\ndevices X count=1 mem_mib=1\n",
         // The same type with different memory on one node, and types interleaved.
         std::string("premium_reserve 1\n") + kHead +
-            "devices X count=1 mem_mib=1\ndevices X count=2 mem_mib=2\ndevices Y count=1\n"
+            "devices X count=1 mem_mib=1\ndevices X count=2 mem_mib=2\ndevices Y count=1 mem_mib=3\n"
             "devices X count=1 mem_mib=2\n"
             // Cluster names reused across regions, regions revisited.
-            "region s\ncluster c\nnode n host_mem_mib=3\ndevices Y count=1\n"
+            "region s\ncluster c\nnode n3 host_mem_mib=3\ndevices Y count=1 mem_mib=3\n"
             "region r\ncluster c\nnode n2 host_mem_mib=3\ndevices X count=1 mem_mib=1\n"}) {
     SCOPED_TRACE(text);
     auto f = parse_ok(text);
@@ -164,7 +164,7 @@ TEST(FleetRoundTripTest, ToTextOfMultiRegionConfig) {
             "devices A100-40G count=2 mem_mib=40960\n"
             "cluster c2\n"
             "node n3 host_mem_mib=0\n"
-            "devices H100-80G count=1 mem_mib=0\n"
+            "devices H100-80G count=1 mem_mib=81920\n"
             "region us-east\n"
             "cluster c1\n"
             "node n4 host_mem_mib=4096\n"
@@ -172,7 +172,7 @@ TEST(FleetRoundTripTest, ToTextOfMultiRegionConfig) {
 }
 
 TEST(FleetErrorTest, UnknownKeyword) {
-  ExpectParseError(std::string(kHead) + "devices X count=1\ngpus X count=1\n",
+  ExpectParseError(std::string(kHead) + "devices X count=1 mem_mib=1\ngpus X count=1\n",
                    {"fleet line 5", "unknown keyword 'gpus'"});
   ExpectParseError("Region r\n", {"fleet line 1", "unknown keyword 'Region'"});
 }
@@ -184,12 +184,12 @@ TEST(FleetErrorTest, ClusterBeforeRegion) {
 TEST(FleetErrorTest, NodeBeforeCluster) {
   ExpectParseError("region r\nnode n host_mem_mib=1\n", {"fleet line 2", "node before any cluster"});
   // A new region forgets the previous region's cluster.
-  ExpectParseError(std::string(kHead) + "devices X count=1\nregion s\nnode m host_mem_mib=1\n",
+  ExpectParseError(std::string(kHead) + "devices X count=1 mem_mib=1\nregion s\nnode m host_mem_mib=1\n",
                    {"fleet line 6", "node before any cluster"});
 }
 
 TEST(FleetErrorTest, DevicesBeforeNode) {
-  ExpectParseError("region r\ncluster c\ndevices X count=1\n",
+  ExpectParseError("region r\ncluster c\ndevices X count=1 mem_mib=1\n",
                    {"fleet line 3", "devices before any node"});
 }
 
@@ -220,7 +220,7 @@ TEST(FleetErrorTest, NegativeOrGarbageNumbers) {
 // Trailing garbage after a number is rejected everywhere keyed_int() parses ("count=3x"), and
 // must be for premium_reserve too.
 TEST(FleetErrorTest, PremiumReserveWithTrailingGarbage) {
-  ExpectParseError(std::string("premium_reserve 2x\n") + kHead + "devices X count=4\n",
+  ExpectParseError(std::string("premium_reserve 2x\n") + kHead + "devices X count=4 mem_mib=1\n",
                    {"fleet line 1", "premium_reserve takes one non-negative integer"});
 }
 
@@ -228,7 +228,7 @@ TEST(FleetErrorTest, PremiumReserveWithTrailingGarbage) {
 // give devices of 0 MiB without a word (design.md: bad config always gets a clear error).
 TEST(FleetErrorTest, UnknownKeyOnALine) {
   ExpectParseError(std::string(kHead) + "devices X count=4 mem=81920\n", {"fleet line 4", "mem="});
-  ExpectParseError("region r\ncluster c\nnode n host_mem_mib=1 host_mem=2\ndevices X count=1\n",
+  ExpectParseError("region r\ncluster c\nnode n host_mem_mib=1 host_mem=2\ndevices X count=1 mem_mib=1\n",
                    {"fleet line 3", "host_mem="});
 }
 
@@ -238,7 +238,7 @@ TEST(FleetErrorTest, ExtraWordsOnRegionOrCluster) {
 }
 
 TEST(FleetErrorTest, PremiumReserveOverDeviceCount) {
-  ExpectParseError(std::string("premium_reserve 5\n") + kHead + "devices X count=4\n",
+  ExpectParseError(std::string("premium_reserve 5\n") + kHead + "devices X count=4 mem_mib=1\n",
                    {"premium_reserve 5", "exceeds", "4 devices"});
 }
 
@@ -324,4 +324,26 @@ TEST(EmptyClusterTest, MultiRegion) {
 }
 
 }  // namespace
+TEST(FleetErrorTest, DeviceMemoryIsRequired) {
+  ExpectParseError(std::string(kHead) + "devices X count=2\n",
+                   {"fleet line 4", "missing or zero mem_mib="});
+  ExpectParseError(std::string(kHead) + "devices X count=2 mem_mib=0\n",
+                   {"fleet line 4", "missing or zero mem_mib="});
+}
+
+TEST(FleetErrorTest, RepeatedDefinitions) {
+  ExpectParseError(std::string("premium_reserve 1\npremium_reserve 2\n") + kHead +
+                       "devices X count=2 mem_mib=1\n",
+                   {"fleet line 2", "premium_reserve given twice"});
+  ExpectParseError(std::string(kHead) + "devices X count=2 mem_mib=1\nnode n host_mem_mib=1\n",
+                   {"fleet line 5", "node 'n' defined twice"});
+}
+
+TEST(FleetErrorTest, FleetSizeIsCapped) {
+  std::string text = "region r\ncluster c\n";
+  for (int n = 0; n < 257; ++n)
+    text += "node n" + std::to_string(n) + " host_mem_mib=1\ndevices X count=4096 mem_mib=1\n";
+  ExpectParseError(text, {"a fleet has at most 1048576 devices"});
+}
+
 }  // namespace orrery::core

@@ -1,5 +1,5 @@
-// Unit tests of the decision journal (core/journal.h): framing, group commit, fsync policies, and
-// detection and recovery of torn or corrupt tails.
+// Unit tests of the decision journal (core/journal.h): framing, group commit, fsync policies,
+// detection and recovery of torn or corrupt tails, and refusal of journals damaged in the middle.
 #include "core/journal.h"
 
 #include <gtest/gtest.h>
@@ -287,7 +287,7 @@ TEST_F(JournalTest, TruncatedFinalPayloadIsDetected) {
   EXPECT_FALSE(c.clean);
   EXPECT_EQ(c.records.size(), 29u);
   EXPECT_EQ(c.good_bytes, offsets.back());
-  EXPECT_NE(c.tail_error.find("truncated payload in record 29 at offset " +
+  EXPECT_NE(c.tail_error.find("truncated payload in record 30 at offset " +
                               std::to_string(offsets.back())),
             std::string::npos)
       << c.tail_error;
@@ -305,58 +305,66 @@ TEST_F(JournalTest, TruncatedRecordHeaderIsDetectedForEveryShortLength) {
     EXPECT_FALSE(c.clean);
     EXPECT_EQ(c.records.size(), 11u);
     EXPECT_EQ(c.good_bytes, offsets.back());
-    EXPECT_NE(c.tail_error.find("truncated record header in record 11"), std::string::npos)
+    EXPECT_NE(c.tail_error.find("truncated record header in record 12 at offset " +
+                                std::to_string(offsets.back())),
+              std::string::npos)
         << c.tail_error;
     EXPECT_NE(c.tail_error.find("(" + std::to_string(k) + " of 8 bytes)"), std::string::npos)
         << c.tail_error;
   }
 }
 
-TEST_F(JournalTest, FlippedPayloadByteIsAChecksumMismatch) {
+// The last record is where a crash during the last group write leaves its damage: a torn tail.
+TEST_F(JournalTest, FlippedPayloadByteInTheLastRecordIsATornTail) {
   const auto records = sample_records(40);
   const auto offsets = write_records(records);
-  ASSERT_FALSE(records[20].empty());
+  ASSERT_FALSE(records[39].empty());
   std::string bytes = file_bytes();
-  bytes[offsets[20] + 8 + records[20].size() / 2] ^= 0x01;
+  bytes[offsets[39] + 8 + records[39].size() / 2] ^= 0x01;
   set_file_bytes(bytes);
   auto c = read_ok();
   EXPECT_FALSE(c.clean);
-  EXPECT_EQ(c.records.size(), 20u);
-  EXPECT_EQ(c.good_bytes, offsets[20]);
-  EXPECT_NE(c.tail_error.find("checksum mismatch in record 20 at offset " +
-                              std::to_string(offsets[20])),
-            std::string::npos)
+  EXPECT_EQ(c.records.size(), 39u);
+  EXPECT_EQ(c.good_bytes, offsets[39]);
+  EXPECT_EQ(c.tail_error.rfind(path_ + ": checksum mismatch in record 40 at offset " +
+                                   std::to_string(offsets[39]) + " (stored 0x",
+                               0),
+            0u)
       << c.tail_error;
-  EXPECT_EQ(std::vector<std::string>(records.begin(), records.begin() + 20), c.records);
+  EXPECT_EQ(std::vector<std::string>(records.begin(), records.begin() + 39), c.records);
 }
 
-TEST_F(JournalTest, FlippedChecksumByteIsAChecksumMismatch) {
+TEST_F(JournalTest, FlippedChecksumByteInTheLastRecordIsATornTail) {
   const auto records = sample_records(10);
   const auto offsets = write_records(records);
   std::string bytes = file_bytes();
-  bytes[offsets[3] + 5] ^= 0x80;
+  bytes[offsets[9] + 5] ^= 0x80;
   set_file_bytes(bytes);
   auto c = read_ok();
-  EXPECT_EQ(c.records.size(), 3u);
-  EXPECT_NE(c.tail_error.find("checksum mismatch in record 3"), std::string::npos)
+  EXPECT_FALSE(c.clean);
+  EXPECT_EQ(c.records.size(), 9u);
+  EXPECT_NE(c.tail_error.find("checksum mismatch in record 10 at offset " +
+                              std::to_string(offsets[9])),
+            std::string::npos)
       << c.tail_error;
 }
 
-TEST_F(JournalTest, AbsurdLengthFieldIsOutOfRange) {
+TEST_F(JournalTest, AbsurdLengthFieldInTheLastRecordIsOutOfRange) {
   const auto records = sample_records(10);
   const auto offsets = write_records(records);
   const std::string good = file_bytes();
   for (std::uint32_t bad : {0xFFFFFFFFu, kMaxJournalRecord + 1}) {
     SCOPED_TRACE("length " + std::to_string(bad));
     std::string bytes = good;
-    for (int b = 0; b < 4; ++b) bytes[offsets[6] + b] = static_cast<char>((bad >> (8 * b)) & 0xFF);
+    for (int b = 0; b < 4; ++b) bytes[offsets[9] + b] = static_cast<char>((bad >> (8 * b)) & 0xFF);
     set_file_bytes(bytes);
     auto c = read_ok();
     EXPECT_FALSE(c.clean);
-    EXPECT_EQ(c.records.size(), 6u);
-    EXPECT_EQ(c.good_bytes, offsets[6]);
-    EXPECT_NE(c.tail_error.find("length out of range in record 6 at offset " +
-                                std::to_string(offsets[6])),
+    EXPECT_EQ(c.records.size(), 9u);
+    EXPECT_EQ(c.good_bytes, offsets[9]);
+    EXPECT_NE(c.tail_error.find("length out of range in record 10 at offset " +
+                                std::to_string(offsets[9]) + " (" + std::to_string(bad) +
+                                " bytes, limit "),
               std::string::npos)
         << c.tail_error;
   }
@@ -369,7 +377,9 @@ TEST_F(JournalTest, LengthPastEndOfFileIsATruncatedPayload) {
   set_file_bytes(bytes);
   auto c = read_ok();
   EXPECT_EQ(c.records, std::vector<std::string>{"aaaa"});
-  EXPECT_NE(c.tail_error.find("truncated payload in record 1"), std::string::npos)
+  EXPECT_NE(c.tail_error.find("truncated payload in record 2 at offset " +
+                              std::to_string(offsets[1]) + " (4 of 100 bytes)"),
+            std::string::npos)
       << c.tail_error;
 }
 
@@ -426,7 +436,7 @@ TEST_F(JournalTest, OpenTruncatesTornTailAndAppendsAfterGoodRecords) {
 
   {
     auto w = open_ok({FsyncPolicy::kGroup, 4});
-    EXPECT_NE(w->recovered_tail_error().find("truncated payload in record 20 at offset " +
+    EXPECT_NE(w->recovered_tail_error().find("truncated payload in record 21 at offset " +
                                              std::to_string(good_end)),
               std::string::npos)
         << w->recovered_tail_error();
@@ -454,25 +464,179 @@ TEST_F(JournalTest, OpenTruncatesTornTailAndAppendsAfterGoodRecords) {
   (void)offsets;
 }
 
-TEST_F(JournalTest, OpenTruncatesCorruptMiddleRecordAndEverythingAfter) {
-  const auto records = sample_records(10);
-  const auto offsets = write_records(records);
-  std::string bytes = file_bytes();
-  bytes[offsets[4] + 8] ^= 0x55;  // record 4 is non-empty
-  ASSERT_FALSE(records[4].empty());
-  set_file_bytes(bytes);
-  {
-    auto w = open_ok();
-    EXPECT_NE(w->recovered_tail_error().find("checksum mismatch in record 4"), std::string::npos)
-        << w->recovered_tail_error();
-    EXPECT_EQ(w->records(), 4u);
-    EXPECT_EQ(file_size(), offsets[4]);
-    ASSERT_TRUE(w->append("new").ok());
+TEST_F(JournalTest, GarbageAppendedToACleanJournalIsATornTail) {
+  const auto records = sample_records(20);
+  write_records(records);
+  const std::uint64_t good_end = file_size();
+  std::string garbage(2u << 20, '\0');  // longer than the look-ahead window
+  std::uint32_t x = 99;
+  for (auto& ch : garbage) {
+    x = x * 1103515245u + 12345u;
+    ch = static_cast<char>(x >> 24);
   }
+  set_file_bytes(file_bytes() + garbage);
   auto c = read_ok();
-  EXPECT_TRUE(c.clean) << c.tail_error;
-  ASSERT_EQ(c.records.size(), 5u);
-  EXPECT_EQ(c.records[4], "new");
+  EXPECT_FALSE(c.clean);
+  EXPECT_EQ(c.records, records);
+  EXPECT_EQ(c.good_bytes, good_end);
+  EXPECT_NE(c.tail_error.find(" in record 21 at offset " + std::to_string(good_end)),
+            std::string::npos)
+      << c.tail_error;
+
+  auto w = open_ok();
+  EXPECT_EQ(w->recovered_tail_error(), c.tail_error);
+  EXPECT_EQ(w->records(), 20u);
+  EXPECT_EQ(file_size(), good_end);
+}
+
+// --- damage in the middle ----------------------------------------------------------------------
+
+// What the scanner must say about a bad record `number` (1-based) at `bad` with a valid one at
+// `next` after it.
+void ExpectDamagedInTheMiddle(const std::string& reason, const std::string& path, int number,
+                              std::uint64_t bad, std::uint64_t next) {
+  EXPECT_EQ(reason.rfind(path + ": corrupt record " + std::to_string(number) + " at offset " +
+                             std::to_string(bad) + " (",
+                         0),
+            0u)
+      << reason;
+  EXPECT_NE(reason.find(") followed by a valid record at offset " + std::to_string(next) +
+                        ": the journal is damaged in the middle, not torn at the end; refusing "
+                        "to recover"),
+            std::string::npos)
+      << reason;
+}
+
+// The case from review: one flipped byte in record 2 of 33 used to read as 1 good record and a
+// "torn tail", and opening the journal cut it down to that record.
+TEST_F(JournalTest, FlippedByteInAnEarlyRecordIsDamageInTheMiddle) {
+  const auto records = sample_records(33);
+  const auto offsets = write_records(records);
+  ASSERT_FALSE(records[1].empty());
+  std::string bytes = file_bytes();
+  bytes[offsets[1] + 8 + 7] ^= 0x10;
+  set_file_bytes(bytes);
+
+  auto r = read_journal(path_);
+  ASSERT_FALSE(r.ok()) << "read " << r->records.size() << " records, tail: " << r->tail_error;
+  ExpectDamagedInTheMiddle(r.reason(), path_, 2, offsets[1], offsets[2]);
+  EXPECT_NE(r.reason().find("(checksum mismatch: stored 0x"), std::string::npos) << r.reason();
+
+  auto w = JournalWriter::open(path_);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.reason(), r.reason());
+  EXPECT_EQ(orrery::testing::read_bytes(path_), bytes);  // nothing truncated, nothing written
+  // The failed open let go of its lock: a second try says the same, not "another writer".
+  auto again = JournalWriter::open(path_, {FsyncPolicy::kAlways, 1});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.reason(), r.reason());
+  EXPECT_EQ(orrery::testing::read_bytes(path_), bytes);
+}
+
+// Every kind of damage to every record but the last is found, and the valid record reported is the
+// very next one; the same damage to the last record is a torn tail.
+TEST_F(JournalTest, DamageToAnyRecordButTheLastIsAnError) {
+  const auto records = sample_records(60);  // sizes 0 to 70051 bytes
+  const auto offsets = write_records(records);
+  const std::string good = file_bytes();
+  constexpr std::uint64_t kLast = ~std::uint64_t{0};
+  struct Hit {
+    const char* what;
+    std::uint64_t at;  // from the record's start; kLast: its last payload byte
+    unsigned char mask;
+  };
+  const Hit hits[] = {
+      {"length low byte", 0, 0x01},    {"length high byte", 3, 0x80},
+      {"crc byte", 6, 0x04},           {"first payload byte", 8, 0x01},
+      {"last payload byte", kLast, 0x40},
+  };
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    for (const Hit& h : hits) {
+      if (h.at >= 8 && records[i].empty()) continue;  // no payload to hit
+      SCOPED_TRACE("record " + std::to_string(i + 1) + ", " + h.what);
+      std::string bytes = good;
+      const std::uint64_t at =
+          h.at == kLast ? offsets[i] + 8 + records[i].size() - 1 : offsets[i] + h.at;
+      bytes[at] = static_cast<char>(bytes[at] ^ h.mask);
+      set_file_bytes(bytes);
+      auto r = read_journal(path_);
+      if (i + 1 < records.size()) {
+        ASSERT_FALSE(r.ok()) << r->tail_error;
+        ExpectDamagedInTheMiddle(r.reason(), path_, static_cast<int>(i + 1), offsets[i],
+                                 offsets[i + 1]);
+      } else {
+        ASSERT_TRUE(r.ok()) << r.reason();
+        EXPECT_FALSE(r->clean);
+        EXPECT_EQ(r->records.size(), i);
+        EXPECT_EQ(r->good_bytes, offsets[i]);
+        EXPECT_NE(r->tail_error.find(" in record " + std::to_string(i + 1) + " at offset " +
+                                     std::to_string(offsets[i])),
+                  std::string::npos)
+            << r->tail_error;
+      }
+    }
+  }
+}
+
+// A damaged record longer than the 1 MiB window is stepped over by its own length; a valid record
+// found after a damaged one may be long too (its checksum is derived from prefix CRCs).
+TEST_F(JournalTest, DamageNextToLongRecordsIsFound) {
+  const std::string big(3u << 20, 'B');
+  const std::string bigger(5u << 20, 'C');
+  const auto offsets = write_records({"fleet", big, "x", "yy", bigger, "z"});
+  const std::string good = file_bytes();
+
+  std::string bytes = good;
+  bytes[offsets[1] + 8 + (2u << 20)] ^= 0x01;  // inside the 3 MiB record, 2 MiB in
+  set_file_bytes(bytes);
+  auto r = read_journal(path_);
+  ASSERT_FALSE(r.ok());
+  ExpectDamagedInTheMiddle(r.reason(), path_, 2, offsets[1], offsets[2]);
+
+  bytes = good;
+  bytes[offsets[3] + 8] ^= 0x01;  // "yy": the next record is the 5 MiB one
+  set_file_bytes(bytes);
+  r = read_journal(path_);
+  ASSERT_FALSE(r.ok());
+  ExpectDamagedInTheMiddle(r.reason(), path_, 4, offsets[3], offsets[4]);
+
+  auto w = JournalWriter::open(path_);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(orrery::testing::read_bytes(path_), bytes);
+}
+
+// A bad length that claims more than the file holds is damage in the middle too when valid
+// records follow.
+TEST_F(JournalTest, LengthPastEndOfFileWithRecordsAfterIsAnError) {
+  const auto offsets = write_records({"aaaa", "bbbb", "cccc"});
+  std::string bytes = file_bytes();
+  bytes[offsets[1]] = 100;  // claims 100 bytes, 16 follow
+  set_file_bytes(bytes);
+  auto r = read_journal(path_);
+  ASSERT_FALSE(r.ok());
+  ExpectDamagedInTheMiddle(r.reason(), path_, 2, offsets[1], offsets[2]);
+  EXPECT_NE(r.reason().find("(truncated payload: 16 of 100 bytes)"), std::string::npos)
+      << r.reason();
+}
+
+// The look-ahead's cost does not grow with the candidates' lengths: here half of the 1 MiB window
+// are candidates claiming about 16 MiB each (hashing each would be terabytes of work).
+TEST_F(JournalTest, LookAheadCostIsBoundedByTheWindow) {
+  const auto offsets = write_records({"a", "b"});
+  std::string bytes = file_bytes();
+  bytes[offsets[1] + 8] ^= 0x01;
+  std::string filler(1u << 20, '\0');
+  for (std::size_t k = 0; k < filler.size(); k += 2) filler[k] = '\xFF';  // lengths 0x00FF00FF
+  bytes += filler;
+  bytes += std::string(kMaxJournalRecord + 16, '\0');
+  set_file_bytes(bytes);
+  auto c = read_ok();  // nothing valid in there: a torn tail
+  EXPECT_FALSE(c.clean);
+  EXPECT_EQ(c.records, std::vector<std::string>{"a"});
+  EXPECT_NE(c.tail_error.find("checksum mismatch in record 2 at offset " +
+                              std::to_string(offsets[1])),
+            std::string::npos)
+      << c.tail_error;
 }
 
 }  // namespace

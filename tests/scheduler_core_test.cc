@@ -650,5 +650,116 @@ TEST_F(SchedulerCoreTest, RecoveryErrors) {
       "journal record 2 (Submit 'nine'");
 }
 
+// At the largest memory a spec may ask for (2^40 MiB per worker), the host-memory sum is exact.
+TEST_F(SchedulerCoreTest, HostMemoryClauseAtTheMemoryBound) {
+  ManualClock clock;
+  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
+  ASSERT_TRUE(core.ok());
+  auto& c = **core;
+  ASSERT_TRUE(c.commit(submit("huge", Tier::kStandard, 4, 1, 1, spec::kMaxMemMib)).ok());
+  EXPECT_FALSE(c.commit(submit("huger", Tier::kStandard, 4, 1, 1, spec::kMaxMemMib + 1)).ok());
+  ASSERT_TRUE(c.commit(ev(EventKind::kAdmit, 0)).ok());
+  auto placed = c.commit(on(EventKind::kPlace, 0, {0}, 4));
+  ASSERT_FALSE(placed.ok());
+  EXPECT_NE(placed.reason().find("host memory for swapped-out workers"), std::string::npos)
+      << placed.reason();
+  EXPECT_NE(placed.reason().find("with memory for a worker"), std::string::npos) << placed.reason();
+}
+
+// A worker must fit in the memory of the device it is placed on.
+TEST_F(SchedulerCoreTest, DeviceMemoryMustHoldAWorker) {
+  auto fleet = Fleet::parse(
+      "region r\ncluster c\nnode n host_mem_mib=1000000\n"
+      "devices A100-40G count=2 mem_mib=40960\n");
+  ASSERT_TRUE(fleet.ok()) << fleet.reason();
+  ManualClock clock;
+  auto core = SchedulerCore::create(*fleet, clock, nullptr);
+  ASSERT_TRUE(core.ok());
+  auto& c = **core;
+  ASSERT_TRUE(c.commit(submit("big", Tier::kStandard, 2, 1, 2, 50000, "A100-40G")).ok());
+  ASSERT_TRUE(c.commit(submit("fits", Tier::kStandard, 2, 1, 2, 40960, "A100-40G")).ok());
+  ASSERT_TRUE(c.commit(ev(EventKind::kAdmit, 0)).ok());
+  ASSERT_TRUE(c.commit(ev(EventKind::kAdmit, 1)).ok());
+  auto big = c.commit(on(EventKind::kPlace, 0, {0, 1}, 1));
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.reason().find("with memory for a worker"), std::string::npos) << big.reason();
+  EXPECT_TRUE(c.commit(on(EventKind::kPlace, 1, {0, 1}, 1)).ok());
+}
+
+// Planners decide placement and preemption only: they cannot free devices by reporting a failure,
+// completing or cancelling a job. The runtime reports; it does not place. Operators may do anything.
+TEST_F(SchedulerCoreTest, OriginsAreEnforced) {
+  ManualClock clock;
+  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
+  ASSERT_TRUE(core.ok());
+  auto& c = **core;
+  auto as = [](Decision d, spec::Origin o) {
+    d.origin = o;
+    return d;
+  };
+  using spec::Origin;
+  ASSERT_TRUE(c.commit(submit("a", Tier::kBasic, 4, 4, 4)).ok());
+  EXPECT_FALSE(c.commit(as(submit("b", Tier::kBasic, 4, 4, 4), Origin::kRuntime)).ok());
+  EXPECT_FALSE(c.commit(as(submit("b", Tier::kBasic, 4, 4, 4), Origin::kPlanner)).ok());
+  ASSERT_TRUE(c.commit(as(ev(EventKind::kAdmit, 0), Origin::kPlanner)).ok());
+  auto place = on(EventKind::kPlace, 0, {0, 1, 2, 3}, 1);
+  auto by_runtime = c.commit(as(place, Origin::kRuntime));
+  ASSERT_FALSE(by_runtime.ok());
+  EXPECT_NE(by_runtime.reason().find("a runtime may not decide Place"), std::string::npos)
+      << by_runtime.reason();
+  ASSERT_TRUE(c.commit(as(place, Origin::kPlanner)).ok());
+  EXPECT_FALSE(c.commit(as(ev(EventKind::kStart, 0), Origin::kPlanner)).ok());
+  ASSERT_TRUE(c.commit(as(ev(EventKind::kStart, 0), Origin::kRuntime)).ok());
+  for (auto e : {EventKind::kWorkerCrash, EventKind::kNodeLoss, EventKind::kComplete,
+                 EventKind::kCancel, EventKind::kProgress}) {
+    auto r = c.commit(as(ev(e, 0), Origin::kPlanner));
+    ASSERT_FALSE(r.ok()) << spec::event_name(e);
+    EXPECT_NE(r.reason().find("a planner may not decide"), std::string::npos) << r.reason();
+    EXPECT_EQ(c.state(0), JobState::kRunning);
+  }
+  EXPECT_FALSE(c.commit(as(ev(EventKind::kCancel, 0), Origin::kRuntime)).ok());
+  EXPECT_TRUE(c.commit(as(ev(EventKind::kNodeLoss, 0), Origin::kOperator)).ok());
+  EXPECT_EQ(c.state(0), JobState::kQueued);
+}
+
+// A decision may be acted on only once durable: durable_seq() follows the journal's group commit.
+TEST_F(SchedulerCoreTest, DurableSeqFollowsGroupCommit) {
+  JournalOptions opts;
+  opts.fsync = FsyncPolicy::kGroup;
+  opts.group_records = 4;
+  auto w = JournalWriter::open(path_, opts);
+  ASSERT_TRUE(w.ok()) << w.reason();
+  ManualClock clock;
+  auto core = SchedulerCore::create(default_fleet(), clock, w->get());
+  ASSERT_TRUE(core.ok());
+  auto& c = **core;
+  EXPECT_EQ(c.durable_seq(), 0u);
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.commit(submit("j" + std::to_string(i), Tier::kBasic, 1, 1, 1));
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->durable);
+  }
+  EXPECT_EQ(c.durable_seq(), 0u);
+  auto fourth = c.commit(submit("j3", Tier::kBasic, 1, 1, 1));  // fills the group: written, synced
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_TRUE(fourth->durable);
+  EXPECT_EQ(c.durable_seq(), 4u);
+  ASSERT_TRUE(c.commit(submit("j4", Tier::kBasic, 1, 1, 1)).ok());
+  EXPECT_EQ(c.durable_seq(), 4u);
+  ASSERT_TRUE(c.sync().ok());
+  EXPECT_EQ(c.durable_seq(), 5u);
+  EXPECT_EQ(c.committed(), 5u);
+}
+
+TEST_F(SchedulerCoreTest, NothingIsDurableWithoutAJournal) {
+  ManualClock clock;
+  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
+  ASSERT_TRUE(core.ok());
+  auto r = (*core)->commit(submit("a", Tier::kBasic, 1, 1, 1));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->durable);
+  EXPECT_EQ((*core)->durable_seq(), 0u);
+}
+
 }  // namespace
 }  // namespace orrery::core

@@ -45,6 +45,7 @@ Proposal propose_gang(const SchedulerCore& core, int job, spec::EventKind event,
     std::sort(pick.begin(), pick.end());
     Proposal p;
     p.decision.event = event;
+    p.decision.origin = spec::Origin::kPlanner;
     p.decision.job = job;
     p.decision.devices = pick;
     p.decision.splice = jv.world / c;

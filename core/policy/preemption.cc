@@ -22,6 +22,7 @@ std::optional<Decision> propose_preemption(const SchedulerCore& core, int benefi
   if (best < 0) return std::nullopt;
   Decision dec;
   dec.event = spec::EventKind::kPreempt;
+  dec.origin = spec::Origin::kPlanner;
   dec.job = best;
   dec.beneficiary = beneficiary;
   return dec;
