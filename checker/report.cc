@@ -29,18 +29,23 @@ std::string json_escape(const std::string& s) {
 
 void print_table(std::ostream& out, const CheckRun& run) {
   const auto& p = run.proof;
-  // Group obligations by row, in order.
+  // Per row, in order: its invariant obligations and its frame (Init has no frame).
   std::map<int, std::vector<const Obligation*>> by_row;
   std::map<int, std::string> labels;
+  std::vector<const Obligation*> det;
   for (const auto& ob : p.obligations) {
+    if (ob.kind == ObligationKind::kDeterministic) {
+      det.push_back(&ob);
+      continue;
+    }
     by_row[ob.row].push_back(&ob);
     labels[ob.row] = ob.row_label;
   }
   out << "orrery-check: " << p.rows << " lifecycle rows x " << spec::kAllInvariants.size()
-      << " invariants (+ Init)\n\n";
+      << " invariants (+ Init), each row's frame, and the determinism of rows sharing an event\n\n";
   out << std::left << std::setw(62) << "row";
   for (auto inv : spec::kAllInvariants) out << std::setw(6) << std::string(spec::inv_id(inv)).substr(4, 5);
-  out << "    ms\n";
+  out << std::setw(6) << "FRAME" << "    ms\n";
   for (const auto& [row, obs] : by_row) {
     double ms = 0;
     out << std::setw(62) << labels[row].substr(0, 61);
@@ -48,9 +53,14 @@ void print_table(std::ostream& out, const CheckRun& run) {
       out << std::setw(6) << (ob->proved ? "ok" : ob->unknown ? "?" : "FAIL");
       ms += ob->ms;
     }
+    if (obs.size() == spec::kAllInvariants.size()) out << std::setw(6) << "-";  // Init
     out << std::right << std::setw(6) << static_cast<int>(ms + 0.5) << std::left << "\n";
   }
-  out << "\ninductive proof: " << p.proved << " of " << p.obligations.size()
+  int det_ok = 0;
+  for (const auto* ob : det) det_ok += ob->proved ? 1 : 0;
+  out << "\ndeterminism: " << det_ok << " of " << det.size()
+      << " pairs of rows sharing (source, event) have disjoint guards\n";
+  out << "inductive proof: " << p.proved << " of " << p.obligations.size()
       << " obligations proved, " << p.failed << " failed (" << std::fixed << std::setprecision(2)
       << p.seconds << " s)\n";
   if (run.bmc_ran) {
@@ -63,7 +73,7 @@ void print_table(std::ostream& out, const CheckRun& run) {
   }
   for (const auto& ob : p.obligations) {
     if (ob.proved) continue;
-    out << "\nFAILED " << spec::inv_id(ob.inv) << " at " << ob.row_label << "\n" << ob.counterexample;
+    out << "\nFAILED " << obligation_name(ob) << " at " << ob.row_label << "\n" << ob.counterexample;
   }
   if (run.bmc_ran && !run.bmc.ok)
     out << "\nFAILED bounded model check: a run of " << run.bmc.depth_checked + 1
@@ -77,7 +87,12 @@ void print_json(std::ostream& out, const CheckRun& run) {
   out << "{\n  \"rows\": " << p.rows << ",\n  \"invariants\": [";
   for (std::size_t i = 0; i < spec::kAllInvariants.size(); ++i)
     out << (i ? ", " : "") << json_escape(std::string(spec::inv_id(spec::kAllInvariants[i])));
-  out << "],\n  \"obligations\": " << p.obligations.size() << ",\n  \"proved\": " << p.proved
+  int by_kind[3] = {0, 0, 0};
+  for (const auto& ob : p.obligations) ++by_kind[static_cast<int>(ob.kind)];
+  out << "],\n  \"obligations\": " << p.obligations.size()
+      << ",\n  \"invariant_obligations\": " << by_kind[0]
+      << ",\n  \"frame_obligations\": " << by_kind[1]
+      << ",\n  \"determinism_obligations\": " << by_kind[2] << ",\n  \"proved\": " << p.proved
       << ",\n  \"failed\": " << p.failed << ",\n  \"proof_seconds\": " << p.seconds;
   out << ",\n  \"bmc_ran\": " << (run.bmc_ran ? "true" : "false");
   out << ",\n  \"bmc_depth\": " << (run.bmc_ran ? run.bmc.depth_checked : 0);
@@ -91,7 +106,7 @@ void print_json(std::ostream& out, const CheckRun& run) {
     if (ob.proved) continue;
     out << (first ? "\n" : ",\n") << "    {\"row\": " << ob.row
         << ", \"row_label\": " << json_escape(ob.row_label)
-        << ", \"invariant\": " << json_escape(std::string(spec::inv_id(ob.inv)))
+        << ", \"invariant\": " << json_escape(obligation_name(ob))
         << ", \"unknown\": " << (ob.unknown ? "true" : "false")
         << ", \"counterexample\": " << json_escape(ob.counterexample) << "}";
     first = false;

@@ -47,7 +47,7 @@ bool contains(const std::string& haystack, std::string_view needle) {
 std::set<Inv> failed_on(const ProofReport& r, int row) {
   std::set<Inv> out;
   for (const auto& ob : r.obligations)
-    if (ob.row == row && !ob.proved) out.insert(ob.inv);
+    if (ob.kind == ObligationKind::kInvariant && ob.row == row && !ob.proved) out.insert(ob.inv);
   return out;
 }
 
@@ -67,14 +67,14 @@ std::string ids(const std::set<Inv>& invs) {
 
 const Obligation* find_obligation(const ProofReport& r, int row, Inv inv) {
   for (const auto& ob : r.obligations)
-    if (ob.row == row && ob.inv == inv) return &ob;
+    if (ob.kind == ObligationKind::kInvariant && ob.row == row && ob.inv == inv) return &ob;
   return nullptr;
 }
 
 // No obligation may be merely inconclusive: a broken row must be refuted, not time out.
 void ExpectDecided(const ProofReport& r) {
   for (const auto& ob : r.obligations)
-    EXPECT_FALSE(ob.unknown) << ob.row_label << " " << spec::inv_id(ob.inv) << ": "
+    EXPECT_FALSE(ob.unknown) << ob.row_label << " " << obligation_name(ob) << ": "
                              << ob.counterexample;
 }
 
@@ -86,31 +86,84 @@ TEST(ProverTest, RealLifecycleTableIsProved) {
   auto r = prove(rows, kProofShape, kTimeoutMs);
   EXPECT_EQ(r.rows, 43);
   EXPECT_EQ(r.failed, 0);
-  EXPECT_EQ(r.obligations.size(), (rows.size() + 1) * spec::kAllInvariants.size());
+  // Init x 9 invariants, then per row 9 invariants and FRAME, then one DETERMINISTIC per pair of
+  // rows sharing (source, event): the 5 failure sources x 2 failure events (retry vs exhausted).
+  EXPECT_EQ(r.obligations.size(), 9 + rows.size() * 10 + 10);
   EXPECT_EQ(r.proved, static_cast<int>(r.obligations.size()));
   for (const auto& ob : r.obligations) {
-    EXPECT_TRUE(ob.proved) << ob.row_label << " " << spec::inv_id(ob.inv) << "\n"
+    EXPECT_TRUE(ob.proved) << ob.row_label << " " << obligation_name(ob) << "\n"
                            << ob.counterexample;
     EXPECT_TRUE(ob.counterexample.empty());
   }
-  // Init first, then every row in table order, every invariant for each.
-  for (std::size_t i = 0; i < r.obligations.size(); ++i) {
+  // Init first, then every row in table order: every invariant, then its frame.
+  for (std::size_t i = 0; i < 9 + rows.size() * 10; ++i) {
     const auto& ob = r.obligations[i];
-    EXPECT_EQ(ob.row, static_cast<int>(i / 9));
-    EXPECT_EQ(ob.inv, spec::kAllInvariants[i % 9]);
-    EXPECT_EQ(ob.row_label, i < 9 ? "Init" : rows[i / 9 - 1].label());
+    if (i < 9) {
+      EXPECT_EQ(ob.row, 0);
+      EXPECT_EQ(ob.inv, spec::kAllInvariants[i]);
+      EXPECT_EQ(ob.row_label, "Init");
+      continue;
+    }
+    const std::size_t k = i - 9;
+    EXPECT_EQ(ob.row, static_cast<int>(k / 10 + 1));
+    EXPECT_EQ(ob.row_label, rows[k / 10].label());
+    if (k % 10 < 9) {
+      EXPECT_EQ(ob.kind, ObligationKind::kInvariant);
+      EXPECT_EQ(ob.inv, spec::kAllInvariants[k % 10]);
+    } else {
+      EXPECT_EQ(ob.kind, ObligationKind::kFrame);
+    }
+  }
+  for (std::size_t i = 9 + rows.size() * 10; i < r.obligations.size(); ++i) {
+    const auto& ob = r.obligations[i];
+    EXPECT_EQ(ob.kind, ObligationKind::kDeterministic);
+    EXPECT_EQ(rows[ob.row - 1].src, rows[ob.other_row - 1].src);
+    EXPECT_EQ(rows[ob.row - 1].event, rows[ob.other_row - 1].event);
   }
 }
 
-TEST(ProverTest, IntrospectionHereSeesTheSameTableAsTheChecker) {
-  auto mine = core::rows_of<Z3Domain, core::JobFront::transition_table>();
-  auto theirs = lifecycle_rows();
-  ASSERT_EQ(mine.size(), theirs.size());
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    EXPECT_EQ(mine[i].label(), theirs[i].label());
-    EXPECT_EQ(mine[i].guard, theirs[i].guard);
-    EXPECT_EQ(mine[i].effect, theirs[i].effect);
+// An effect that changes another job breaks FRAME (and the symmetry the proof relies on).
+struct EffectTouchesJob1 {
+  static constexpr std::string_view name = "touches_job1";
+  template <class D>
+  static void apply(const D& d, spec::ClusterVars<D>& s, int, const spec::Params<D>&) {
+    if (s.num_jobs() > 1) s.jobs[1].progress = s.jobs[1].progress + d.k(1);
   }
+};
+
+TEST(ProverTest, EffectOnAnotherJobFailsFrame) {
+  namespace L = core::lifecycle;
+  using Table = boost::mpl::vector<
+      L::Row<L::Running, L::Progress, L::Running, core::SpecAction<EffectTouchesJob1>,
+             core::SpecGuard<spec::GuardProgress>>>;
+  auto r = prove(core::rows_of<Z3Domain, Table>(), kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  bool frame_failed = false;
+  for (const auto& ob : r.obligations)
+    if (ob.kind == ObligationKind::kFrame && ob.row == 1 && !ob.proved) frame_failed = true;
+  EXPECT_TRUE(frame_failed);
+}
+
+// Two rows for the same (source, event) whose guards overlap fail DETERMINISTIC.
+TEST(ProverTest, OverlappingGuardsFailDeterminism) {
+  namespace L = core::lifecycle;
+  using Table = boost::mpl::vector<
+      L::Row<L::Running, L::WorkerCrash, L::Queued, core::SpecAction<spec::EffectFail>,
+             core::SpecGuard<spec::GuardRetry>>,
+      L::Row<L::Running, L::WorkerCrash, L::Failed, core::SpecAction<spec::EffectFail>>>;
+  auto r = prove(core::rows_of<Z3Domain, Table>(), kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  int det = 0;
+  for (const auto& ob : r.obligations)
+    if (ob.kind == ObligationKind::kDeterministic) {
+      ++det;
+      EXPECT_FALSE(ob.proved);
+      EXPECT_EQ(ob.row, 1);
+      EXPECT_EQ(ob.other_row, 2);
+      EXPECT_NE(ob.counterexample.find("both rows #1 and #2 are enabled"), std::string::npos)
+          << ob.counterexample;
+    }
+  EXPECT_EQ(det, 1);
 }
 
 // ---- Broken machines as MSM tables -----------------------------------------------------------
@@ -124,7 +177,7 @@ TEST(ProverTest, MissingGuardFailsTierInvariant) {
   EXPECT_EQ(rows[0].guard, nullptr);
   auto r = prove(rows, kProofShape, kTimeoutMs);
   ExpectDecided(r);
-  EXPECT_EQ(r.obligations.size(), 2 * spec::kAllInvariants.size());
+  EXPECT_EQ(r.obligations.size(), 2 * spec::kAllInvariants.size() + 1);  // Init, the row, FRAME
   EXPECT_GT(r.failed, 0);
   EXPECT_EQ(failing_rows(r), std::set<int>{1});
   EXPECT_EQ(failed_on(r, 1), std::set<Inv>{Inv::kTier}) << ids(failed_on(r, 1));
