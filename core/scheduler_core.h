@@ -1,7 +1,8 @@
 // The scheduler core: the authoritative cluster state and the one place decisions are committed.
 //
 // commit(decision):
-//   1. resolves the job and turns the decision into the spec's parameters (bad input -> error);
+//   1. checks that the decision's origin may decide its event (spec::may_decide), resolves the job
+//      and turns the decision into the spec's parameters (bad input -> error);
 //   2. finds the lifecycle row for (job state, event) and evaluates its spec guard on the concrete
 //      state; a decision no row accepts is rejected with the reason (the guard clause that failed)
 //      and counted: a rejected proposal is a policy bug, never a broken invariant;
