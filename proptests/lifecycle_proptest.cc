@@ -1,8 +1,11 @@
 // Stateful property test of the scheduler core: random command sequences (submit, admit, place,
 // run, preempt, migrate, resize, fail, cancel, ...) are driven through the real SchedulerCore and
-// an independent reference model (proptests/reference_model.h). After every decision:
+// an independent reference model (proptests/reference_model.h). Each decision claims an origin:
+// mostly the one that decides its event in practice, sometimes an operator, and about one in twenty
+// an origin that may not decide it. After every decision:
 //   - the core accepts exactly what the model accepts, and reports the same row source/target,
-//     sequence number and time;
+//     sequence number and time; it rejects for the origin exactly when the model does (the origin
+//     is checked before the job and the parameters);
 //   - every job's state, devices, splice, epoch, progress, checkpoint, failures and attained
 //     service agree with the model; a rejected decision leaves the cluster untouched;
 //   - every state invariant holds on core.cluster(), and every step invariant on
@@ -28,6 +31,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/clock.h"
@@ -57,7 +61,10 @@ struct Stats {
   std::array<std::uint64_t, spec::kNumEventKinds> sequences_with{};  // >= 1 committed
   std::map<int, std::uint64_t> rows;                                 // lifecycle row -> commits
   std::map<std::string, std::uint64_t> reject_reasons;               // "event: model's reason"
-  std::uint64_t unknown_job_rejected = 0;
+  std::array<std::uint64_t, spec::kNumOrigins> origin_committed{};
+  std::array<std::uint64_t, spec::kNumOrigins> origin_rejected{};
+  std::array<std::uint64_t, spec::kNumOrigins> origin_wrong{};  // rejected for the origin
+  std::uint64_t unknown_job_rejected = 0;  // right origin, nonexistent job
   std::uint64_t clock_advances = 0;
 };
 Stats g_stats;
@@ -190,6 +197,11 @@ void check_step_invariants(const Cluster& pre, int j, const spec::Params<spec::C
   }
 }
 
+// "Preempt job 1 for job 2 [planner]": describe() leaves the origin out.
+std::string show_decision(const core::Decision& d) {
+  return d.describe() + " [" + std::string(spec::origin_name(d.origin)) + "]";
+}
+
 // Commits one decision to both the core and the model and checks everything.
 void drive(RefModel& m, Sut& sut, const core::Decision& d) {
   auto& core = *sut.core;
@@ -198,8 +210,9 @@ void drive(RefModel& m, Sut& sut, const core::Decision& d) {
   auto params = core.params_for(d);  // before the commit: a Submit's job is the next free id
   const auto want = predict(m, d);
   const auto got = core.commit(d);
-  const std::string what = d.describe();
+  const std::string what = show_decision(d);
   const auto ev = static_cast<std::size_t>(d.event);
+  const auto origin = static_cast<std::size_t>(d.origin);
   ++g_stats.decisions;
 
   if (got.ok() != want.accepted) {
@@ -208,8 +221,24 @@ void drive(RefModel& m, Sut& sut, const core::Decision& d) {
             (got.ok() ? std::string() : "\n  core says: " + got.reason()) + "\n" +
             show_cluster(pre) + show_model(m));
   }
+  if (!got.ok()) {
+    // The core names the origin rule ("a runtime may not decide Place ...") exactly when the model
+    // rejects for the origin: the origin is checked first, before the job id and the parameters.
+    const std::string origin_rule = "a " + std::string(spec::origin_name(d.origin)) +
+                                    " may not decide " + std::string(spec::event_name(d.event));
+    const bool core_origin = got.reason().find("may not decide") != std::string::npos;
+    if (want.wrong_origin && got.reason().rfind(origin_rule, 0) != 0)
+      RC_FAIL("the model rejects '" + what + "' for its origin, but the core rejects it for " +
+              "another reason (the origin must be checked first)\n  core says: " + got.reason() +
+              "\n" + show_cluster(pre));
+    if (!want.wrong_origin && core_origin)
+      RC_FAIL("the core rejects '" + what + "' for its origin, but the model allows that origin " +
+              "and rejects it for: " + want.why + "\n  core says: " + got.reason() + "\n" +
+              show_cluster(pre));
+  }
   if (got.ok()) {
     ++g_stats.committed[ev];
+    ++g_stats.origin_committed[origin];
     ++sut.committed[ev];
     ++g_stats.rows[got->row];
     RC_ASSERT(got->seq == m.committed);
@@ -219,8 +248,11 @@ void drive(RefModel& m, Sut& sut, const core::Decision& d) {
     RC_ASSERT(got->to == want.to);
   } else {
     ++g_stats.rejected[ev];
+    ++g_stats.origin_rejected[origin];
+    if (want.wrong_origin) ++g_stats.origin_wrong[origin];
     ++g_stats.reject_reasons[std::string(spec::event_name(d.event)) + ": " + want.why];
-    if (d.event != EventKind::kSubmit && (d.job < 0 || d.job >= pre.num_jobs()))
+    if (!want.wrong_origin && d.event != EventKind::kSubmit &&
+        (d.job < 0 || d.job >= pre.num_jobs()))
       ++g_stats.unknown_job_rejected;
     if (!same_cluster(pre, core.cluster()))
       RC_FAIL("rejected '" + what + "' changed the cluster (" + got.reason() + ")\n  before:\n" +
@@ -259,11 +291,12 @@ class DecisionsCmd : public CmdBase {
   }
 };
 
-// A command that is one fixed decision.
+// A command that is one fixed decision. make<>() draws its origin once the event is known.
 class OneDecision : public DecisionsCmd {
  public:
   std::vector<core::Decision> decisions(const RefModel&) const override { return {d_}; }
-  void show(std::ostream& os) const override { os << d_.describe(); }
+  void show(std::ostream& os) const override { os << show_decision(d_); }
+  void draw_origin();
 
  protected:
   core::Decision d_;
@@ -286,6 +319,49 @@ T uniform(T lo, T hi) {
 bool in(JobState s, std::initializer_list<JobState> states) {
   return std::find(states.begin(), states.end(), s) != states.end();
 }
+
+// The origin that decides event `e` in practice (the generator's own table, for steering only):
+// a planner for admission, placement, resizing and preemption, the runtime for its reports, an
+// operator for Submit and Cancel (users go through one).
+spec::Origin natural_origin(EventKind e) {
+  switch (e) {
+    case EventKind::kAdmit:
+    case EventKind::kPlace:
+    case EventKind::kResume:
+    case EventKind::kMigrate:
+    case EventKind::kResizeUp:
+    case EventKind::kResizeDown:
+    case EventKind::kPreempt:
+      return spec::Origin::kPlanner;
+    case EventKind::kSubmit:
+    case EventKind::kCancel:
+      return spec::Origin::kOperator;
+    default:
+      return spec::Origin::kRuntime;
+  }
+}
+
+// The origin a decision claims: mostly its natural one, sometimes an operator (trusted with every
+// event), and one time in twenty a wrong one (a runtime Place or Cancel, a planner NodeLoss or
+// Complete, ...), which the core must reject before it looks at anything else. Shrinks towards
+// the natural origin.
+spec::Origin pick_origin(EventKind e) {
+  const spec::Origin natural = natural_origin(e);
+  const int roll = uniform(0, 100);
+  if (roll < 80) return natural;
+  if (roll < 95) return spec::Origin::kOperator;
+  switch (natural) {
+    case spec::Origin::kPlanner:
+      return spec::Origin::kRuntime;
+    case spec::Origin::kRuntime:
+      return spec::Origin::kPlanner;
+    case spec::Origin::kOperator:
+      break;
+  }
+  return *rc::gen::element(spec::Origin::kPlanner, spec::Origin::kRuntime);
+}
+
+void OneDecision::draw_origin() { d_.origin = pick_origin(d_.event); }
 
 // A target job: mostly one of `preferred` (where the event is legal or interesting), sometimes any,
 // rarely one that does not exist.
@@ -522,7 +598,8 @@ class Submit : public OneDecision {
     }
   }
   void show(std::ostream& os) const override {
-    os << d_.describe() << " mem=" << d_.mem_mib << " (tier " << static_cast<int>(d_.tier) << ")";
+    os << d_.describe() << " mem=" << d_.mem_mib << " (tier " << static_cast<int>(d_.tier) << ") ["
+       << spec::origin_name(d_.origin) << "]";
   }
 };
 
@@ -692,7 +769,8 @@ class Cancel : public OneDecision {
 // gets its own NodeLoss decision.
 class NodeLoss : public DecisionsCmd {
  public:
-  explicit NodeLoss(const RefModel& m) : node_(uniform(0, m.num_nodes())) {}
+  explicit NodeLoss(const RefModel& m)
+      : node_(uniform(0, m.num_nodes())), origin_(pick_origin(EventKind::kNodeLoss)) {}
   std::vector<core::Decision> decisions(const RefModel& m) const override {
     std::vector<core::Decision> out;
     for (int j = 0; j < m.num_jobs(); ++j) {
@@ -701,17 +779,20 @@ class NodeLoss : public DecisionsCmd {
       if (!on_node) continue;
       core::Decision d;
       d.event = EventKind::kNodeLoss;
+      d.origin = origin_;
       d.job = j;
       out.push_back(d);
     }
     return out;
   }
   void show(std::ostream& os) const override {
-    os << "NodeLoss of node " << node_ << " (NodeLoss for every job holding a device on it)";
+    os << "NodeLoss of node " << node_ << " (NodeLoss for every job holding a device on it) ["
+       << spec::origin_name(origin_) << "]";
   }
 
  private:
   int node_;
+  spec::Origin origin_;
 };
 
 class ClockAdvance : public CmdBase {
@@ -731,7 +812,9 @@ class ClockAdvance : public CmdBase {
 
 template <class C>
 CmdPtr make(const RefModel& m) {
-  return std::make_shared<C>(m);
+  auto c = std::make_shared<C>(m);
+  if constexpr (std::is_base_of_v<OneDecision, C>) c->draw_origin();
+  return c;
 }
 
 // The next command, weighted by what the model state makes interesting, so that sequences reach
@@ -823,6 +906,20 @@ void print_stats(std::ostream& os) {
      << "the property, shrinking included), " << s.decisions << " decisions, " << s.clock_advances
      << " clock advances, " << s.unknown_job_rejected
      << " decisions for nonexistent jobs rejected ===\n";
+  os << std::left << std::setw(16) << "origin" << std::right << std::setw(11) << "committed"
+     << std::setw(11) << "rejected" << std::setw(28) << "of which for the origin\n";
+  std::uint64_t wrong = 0;
+  for (int o = 0; o < spec::kNumOrigins; ++o) {
+    const auto oi = static_cast<std::size_t>(o);
+    wrong += s.origin_wrong[oi];
+    os << std::left << std::setw(16) << spec::origin_name(static_cast<spec::Origin>(o))
+       << std::right << std::setw(11) << s.origin_committed[oi] << std::setw(11)
+       << s.origin_rejected[oi] << std::setw(12) << s.origin_wrong[oi] << "\n";
+  }
+  os << "origin rejections: " << wrong << " of " << s.decisions << " decisions ("
+     << std::fixed << std::setprecision(1)
+     << (s.decisions ? 100.0 * static_cast<double>(wrong) / static_cast<double>(s.decisions) : 0.0)
+     << "%)\n" << std::defaultfloat;
   os << std::left << std::setw(16) << "event" << std::right << std::setw(11) << "committed"
      << std::setw(11) << "rejected" << std::setw(22) << "sequences with >=1\n";
   for (int e = 0; e < spec::kNumEventKinds; ++e) {

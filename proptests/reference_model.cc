@@ -172,6 +172,52 @@ bool ref_gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int6
 
 namespace {
 
+// Who may decide what. One row per event; an event without a row, or an origin outside the three,
+// may not be decided at all.
+struct Authority {
+  EventKind event;
+  bool planner;
+  bool runtime;
+  bool op;  // operator
+};
+constexpr Authority kAuthority[] = {
+    //                            planner runtime operator
+    {EventKind::kSubmit,          false,  false,  true},  // users, through an operator
+    {EventKind::kAdmit,           true,   false,  true},
+    {EventKind::kPlace,           true,   false,  true},
+    {EventKind::kStart,           false,  true,   true},
+    {EventKind::kProgress,        false,  true,   true},
+    {EventKind::kCheckpoint,      false,  true,   true},
+    {EventKind::kResizeUp,        true,   false,  true},
+    {EventKind::kResizeDown,      true,   false,  true},
+    {EventKind::kPreempt,         true,   false,  true},
+    {EventKind::kCheckpointDone,  false,  true,   true},
+    {EventKind::kResume,          true,   false,  true},
+    {EventKind::kRestoreDone,     false,  true,   true},
+    {EventKind::kMigrate,         true,   false,  true},
+    {EventKind::kComplete,        false,  true,   true},
+    {EventKind::kWorkerCrash,     false,  true,   true},
+    {EventKind::kNodeLoss,        false,  true,   true},
+    {EventKind::kCancel,          false,  false,  true},  // users and operators only
+};
+
+}  // namespace
+
+bool ref_may_decide(spec::Origin o, EventKind e) {
+  for (const auto& a : kAuthority) {
+    if (a.event != e) continue;
+    switch (o) {
+      case spec::Origin::kPlanner: return a.planner;
+      case spec::Origin::kRuntime: return a.runtime;
+      case spec::Origin::kOperator: return a.op;
+    }
+    return false;
+  }
+  return false;
+}
+
+namespace {
+
 bool valid_spec(const RefModel& m, const core::Decision& d, int& type, std::string& why) {
   type = -1;
   for (int t = 0; t < static_cast<int>(m.type_names.size()); ++t)
@@ -211,6 +257,13 @@ Prediction predict(RefModel& m, const core::Decision& d) {
     p.why = std::move(why);
     return p;
   };
+
+  // Who decided it comes first: a wrong origin is rejected before the job or the parameters are
+  // looked at.
+  if (!ref_may_decide(d.origin, d.event)) {
+    p.wrong_origin = true;
+    return reject("wrong origin (" + std::string(spec::origin_name(d.origin)) + ")");
+  }
 
   // The device list must name distinct devices of the fleet, whatever the event.
   std::set<int> sel;

@@ -94,14 +94,22 @@ struct RefModel {
 
 struct Prediction {
   bool accepted = false;
+  bool wrong_origin = false;  // rejected because its origin may not decide its event
   int job = -1;
   spec::JobState from = spec::JobState::kNew;
   spec::JobState to = spec::JobState::kNew;
   std::string why;  // for a rejection: the rule that rejects (for failure messages)
 };
 
-// Predicts what the core does with `d`, and applies it to `m` (counters included).
+// Predicts what the core does with `d`, and applies it to `m` (counters included). The origin is
+// checked before anything else: a decision from an origin that may not decide its event is
+// rejected whatever its job and parameters.
 Prediction predict(RefModel& m, const core::Decision& d);
+
+// Who may decide event `e`: the model's own table, from design.md's prose (planners place,
+// resize and preempt; the runtime reports progress, completion and failures; operators anything),
+// not spec::may_decide.
+bool ref_may_decide(spec::Origin o, spec::EventKind e);
 
 // Helpers the command generators use too.
 bool ref_holding(spec::JobState s);
