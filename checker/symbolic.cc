@@ -29,9 +29,9 @@ SymCluster make_cluster(const Z3Domain& d, const Shape& shape, const std::string
                         const SymCluster* shared_fleet) {
   auto& c = *d.ctx;
   SymCluster s;
-  s.nodes = shape.nodes;
   for (int n = 0; n < shape.nodes; ++n)
     for (int k = 0; k < shape.devices_per_node; ++k) s.node_of.push_back(n);
+  s.index_shape(shape.nodes);
   const int m = s.num_devices();
   if (shared_fleet) {
     s.dev_type = shared_fleet->dev_type;

@@ -170,7 +170,6 @@ int Fleet::type_id(const std::string& type) const {
 
 spec::ClusterVars<spec::Concrete> Fleet::empty_cluster() const {
   spec::ClusterVars<spec::Concrete> s;
-  s.nodes = static_cast<int>(nodes.size());
   for (const auto& d : devices) {
     s.node_of.push_back(d.node);
     s.dev_type.push_back(d.type);
@@ -181,6 +180,7 @@ spec::ClusterVars<spec::Concrete> Fleet::empty_cluster() const {
     s.host_mem.push_back(n.host_mem_mib);
   }
   s.premium_reserve = {premium_reserve};
+  s.index_shape(static_cast<int>(nodes.size()));
   return s;
 }
 

@@ -69,8 +69,7 @@ struct GuardGang {
     auto per_dev = swap_per_device(d, p.splice, job.mem);
     for (int n = 0; n < s.nodes; ++n) {
       auto mine = d.k(0);
-      for (int dev = 0; dev < s.num_devices(); ++dev)
-        if (s.node_of[dev] == n) mine = mine + d.ite(p.sel[dev], per_dev, d.k(0));
+      for (int dev : s.node_members[n]) mine = mine + d.ite(p.sel[dev], per_dev, d.k(0));
       mem_ok = mem_ok && host_use(d, s, n, j) + mine <= s.host_mem[n];
     }
     return {

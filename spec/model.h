@@ -56,6 +56,7 @@ struct ClusterVars {
   // Shape.
   std::vector<int> node_of;  // device -> node
   int nodes = 0;
+  std::vector<std::vector<int>> node_members;  // node -> its devices (the inverse of node_of)
   // Values.
   std::vector<Int> dev_type;   // device -> device type id
   std::vector<Int> dev_mem;    // device -> MiB of device memory (each worker sees all of it)
@@ -68,6 +69,14 @@ struct ClusterVars {
   int num_jobs() const { return static_cast<int>(jobs.size()); }
   int num_devices() const { return static_cast<int>(node_of.size()); }
   const Int& reserve() const { return premium_reserve.front(); }
+
+  // Sets `nodes` and `node_members` from `node_of`; builders call it once the devices are known.
+  void index_shape(int node_count) {
+    nodes = node_count;
+    node_members.assign(static_cast<std::size_t>(node_count), {});
+    for (int dev = 0; dev < static_cast<int>(node_of.size()); ++dev)
+      node_members[node_of[dev]].push_back(dev);
+  }
 };
 
 // Parameters of a decision (an event with its arguments). Which fields matter depends on the event:
@@ -173,8 +182,7 @@ typename D::Int host_use(const D& d, const ClusterVars<D>& s, int n, int except)
   for (int j = 0; j < s.num_jobs(); ++j) {
     if (j == except) continue;
     auto per_dev = swap_per_device(d, s.jobs[j].splice, s.jobs[j].mem);
-    for (int dev = 0; dev < s.num_devices(); ++dev)
-      if (s.node_of[dev] == n) use = use + d.ite(held(d, s, j, dev), per_dev, d.k(0));
+    for (int dev : s.node_members[n]) use = use + d.ite(held(d, s, j, dev), per_dev, d.k(0));
   }
   return use;
 }
@@ -184,8 +192,7 @@ template <class D>
 typename D::Int node_held(const D& d, const ClusterVars<D>& s, int n) {
   typename D::Int c = d.k(0);
   for (int j = 0; j < s.num_jobs(); ++j)
-    for (int dev = 0; dev < s.num_devices(); ++dev)
-      if (s.node_of[dev] == n) c = c + indicator(d, held(d, s, j, dev));
+    for (int dev : s.node_members[n]) c = c + indicator(d, held(d, s, j, dev));
   return c;
 }
 
