@@ -95,8 +95,7 @@ BENCHMARK(BM_MsmDispatchProgress);
 // An event with no row in the current state: the error path.
 void BM_MsmDispatchIllegal(benchmark::State& state) {
   spec::ClusterVars<spec::Concrete> cluster = fleet_of(1).empty_cluster();
-  cluster.jobs.push_back(spec::new_job(spec::Concrete{}));
-  cluster.hold.emplace_back(8, 0);
+  spec::add_job_slot(spec::Concrete{}, cluster);
   spec::Params<spec::Concrete> p{};
   p.sel.assign(8, false);
   FireContext ctx{&cluster, 0, &p};

@@ -27,18 +27,9 @@ ReplayReport replay_journal(const std::string& path) {
   rep.clean_tail = contents->clean;
   rep.tail_error = contents->tail_error;
   rep.unreadable = true;  // until the fleet record has been read
-  if (contents->records.empty()) {
-    rep.error = "journal has no records";
-    return finish();
-  }
-  auto first = core::decode_record(contents->records[0]);
-  if (!first || first->kind != core::RecordKind::kFleet) {
-    rep.error = "journal record 1 is not a fleet record";
-    return finish();
-  }
-  auto fleet = core::Fleet::parse(first->fleet_text);
+  auto fleet = core::fleet_of_journal(contents->records);
   if (!fleet) {
-    rep.error = "journal record 1: " + fleet.reason();
+    rep.error = fleet.reason();
     return finish();
   }
   rep.unreadable = false;
@@ -65,8 +56,7 @@ ReplayReport replay_journal(const std::string& path) {
                         std::string(spec::state_name(c.from)) + " -> " +
                         std::string(spec::state_name(c.to)) + ")";
     if (decision.event == spec::EventKind::kSubmit) {  // the slot the submission filled
-      prev.jobs.push_back(spec::new_job(d));
-      prev.hold.emplace_back(prev.num_devices(), 0);
+      spec::add_job_slot(d, prev);
     }
     const auto& post = core.cluster();
     check_state(post, where);

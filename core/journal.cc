@@ -24,7 +24,6 @@
 namespace orrery::core {
 namespace {
 
-constexpr std::string_view kMagic = "ORRJRNL1";
 constexpr std::size_t kFileHeaderBytes = 8;
 constexpr std::size_t kRecordHeaderBytes = 8;  // length:u32le crc:u32le
 constexpr std::size_t kReadChunk = 1u << 20;
@@ -359,9 +358,9 @@ Result<ScanResult> scan_journal(int fd, const std::string& path,
     return Status::Error("not a journal: " + path + " is " + std::to_string(head.size()) +
                          " bytes, shorter than the 8-byte \"ORRJRNL1\" header");
   }
-  if (head.substr(0, kFileHeaderBytes) != kMagic) {
+  if (head.substr(0, kFileHeaderBytes) != kJournalMagic) {
     const std::string_view found = head.substr(0, kFileHeaderBytes);
-    if (found.substr(0, 7) == kMagic.substr(0, 7)) {
+    if (found.substr(0, 7) == kJournalMagic.substr(0, 7)) {
       return Status::Error("unsupported journal format version in " + path + ": header \"" +
                            escaped(found) + "\", this build reads \"ORRJRNL1\"");
     }
@@ -489,7 +488,7 @@ struct JournalWriter::Impl {
   Status init_header() {
     if (::ftruncate(fd.get(), 0) != 0) return io_error("cannot truncate journal", path, errno);
     if (::lseek(fd.get(), 0, SEEK_SET) < 0) return io_error("cannot seek journal", path, errno);
-    Status s = write_all(fd.get(), kMagic.data(), kMagic.size(), path);
+    Status s = write_all(fd.get(), kJournalMagic.data(), kJournalMagic.size(), path);
     if (!s.ok()) return s;
     file_bytes = kFileHeaderBytes;
     if (syncs()) {
@@ -537,7 +536,7 @@ Result<std::unique_ptr<JournalWriter>> JournalWriter::open(const std::string& pa
   }
   if (size == 0) {
     if (Status s = impl->init_header(); !s.ok()) return s;
-  } else if (!short_head.empty() && kMagic.substr(0, short_head.size()) == short_head) {
+  } else if (!short_head.empty() && kJournalMagic.substr(0, short_head.size()) == short_head) {
     // A crash while the journal was being created: no record can exist yet, so start it over.
     if (Status s = impl->init_header(); !s.ok()) return s;
     impl->tail_error = path + ": torn header (" + std::to_string(short_head.size()) +

@@ -51,6 +51,7 @@ struct JournalOptions {
 };
 
 inline constexpr std::uint32_t kMaxJournalRecord = 16u << 20;
+inline constexpr std::string_view kJournalMagic = "ORRJRNL1";  // the file header
 
 class JournalWriter {
  public:

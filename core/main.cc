@@ -26,8 +26,8 @@ Status remove_old_journal(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[8] = {};
   in.read(magic, sizeof magic);
-  if (in.gcount() != 0 && std::string(magic, static_cast<std::size_t>(in.gcount())) !=
-                              std::string("ORRJRNL1").substr(0, static_cast<std::size_t>(in.gcount())))
+  const auto got = static_cast<std::size_t>(in.gcount());
+  if (got != 0 && std::string_view(magic, got) != kJournalMagic.substr(0, got))
     return Status::Error("refusing to replace " + path + ": not an orrery journal");
   if (!std::filesystem::remove(path, ec) && ec)
     return Status::Error("cannot remove " + path + ": " + ec.message());

@@ -22,6 +22,17 @@ std::string failed_clauses(const spec::Clauses<Concrete>& cs) {
 
 }  // namespace
 
+Result<Fleet> fleet_of_journal(const std::vector<std::string>& records) {
+  if (records.empty()) return Status::Error("journal has no fleet record (no records at all)");
+  auto first = decode_record(records[0]);
+  if (!first) return Status::Error("journal record 1: " + first.reason());
+  if (first->kind != RecordKind::kFleet)
+    return Status::Error("journal record 1 is not the fleet record");
+  auto fleet = Fleet::parse(first->fleet_text);
+  if (!fleet) return Status::Error("journal record 1: " + fleet.reason());
+  return fleet;
+}
+
 SchedulerCore::SchedulerCore(Fleet fleet, const Clock& clock, JournalWriter* journal)
     : fleet_(std::move(fleet)), clock_(clock), journal_(journal), cluster_(fleet_.empty_cluster()) {}
 
@@ -86,7 +97,6 @@ Result<spec::Params<Concrete>> SchedulerCore::params_for(const Decision& d) cons
 
 Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, bool journaled) {
   const Concrete dom;
-  const int m = cluster_.num_devices();
 
   // 1. Who decided it, the job and the parameters.
   if (!spec::may_decide(d.origin, d.event))
@@ -108,8 +118,7 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
   const auto& p = *params;
 
   if (fresh) {  // a new slot in state New; removed again if the submission is rejected
-    cluster_.jobs.push_back(spec::new_job(dom));
-    cluster_.hold.emplace_back(static_cast<std::size_t>(m), 0);
+    spec::add_job_slot(dom, cluster_);
     machines_.emplace_back();
     info_.push_back(JobInfo{d.name, d.device_type});
   }

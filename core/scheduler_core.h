@@ -42,6 +42,9 @@ struct Committed {
   bool durable = false;  // already on disk per the journal's fsync policy (see durable_seq())
 };
 
+// The fleet a journal was written for: its first record. Errors name what is wrong with it.
+Result<Fleet> fleet_of_journal(const std::vector<std::string>& records);
+
 struct JobInfo {
   std::string name;
   std::string device_type;
@@ -110,13 +113,8 @@ template <class OnReplayed>
 Result<std::unique_ptr<SchedulerCore>> SchedulerCore::recover(
     const std::vector<std::string>& records, const Clock& clock, JournalWriter* journal,
     OnReplayed&& on_replayed) {
-  if (records.empty()) return Status::Error("journal has no fleet record");
-  auto first = decode_record(records[0]);
-  if (!first) return Status::Error("journal record 1: " + first.reason());
-  if (first->kind != RecordKind::kFleet)
-    return Status::Error("journal record 1 is not the fleet record");
-  auto fleet = Fleet::parse(first->fleet_text);
-  if (!fleet) return Status::Error("journal record 1: " + fleet.reason());
+  auto fleet = fleet_of_journal(records);
+  if (!fleet) return fleet.status();
   std::unique_ptr<SchedulerCore> core(new SchedulerCore(std::move(*fleet), clock, nullptr));
   for (std::size_t i = 1; i < records.size(); ++i) {
     auto c = core->replay_one(records[i], i + 1);

@@ -266,8 +266,7 @@ void drive(RefModel& m, Sut& sut, const core::Decision& d) {
     if (!params) RC_FAIL("committed '" + what + "' but params_for fails: " + params.reason());
     Cluster before = pre;
     if (d.event == EventKind::kSubmit) {  // the slot existed, in state New, before the Submit
-      before.jobs.push_back(spec::new_job(spec::Concrete{}));
-      before.hold.emplace_back(static_cast<std::size_t>(before.num_devices()), 0);
+      spec::add_job_slot(spec::Concrete{}, before);
     }
     check_step_invariants(before, acting, *params, core.cluster(), "'" + what + "'");
   }

@@ -68,17 +68,23 @@ JobVars<D> new_job(const D& d) {
                     d.k(-1), z, z};
 }
 
+// Appends a job slot in state New that holds nothing (the slot a Submit fills); returns its index.
+template <class D>
+int add_job_slot(const D& d, ClusterVars<D>& s) {
+  s.jobs.push_back(new_job(d));
+  s.hold.emplace_back(static_cast<std::size_t>(s.num_devices()), d.k(0));
+  return s.num_jobs() - 1;
+}
+
 // What every fleet satisfies, and no transition changes: each node's capacity is the number of its
 // devices, host memory and device types are non-negative, the premium reserve is between 0 and the
 // fleet's devices. core/fleet.cc builds only such fleets; the checker assumes it in every state.
 template <class D>
 typename D::Bool fleet_wellformed(const D& d, const ClusterVars<D>& s) {
   auto ok = d.k(0) <= s.reserve() && s.reserve() <= d.k(s.num_devices());
-  for (int n = 0; n < s.nodes; ++n) {
-    int count = 0;
-    for (int dev = 0; dev < s.num_devices(); ++dev) count += s.node_of[dev] == n ? 1 : 0;
-    ok = ok && s.node_devs[n] == d.k(count) && d.k(0) <= s.host_mem[n];
-  }
+  for (int n = 0; n < s.nodes; ++n)
+    ok = ok && s.node_devs[n] == d.k(static_cast<std::int64_t>(s.node_members[n].size())) &&
+         d.k(0) <= s.host_mem[n];
   for (int dev = 0; dev < s.num_devices(); ++dev) ok = ok && d.k(0) <= s.dev_type[dev];
   return ok;
 }

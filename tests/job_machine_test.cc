@@ -37,10 +37,7 @@ class JobMachineTest : public ::testing::Test {
   void SetUp() override {
     cluster_ = default_fleet().empty_cluster();
     spec::Concrete d;
-    for (int j = 0; j < 2; ++j) {
-      cluster_.jobs.push_back(spec::new_job(d));
-      cluster_.hold.emplace_back(cluster_.num_devices(), 0);
-    }
+    for (int j = 0; j < 2; ++j) spec::add_job_slot(d, cluster_);
     auto& waiting = cluster_.jobs[1];
     waiting.state = static_cast<std::int64_t>(JobState::kQueued);
     waiting.tier = static_cast<std::int64_t>(spec::Tier::kPremium);
@@ -312,8 +309,7 @@ TEST(JobRowsTest, SeveralRowsForOneSourceAndEventHaveMutuallyExclusiveGuards) {
 
   Cluster s = default_fleet().empty_cluster();
   spec::Concrete d;
-  s.jobs.push_back(spec::new_job(d));
-  s.hold.emplace_back(s.num_devices(), 0);
+  spec::add_job_slot(d, s);
   Params p{};
   p.sel.assign(s.num_devices(), false);
 

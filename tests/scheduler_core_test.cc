@@ -160,8 +160,7 @@ class Driver {
     for (auto inv : spec::kAllInvariants)
       EXPECT_TRUE(spec::state_invariant(dom, inv, post)) << spec::inv_id(inv);
     if (d.event == EventKind::kSubmit) {
-      pre.jobs.push_back(spec::new_job(dom));
-      pre.hold.emplace_back(pre.num_devices(), 0);
+      spec::add_job_slot(dom, pre);
     }
     if (params.ok()) {
       for (auto inv : spec::kAllInvariants) {
