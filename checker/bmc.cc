@@ -112,8 +112,7 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, un
         mdl.eval(choice[s - 1], true).is_numeral_i64(cv);
         int j = static_cast<int>(cv / nrows);
         const auto& row = rows[static_cast<std::size_t>(cv % nrows)];
-        out << "    step " << s << ": " << spec::event_name(row.event) << " job" << j
-            << show_params(mdl, ps[s - 1], row.event) << "  via row " << row.label() << "\n";
+        out << "    step " << s << ": " << show_event(mdl, row, j, ps[s - 1]) << "\n";
         for (int i = 0; i < shape.jobs; ++i) out << "      " << show_job(mdl, states[s], i) << "\n";
       }
       for (auto inv : spec::kAllInvariants) {

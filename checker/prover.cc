@@ -117,8 +117,7 @@ ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned 
       decide(solver, !holds, ob, [&](z3::model& mdl) {
         std::ostringstream out;
         out << "    before: " << show_cluster(mdl, pre);
-        out << "    event:  " << spec::event_name(row.event) << " job" << j
-            << show_params(mdl, p, row.event) << "  via row " << row.label() << "\n";
+        out << "    event:  " << show_event(mdl, row, j, p) << "\n";
         out << "    after:  " << show_job(mdl, post, j) << "\n";
         out << "    violates " << spec::inv_id(inv) << " (" << spec::inv_summary(inv) << ")\n";
         return out.str();
@@ -132,8 +131,7 @@ ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned 
     decide(solver, !frame(d, pre, j, post), fr, [&](z3::model& mdl) {
       std::ostringstream out;
       out << "    before: " << show_cluster(mdl, pre);
-      out << "    event:  " << spec::event_name(row.event) << " job" << j
-          << show_params(mdl, p, row.event) << "  via row " << row.label() << "\n";
+      out << "    event:  " << show_event(mdl, row, j, p) << "\n";
       out << "    after:  " << show_cluster(mdl, post);
       out << "    the effect changed another job or the fleet\n";
       return out.str();

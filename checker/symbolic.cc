@@ -124,6 +124,11 @@ std::string show_cluster(z3::model& m, const SymCluster& s) {
   return out.str();
 }
 
+std::string show_event(z3::model& m, const SymRow& row, int j, const SymParams& p) {
+  return std::string(spec::event_name(row.event)) + " job" + std::to_string(j) +
+         show_params(m, p, row.event) + "  via row " + row.label();
+}
+
 std::string show_params(z3::model& m, const SymParams& p, spec::EventKind e) {
   using spec::EventKind;
   std::ostringstream out;

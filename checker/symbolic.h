@@ -37,5 +37,7 @@ SymCluster fire(const Z3Domain& d, const SymRow& row, const SymCluster& pre, int
 std::string show_cluster(z3::model& m, const SymCluster& s);
 std::string show_job(z3::model& m, const SymCluster& s, int j);
 std::string show_params(z3::model& m, const SymParams& p, spec::EventKind e);
+// "Preempt job0 beneficiary=job1  via row #9 Running --Preempt--> Checkpointing [...]"
+std::string show_event(z3::model& m, const SymRow& row, int j, const SymParams& p);
 
 }  // namespace orrery::checker
