@@ -52,10 +52,10 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, un
     auto c = ctx.int_const(("choice" + std::to_string(t)).c_str());
     solver.add(d.k(0) <= c && c < d.k(shape.jobs * nrows));
     // Per variable of the next state, the choices that change it.
-    constexpr auto fields = spec::job_fields<Z3Domain>();
+    auto pre_vars = state_refs(const_cast<SymCluster&>(pre));
+    auto post_vars = state_refs(post);
     using Changes = std::vector<std::pair<z3::expr, z3::expr>>;
-    std::vector<std::vector<Changes>> job_changes(shape.jobs, std::vector<Changes>(fields.size()));
-    std::vector<std::vector<Changes>> hold_changes(shape.jobs, std::vector<Changes>(m));
+    std::vector<Changes> changes(pre_vars.size());
     auto step_ok = d.b(true);
     for (int j = 0; j < shape.jobs; ++j) {
       for (int r = 0; r < nrows; ++r) {
@@ -65,18 +65,11 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, un
         auto enabled = pre.jobs[j].state == d.k(static_cast<std::int64_t>(row.src));
         if (row.guard) enabled = enabled && spec::all_of(d, row.guard(d, pre, j, p));
         solver.add(z3::implies(chosen, enabled));
-        // Whatever the row changes, of any job (an effect should change only job j's variables,
-        // but the run must follow what the effect really does).
-        for (int i = 0; i < shape.jobs; ++i) {
-          for (std::size_t f = 0; f < fields.size(); ++f) {
-            const auto& after = fired.jobs[i].*(fields[f].second);
-            if (!z3::eq(after, pre.jobs[i].*(fields[f].second)))
-              job_changes[i][f].emplace_back(chosen, after);
-          }
-          for (int dev = 0; dev < m; ++dev)
-            if (!z3::eq(fired.hold[i][dev], pre.hold[i][dev]))
-              hold_changes[i][dev].emplace_back(chosen, fired.hold[i][dev]);
-        }
+        // Whatever the row changes, of any job or device (an effect should change only what
+        // FRAME allows, but the run must follow what the effect really does).
+        auto fired_vars = state_refs(fired);
+        for (std::size_t v = 0; v < pre_vars.size(); ++v)
+          if (!z3::eq(*fired_vars[v], *pre_vars[v])) changes[v].emplace_back(chosen, *fired_vars[v]);
       }
       auto step_j = d.b(true);
       for (auto inv : spec::kAllInvariants)
@@ -84,13 +77,8 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, un
       // The acting job is c / nrows.
       step_ok = step_ok && z3::implies(d.k(j * nrows) <= c && c < d.k((j + 1) * nrows), step_j);
     }
-    for (int j = 0; j < shape.jobs; ++j) {
-      for (std::size_t f = 0; f < fields.size(); ++f)
-        solver.add(define(post.jobs[j].*(fields[f].second), pre.jobs[j].*(fields[f].second),
-                          job_changes[j][f]));
-      for (int dev = 0; dev < m; ++dev)
-        solver.add(define(post.hold[j][dev], pre.hold[j][dev], hold_changes[j][dev]));
-    }
+    for (std::size_t v = 0; v < pre_vars.size(); ++v)
+      solver.add(define(*post_vars[v], *pre_vars[v], changes[v]));
     states.push_back(post);
     ps.push_back(p);
     choice.push_back(c);

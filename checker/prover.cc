@@ -13,9 +13,11 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-z3::expr all_state_invariants(const Z3Domain& d, const SymCluster& s) {
-  auto ok = d.b(true);
-  for (auto inv : spec::kAllInvariants) ok = ok && spec::state_invariant(d, inv, s);
+// Every invariant without the sums of INV-INDEX: what a local obligation may assume.
+z3::expr local_invariants(const Z3Domain& d, const SymCluster& s) {
+  auto ok = spec::fleet_wellformed(d, s) && spec::index_local(d, s);
+  for (auto inv : spec::kAllInvariants)
+    if (inv != spec::Inv::kIndex) ok = ok && spec::state_invariant(d, inv, s);
   return ok;
 }
 
@@ -26,7 +28,9 @@ void decide(z3::solver& solver, const z3::expr& negated, Obligation& ob, Explain
   solver.push();
   solver.add(negated);
   auto r = solver.check();
-  ob.ms = ms_since(t0);
+  ob.ms += ms_since(t0);
+  ob.proved = ob.unknown = false;
+  ob.counterexample.clear();
   if (r == z3::unsat) {
     ob.proved = true;
   } else if (r == z3::sat) {
@@ -39,20 +43,56 @@ void decide(z3::solver& solver, const z3::expr& negated, Obligation& ob, Explain
   solver.pop();
 }
 
-// The acting job's own variables may change; nothing else may.
-z3::expr frame(const Z3Domain& d, const SymCluster& pre, int j, const SymCluster& post) {
+bool takes_selection(spec::EventKind e) {
+  using spec::EventKind;
+  return e == EventKind::kPlace || e == EventKind::kResume || e == EventKind::kMigrate ||
+         e == EventKind::kResizeUp || e == EventKind::kResizeDown;
+}
+
+// The acting job's own variables and held set may change, and the per-device state of the
+// devices the row names and the counters of their nodes; nothing else may.
+z3::expr frame(const Z3Domain& d, const SymCluster& pre, int j, const SymParams& p,
+               const spec::EventKind event, const SymCluster& post) {
   auto same = d.b(true);
   constexpr auto fields = spec::job_fields<Z3Domain>();
   for (int i = 0; i < pre.num_jobs(); ++i) {
     if (i == j) continue;
-    for (const auto& [name, member] : fields) same = same && (pre.jobs[i].*member == post.jobs[i].*member);
-    for (int dev = 0; dev < pre.num_devices(); ++dev) same = same && pre.hold[i][dev] == post.hold[i][dev];
+    for (const auto& [name, member] : fields)
+      same = same && (pre.jobs[i].*member == post.jobs[i].*member);
+    for (int dev = 0; dev < pre.num_devices(); ++dev)
+      same = same && pre.jobs[i].held[dev] == post.jobs[i].held[dev];
   }
-  for (int dev = 0; dev < pre.num_devices(); ++dev)
-    same = same && pre.dev_type[dev] == post.dev_type[dev] && pre.dev_mem[dev] == post.dev_mem[dev];
+  std::vector<z3::expr> node_named(static_cast<std::size_t>(pre.nodes), d.b(false));
+  for (int dev = 0; dev < pre.num_devices(); ++dev) {
+    auto named = pre.jobs[j].held[dev];
+    if (takes_selection(event)) named = named || p.sel[dev];
+    node_named[pre.node_of(dev)] = node_named[pre.node_of(dev)] || named;
+    same = same && z3::implies(!named, pre.owner[dev] == post.owner[dev] &&
+                                           pre.owner_epoch[dev] == post.owner_epoch[dev] &&
+                                           pre.resv_for[dev] == post.resv_for[dev] &&
+                                           pre.resv_gen[dev] == post.resv_gen[dev]);
+  }
+  for (int g = 0; g < pre.num_groups(); ++g)
+    same = same && pre.group_type[g] == post.group_type[g] && pre.group_mem[g] == post.group_mem[g];
   for (int n = 0; n < pre.nodes; ++n)
-    same = same && pre.node_devs[n] == post.node_devs[n] && pre.host_mem[n] == post.host_mem[n];
+    same = same && pre.node_devs[n] == post.node_devs[n] && pre.host_mem[n] == post.host_mem[n] &&
+           z3::implies(!node_named[n], pre.node_held[n] == post.node_held[n] &&
+                                           pre.node_swap[n] == post.node_swap[n]);
   return same && pre.reserve() == post.reserve();
+}
+
+// Each counter changes by exactly the acting job's change of share.
+z3::expr delta(const Z3Domain& d, const SymCluster& pre, int j, const SymCluster& post) {
+  const auto n = static_cast<std::size_t>(pre.nodes);
+  std::vector<z3::expr> pre_h(n, d.k(0)), pre_s(n, d.k(0)), post_h(n, d.k(0)), post_s(n, d.k(0));
+  spec::add_node_shares(d, pre, j, pre_h, pre_s);
+  spec::add_node_shares(d, post, j, post_h, post_s);
+  auto ok = post.premium_admitted.front() - pre.premium_admitted.front() ==
+            spec::premium_share(d, post.jobs[j]) - spec::premium_share(d, pre.jobs[j]);
+  for (std::size_t i = 0; i < n; ++i)
+    ok = ok && post.node_held[i] - pre.node_held[i] == post_h[i] - pre_h[i] &&
+         post.node_swap[i] - pre.node_swap[i] == post_s[i] - pre_s[i];
+  return ok;
 }
 
 }  // namespace
@@ -61,9 +101,20 @@ std::string obligation_name(const Obligation& ob) {
   switch (ob.kind) {
     case ObligationKind::kInvariant: return std::string(spec::inv_id(ob.inv));
     case ObligationKind::kFrame: return "FRAME";
+    case ObligationKind::kDelta: return "DELTA";
     case ObligationKind::kDeterministic: return "DETERMINISTIC";
   }
   return "?";
+}
+
+bool unbounded(const ProofReport& r, spec::Inv inv) {
+  // The argument needs every FRAME and DELTA obligation (and, simply, everything else) proved, and
+  // each of this invariant's obligations proved from the local assumptions.
+  for (const auto& ob : r.obligations) {
+    if (!ob.proved) return false;
+    if (ob.kind == ObligationKind::kInvariant && ob.inv == inv && !ob.local) return false;
+  }
+  return true;
 }
 
 ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned timeout_ms) {
@@ -72,7 +123,6 @@ ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned 
   Z3Domain d{&ctx};
   ProofReport report;
   report.rows = static_cast<int>(rows.size());
-  const int m = shape.nodes * shape.devices_per_node;
 
   z3::params params(ctx);
   params.set("timeout", timeout_ms);
@@ -91,52 +141,79 @@ ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned 
         return "    initial state: " + show_cluster(mdl, s) + "    violates " +
                std::string(spec::inv_id(inv)) + "\n";
       });
+      ob.local = ob.proved;  // the initial state is given whole: nothing to assume
       report.obligations.push_back(ob);
     }
   }
 
   // Every row, every invariant.
   auto pre = make_cluster(d, shape, "s.");
-  auto p = make_params(d, m, "p.");
-  auto pre_ok = spec::fleet_wellformed(d, pre) && all_state_invariants(d, pre);
+  auto p = make_params(d, pre.num_devices(), "p.");
+  const auto local_pre = local_invariants(d, pre);
+  const auto sums_pre = spec::index_sums(d, pre);
   const int j = 0;
   for (const auto& row : rows) {
     z3::solver solver(ctx);
     solver.set(params);
-    solver.add(pre_ok);
+    solver.add(local_pre);
     solver.add(pre.jobs[j].state == d.k(static_cast<std::int64_t>(row.src)));
     if (row.guard) solver.add(spec::all_of(d, row.guard(d, pre, j, p)));
     auto post = fire(d, row, pre, j, p);
+    auto explain_for = [&](const std::string& what) {
+      return [&, what](z3::model& mdl) {
+        std::ostringstream out;
+        out << "    before: " << show_cluster(mdl, pre);
+        out << "    event:  " << show_event(mdl, row, j, p) << "\n";
+        out << "    after:  " << show_cluster(mdl, post);
+        out << "    " << what << "\n";
+        return out.str();
+      };
+    };
     for (auto inv : spec::kAllInvariants) {
       Obligation ob;
       ob.row = row.index;
       ob.row_label = row.label();
       ob.inv = inv;
-      auto holds = spec::state_invariant(d, inv, post);
+      auto violates = "violates " + std::string(spec::inv_id(inv)) + " (" +
+                      std::string(spec::inv_summary(inv)) + ")";
+      auto holds = inv == spec::Inv::kIndex ? spec::index_local(d, post)
+                                            : spec::state_invariant(d, inv, post);
       if (spec::has_step_part(inv)) holds = holds && spec::step_invariant(d, inv, pre, j, p, post);
-      decide(solver, !holds, ob, [&](z3::model& mdl) {
-        std::ostringstream out;
-        out << "    before: " << show_cluster(mdl, pre);
-        out << "    event:  " << show_event(mdl, row, j, p) << "\n";
-        out << "    after:  " << show_job(mdl, post, j) << "\n";
-        out << "    violates " << spec::inv_id(inv) << " (" << spec::inv_summary(inv) << ")\n";
-        return out.str();
-      });
+      decide(solver, !holds, ob, explain_for(violates));
+      ob.local = ob.proved;
+      if (inv == spec::Inv::kIndex && ob.proved) {
+        // The sums: by their nature they need the sums before.
+        solver.push();
+        solver.add(sums_pre);
+        decide(solver, !spec::index_sums(d, post), ob, explain_for(violates + ", its sums"));
+        solver.pop();
+      } else if (!ob.proved && !ob.unknown) {
+        // Not provable from the local assumptions: with the whole invariant before, it holds (if
+        // at all) for the bounded shape only.
+        solver.push();
+        solver.add(sums_pre);
+        decide(solver, !holds, ob, explain_for(violates));
+        solver.pop();
+      }
       report.obligations.push_back(ob);
     }
     Obligation fr;
     fr.kind = ObligationKind::kFrame;
     fr.row = row.index;
     fr.row_label = row.label();
-    decide(solver, !frame(d, pre, j, post), fr, [&](z3::model& mdl) {
-      std::ostringstream out;
-      out << "    before: " << show_cluster(mdl, pre);
-      out << "    event:  " << show_event(mdl, row, j, p) << "\n";
-      out << "    after:  " << show_cluster(mdl, post);
-      out << "    the effect changed another job or the fleet\n";
-      return out.str();
-    });
+    decide(solver, !frame(d, pre, j, p, row.event, post), fr,
+           explain_for("the effect changed another job, the fleet, or a device the row does not "
+                       "name"));
+    fr.local = fr.proved;
     report.obligations.push_back(fr);
+    Obligation de;
+    de.kind = ObligationKind::kDelta;
+    de.row = row.index;
+    de.row_label = row.label();
+    decide(solver, !delta(d, pre, j, post), de,
+           explain_for("a counter did not change by exactly the acting job's change of share"));
+    de.local = de.proved;
+    report.obligations.push_back(de);
   }
 
   // Rows sharing a source and an event: their guards must exclude each other.
@@ -147,7 +224,7 @@ ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned 
       if (ra.src != rb.src || ra.event != rb.event) continue;
       z3::solver solver(ctx);
       solver.set(params);
-      solver.add(pre_ok);
+      solver.add(local_pre);
       solver.add(pre.jobs[j].state == d.k(static_cast<std::int64_t>(ra.src)));
       Obligation ob;
       ob.kind = ObligationKind::kDeterministic;
@@ -164,6 +241,7 @@ ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned 
         out << "    both rows #" << ra.index << " and #" << rb.index << " are enabled\n";
         return out.str();
       });
+      ob.local = ob.proved;
       report.obligations.push_back(ob);
     }
   }

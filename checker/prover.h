@@ -1,9 +1,16 @@
-// Inductive proof of the invariants over the rows of a lifecycle table, on a bounded symbolic
-// cluster: for every invariant, Init => Inv; for every row and every invariant,
-//   Fleet /\ Inv(s) /\ state_j(s) = Source /\ Guard(s, j, p) /\ s' = Effect(s, j, p)
+// Inductive proof of the invariants over the rows of a lifecycle table, on a symbolic cluster: for
+// every invariant, Init => Inv; for every row and every invariant,
+//   Fleet /\ Local(s) /\ state_j(s) = Source /\ Guard(s, j, p) /\ s' = Effect(s, j, p)
 //     => Inv_state(s') /\ Inv_step(s, j, p, s')
-// with j = job 0 (job slots are symmetric) and every other value symbolic. Each obligation is one
-// solver query; a satisfiable negation is a counterexample, printed as before/event/after states.
+// with j = job 0 (job slots are symmetric) and every other value symbolic. Local(s) is every
+// invariant *without* the sums of INV-INDEX: what each obligation may assume is about single jobs,
+// single devices, single nodes and the counters, never a sum over jobs. Together with FRAME and
+// DELTA below, that is what makes the proof hold for any number of jobs, nodes and devices
+// (docs/spec.md gives the argument); such an obligation is `unbounded`. One that needs the sums is
+// retried with them (Inv(s) whole) and, if that proves it, holds for the bounded shape only.
+// INV-INDEX itself is proved in two parts: its per-element part locally, its sums with Inv(s).
+// Each obligation is one solver query; a satisfiable negation is a counterexample, printed as
+// before/event/after states.
 #pragma once
 
 #include <string>
@@ -14,13 +21,18 @@
 
 namespace orrery::checker {
 
-// Besides the invariants, two obligations about the table itself:
-//  - FRAME, per row: the effect changes only the acting job's variables and its row of the hold
-//    matrix, never another job or the fleet. The "job 0 acts" symmetry rests on it.
+// Besides the invariants, three obligations about the table itself:
+//  - FRAME, per row: the effect changes only the acting job's variables and held set, the
+//    per-device state of the devices the row names (those the job holds, and the selection of an
+//    event that takes one) and the counters of their nodes; never another job or the fleet. The
+//    "job 0 acts" symmetry and the unbounded argument rest on it.
+//  - DELTA, per row: the effect changes each counter (node_held, node_swap per node,
+//    premium_admitted) by exactly the acting job's change of share. With FRAME, that keeps the
+//    sums of INV-INDEX for any number of jobs.
 //  - DETERMINISTIC, per pair of rows with the same source and event: their guards never both hold
 //    (in a state satisfying the invariants), so the core and Boost.MSM, which try such rows in
 //    opposite orders, always take the same row.
-enum class ObligationKind { kInvariant, kFrame, kDeterministic };
+enum class ObligationKind { kInvariant, kFrame, kDelta, kDeterministic };
 
 struct Obligation {
   ObligationKind kind = ObligationKind::kInvariant;
@@ -30,11 +42,14 @@ struct Obligation {
   spec::Inv inv{};        // kInvariant
   bool proved = false;
   bool unknown = false;  // the solver gave up (time limit): counts as not proved
+  // Proved from the local assumptions alone (see above). FRAME, DELTA and DETERMINISTIC are
+  // always asked locally.
+  bool local = false;
   double ms = 0;
   std::string counterexample;  // when not proved
 };
 
-// "INV-GANG", "FRAME" or "DETERMINISTIC".
+// "INV-GANG", "FRAME", "DELTA" or "DETERMINISTIC".
 std::string obligation_name(const Obligation& ob);
 
 struct ProofReport {
@@ -44,6 +59,10 @@ struct ProofReport {
   int failed = 0;
   double seconds = 0;
 };
+
+// Whether an invariant is proved for any fleet size: every one of its obligations (Init and each
+// row) was proved locally, and every FRAME (and, for INV-INDEX, every DELTA) obligation holds.
+bool unbounded(const ProofReport& r, spec::Inv inv);
 
 ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned timeout_ms);
 

@@ -29,40 +29,52 @@ SymCluster make_cluster(const Z3Domain& d, const Shape& shape, const std::string
                         const SymCluster* shared_fleet) {
   auto& c = *d.ctx;
   SymCluster s;
+  // One group per device, so that every device has its own symbolic type and memory.
   for (int n = 0; n < shape.nodes; ++n)
-    for (int k = 0; k < shape.devices_per_node; ++k) s.node_of.push_back(n);
-  s.index_shape(shape.nodes);
+    for (int k = 0; k < shape.devices_per_node; ++k) {
+      s.group_first.push_back(static_cast<int>(s.group_node.size()));
+      s.group_node.push_back(n);
+    }
+  s.group_first.push_back(static_cast<int>(s.group_node.size()));
+  s.nodes = shape.nodes;
   const int m = s.num_devices();
   if (shared_fleet) {
-    s.dev_type = shared_fleet->dev_type;
-    s.dev_mem = shared_fleet->dev_mem;
+    s.group_type = shared_fleet->group_type;
+    s.group_mem = shared_fleet->group_mem;
     s.node_devs = shared_fleet->node_devs;
     s.host_mem = shared_fleet->host_mem;
     s.premium_reserve = shared_fleet->premium_reserve;
   } else {
     for (int dev = 0; dev < m; ++dev)
-      s.dev_type.push_back(c.int_const(("dev_type[" + std::to_string(dev) + "]").c_str()));
+      s.group_type.push_back(c.int_const(("dev_type[" + std::to_string(dev) + "]").c_str()));
     for (int dev = 0; dev < m; ++dev)
-      s.dev_mem.push_back(c.int_const(("dev_mem[" + std::to_string(dev) + "]").c_str()));
+      s.group_mem.push_back(c.int_const(("dev_mem[" + std::to_string(dev) + "]").c_str()));
     for (int n = 0; n < shape.nodes; ++n) {
       s.node_devs.push_back(c.int_const(("node_devs[" + std::to_string(n) + "]").c_str()));
       s.host_mem.push_back(c.int_const(("host_mem[" + std::to_string(n) + "]").c_str()));
     }
     s.premium_reserve.push_back(c.int_const("premium_reserve"));
   }
-  constexpr auto fields = spec::job_fields<Z3Domain>();
-  for (int j = 0; j < shape.jobs; ++j) {
-    auto job = spec::new_job(d);  // placeholder values, all replaced below
-    for (const auto& [name, member] : fields)
-      job.*member = c.int_const((prefix + "j" + std::to_string(j) + "." + std::string(name)).c_str());
-    s.jobs.push_back(job);
-    std::vector<z3::expr> row;
-    for (int dev = 0; dev < m; ++dev)
-      row.push_back(c.int_const(
-          (prefix + "hold[" + std::to_string(j) + "][" + std::to_string(dev) + "]").c_str()));
-    s.hold.push_back(row);
-  }
+  spec::clear_state(d, s);
+  for (int j = 0; j < shape.jobs; ++j) spec::add_job_slot(d, s);
+  // Every state variable a fresh constant (the placeholders above only give the shape).
+  spec::for_each_state_var<Z3Domain>(
+      s, [&](const std::string& name, z3::expr& v) { v = c.int_const((prefix + name).c_str()); },
+      [&](const std::string& name, Z3Domain::DevSet& set) {
+        for (int dev = 0; dev < m; ++dev)
+          set[dev] = c.bool_const((prefix + name + "[" + std::to_string(dev) + "]").c_str());
+      });
   return s;
+}
+
+std::vector<z3::expr*> state_refs(SymCluster& s) {
+  std::vector<z3::expr*> out;
+  spec::for_each_state_var<Z3Domain>(
+      s, [&](const std::string&, z3::expr& v) { out.push_back(&v); },
+      [&](const std::string&, Z3Domain::DevSet& set) {
+        for (auto& in : set) out.push_back(&in);
+      });
+  return out;
 }
 
 SymParams make_params(const Z3Domain& d, int devices, const std::string& prefix) {
@@ -100,9 +112,8 @@ std::string show_job(z3::model& m, const SymCluster& s, int j) {
   out << " holds={";
   bool first = true;
   for (int dev = 0; dev < s.num_devices(); ++dev) {
-    auto h = value_of(m, s.hold[j][dev]);
-    if (h == "0") continue;
-    out << (first ? "" : ",") << "d" << dev << "@" << h;
+    if (!truth_of(m, job.held[dev])) continue;
+    out << (first ? "" : ",") << "d" << dev;
     first = false;
   }
   out << "}";
@@ -111,15 +122,23 @@ std::string show_job(z3::model& m, const SymCluster& s, int j) {
 
 std::string show_cluster(z3::model& m, const SymCluster& s) {
   std::ostringstream out;
-  out << "fleet: reserve=" << value_of(m, s.reserve());
-  for (int n = 0; n < s.nodes; ++n) out << " node" << n << ".host_mem=" << value_of(m, s.host_mem[n]);
-  out << " types=[";
-  for (int dev = 0; dev < s.num_devices(); ++dev)
-    out << (dev ? "," : "") << value_of(m, s.dev_type[dev]);
-  out << "] dev_mem=[";
-  for (int dev = 0; dev < s.num_devices(); ++dev)
-    out << (dev ? "," : "") << value_of(m, s.dev_mem[dev]);
-  out << "]\n";
+  out << "fleet: reserve=" << value_of(m, s.reserve()) << " premium_admitted="
+      << value_of(m, s.premium_admitted.front());
+  for (int n = 0; n < s.nodes; ++n)
+    out << " node" << n << "{host_mem=" << value_of(m, s.host_mem[n])
+        << " held=" << value_of(m, s.node_held[n]) << " swap=" << value_of(m, s.node_swap[n])
+        << "}";
+  out << "\n      devices:";
+  for (int dev = 0; dev < s.num_devices(); ++dev) {
+    out << " d" << dev << "{type=" << value_of(m, s.dev_type(dev))
+        << " mem=" << value_of(m, s.dev_mem(dev));
+    auto owner = value_of(m, s.owner[dev]);
+    if (owner != "-1") out << " owner=job" << owner << "@" << value_of(m, s.owner_epoch[dev]);
+    auto resv = value_of(m, s.resv_for[dev]);
+    if (resv != "-1") out << " resv=job" << resv << "/gen" << value_of(m, s.resv_gen[dev]);
+    out << "}";
+  }
+  out << "\n";
   for (int j = 0; j < s.num_jobs(); ++j) out << "      " << show_job(m, s, j) << "\n";
   return out.str();
 }
@@ -163,6 +182,8 @@ std::string show_params(z3::model& m, const SymParams& p, spec::EventKind e) {
       break;
     case EventKind::kPreempt:
       out << " beneficiary=job" << value_of(m, p.beneficiary);
+      break;
+    case EventKind::kRelease:
       break;
     case EventKind::kProgress:
       out << " step=" << value_of(m, p.step) << " gpu_ms=" << value_of(m, p.gpu_ms);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "checker/z3_domain.h"
 #include "core/row_desc.h"
@@ -21,7 +22,8 @@ struct Shape {
   int devices_per_node = 2;
 };
 
-// Every value a fresh constant named after `prefix` ("s0." -> "s0.j1.state", "s0.hold[1][3]").
+// Every value a fresh constant named after `prefix` ("s0." -> "s0.j1.state", "s0.owner[3]",
+// "s0.j1.held[3]"); each device is its own group (its own symbolic type and memory).
 // With `shared_fleet`, the fleet's values (device types, host memory, reserve) come from it
 // instead, so several states of one run share one fleet.
 SymCluster make_cluster(const Z3Domain& d, const Shape& shape, const std::string& prefix,
@@ -32,6 +34,10 @@ SymParams make_params(const Z3Domain& d, int devices, const std::string& prefix)
 // target.
 SymCluster fire(const Z3Domain& d, const SymRow& row, const SymCluster& pre, int j,
                 const SymParams& p);
+
+// Every state variable of a symbolic cluster (not the shape or the fleet values), in a fixed
+// order: the integers and the membership bits of the held sets.
+std::vector<z3::expr*> state_refs(SymCluster& s);
 
 // Readable values under a model.
 std::string show_cluster(z3::model& m, const SymCluster& s);

@@ -1,8 +1,11 @@
 // The spec's value domain on Z3 terms: the same guard, effect and invariant templates the core
-// evaluates on integers become formulas here (see spec/domain.h for the interface).
+// evaluates on integers become formulas here (see spec/domain.h for the interface). A device set
+// is a membership mask over every device of the (bounded) shape, so `members` visits every device
+// with its membership bit; node sums are dense, one term per node.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <z3++.h>
 
@@ -11,6 +14,7 @@ namespace orrery::checker {
 struct Z3Domain {
   using Int = z3::expr;
   using Bool = z3::expr;
+  using DevSet = std::vector<z3::expr>;  // [device] -> Bool
 
   z3::context* ctx;
 
@@ -27,6 +31,37 @@ struct Z3Domain {
     for (int i = n - 1; i >= 0; --i) r = z3::ite(idx == k(i), f(i), r);
     return r;
   }
+
+  template <class F>
+  void members(const DevSet& s, F&& f) const {
+    for (int dev = 0; dev < static_cast<int>(s.size()); ++dev) f(dev, s[dev]);
+  }
+  Int size(const DevSet& s) const {
+    Int n = k(0);
+    for (const auto& in : s) n = n + z3::ite(in, k(1), k(0));
+    return n;
+  }
+  Bool contains(const DevSet& s, int dev) const { return s[dev]; }
+  DevSet no_devices(int m) const { return DevSet(static_cast<std::size_t>(m), b(false)); }
+
+  class NodeSums {
+   public:
+    NodeSums(const Z3Domain& d, int nodes)
+        : devices_(static_cast<std::size_t>(nodes), d.k(0)),
+          mem_(static_cast<std::size_t>(nodes), d.k(0)) {}
+    void add(int node, const Int& devices, const Int& mem) {
+      devices_[node] = devices_[node] + devices;
+      mem_[node] = mem_[node] + mem;
+    }
+    template <class F>
+    void for_each(F&& f) {
+      for (int n = 0; n < static_cast<int>(devices_.size()); ++n) f(n, devices_[n], mem_[n]);
+    }
+
+   private:
+    std::vector<z3::expr> devices_, mem_;
+  };
+  NodeSums node_sums(int nodes) const { return NodeSums(*this, nodes); }
 };
 
 }  // namespace orrery::checker

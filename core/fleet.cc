@@ -1,8 +1,12 @@
 #include "core/fleet.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <fstream>
 #include <sstream>
+
+#include "spec/invariants.h"
 
 namespace orrery::core {
 
@@ -85,7 +89,8 @@ Result<Fleet> Fleet::parse(const std::string& text) {
       if (mem < 0) return where("missing host_mem_mib=");
       for (const auto& other : f.nodes)
         if (other.name == w[1]) return where("node '" + w[1] + "' defined twice");
-      f.nodes.push_back(Node{w[1], cluster, region, mem, {}});
+      const int next = f.num_devices();
+      f.nodes.push_back(Node{w[1], cluster, region, mem, next, next});
     } else if (kw == "devices") {
       if (w.size() < 2) return where("devices needs a type");
       if (f.nodes.empty()) return where("devices before any node");
@@ -93,11 +98,11 @@ Result<Fleet> Fleet::parse(const std::string& text) {
       if (auto st = keyed_ints(w, 2, {{"count", &count}, {"mem_mib", &mem}}); !st)
         return where(st.reason());
       if (count < 0) return where("missing count=");
-      auto on_node = static_cast<std::int64_t>(f.nodes.back().devices.size());
+      auto on_node = static_cast<std::int64_t>(f.nodes.back().num_devices());
       if (count < 1 || on_node + count > spec::kMaxNodeDevices)
         return where("count must be >= 1 and a node has at most " +
                      std::to_string(spec::kMaxNodeDevices) + " devices");
-      if (static_cast<std::int64_t>(f.devices.size()) + count > spec::kMaxFleetDevices)
+      if (static_cast<std::int64_t>(f.num_devices()) + count > spec::kMaxFleetDevices)
         return where("a fleet has at most " + std::to_string(spec::kMaxFleetDevices) + " devices");
       if (mem < 1) return where("missing or zero mem_mib= (device memory, MiB)");
       int type = f.type_id(w[1]);
@@ -106,19 +111,18 @@ Result<Fleet> Fleet::parse(const std::string& text) {
         f.device_types.push_back(w[1]);
       }
       int node = static_cast<int>(f.nodes.size()) - 1;
-      for (std::int64_t i = 0; i < count; ++i) {
-        f.nodes.back().devices.push_back(static_cast<int>(f.devices.size()));
-        f.devices.push_back(Device{type, mem, node});
-      }
+      const int first = f.num_devices();
+      f.groups.push_back(DeviceGroup{type, mem, node, first, static_cast<int>(count)});
+      f.nodes.back().end_device = first + static_cast<int>(count);
     } else {
       return where("unknown keyword '" + kw +
                    "' (expected premium_reserve, region, cluster, node or devices)");
     }
   }
-  if (f.devices.empty()) return Status::Error("fleet has no devices");
-  if (f.premium_reserve > static_cast<std::int64_t>(f.devices.size()))
+  if (f.num_devices() == 0) return Status::Error("fleet has no devices");
+  if (f.premium_reserve > f.num_devices())
     return Status::Error("premium_reserve " + std::to_string(f.premium_reserve) +
-                         " exceeds the fleet's " + std::to_string(f.devices.size()) + " devices");
+                         " exceeds the fleet's " + std::to_string(f.num_devices()) + " devices");
   return f;
 }
 
@@ -136,6 +140,7 @@ std::string Fleet::to_text() const {
   std::ostringstream out;
   out << "premium_reserve " << premium_reserve << "\n";
   std::string region, cluster;
+  std::size_t g = 0;
   for (const auto& n : nodes) {
     if (n.region != region) {
       region = n.region;
@@ -147,16 +152,17 @@ std::string Fleet::to_text() const {
       out << "cluster " << cluster << "\n";
     }
     out << "node " << n.name << " host_mem_mib=" << n.host_mem_mib << "\n";
-    // Consecutive devices of the same type and memory form one line.
-    for (std::size_t i = 0; i < n.devices.size();) {
-      const auto& d = devices[n.devices[i]];
-      std::size_t j = i;
-      while (j < n.devices.size() && devices[n.devices[j]].type == d.type &&
-             devices[n.devices[j]].mem_mib == d.mem_mib)
-        ++j;
-      out << "devices " << device_types[d.type] << " count=" << (j - i) << " mem_mib=" << d.mem_mib
-          << "\n";
-      i = j;
+    // The node's groups are consecutive (a `devices` line belongs to the last node); consecutive
+    // groups of the same type and memory form one line.
+    const int node = static_cast<int>(&n - nodes.data());
+    while (g < groups.size() && groups[g].node == node) {
+      const auto& first = groups[g];
+      int count = 0;
+      while (g < groups.size() && groups[g].node == node && groups[g].type == first.type &&
+             groups[g].mem_mib == first.mem_mib)
+        count += groups[g++].count;
+      out << "devices " << device_types[first.type] << " count=" << count
+          << " mem_mib=" << first.mem_mib << "\n";
     }
   }
   return out.str();
@@ -168,19 +174,29 @@ int Fleet::type_id(const std::string& type) const {
   return -1;
 }
 
+const DeviceGroup& Fleet::group_of(int dev) const {
+  auto it = std::upper_bound(groups.begin(), groups.end(), dev,
+                             [](int v, const DeviceGroup& g) { return v < g.first; });
+  return *(it - 1);
+}
+
 spec::ClusterVars<spec::Concrete> Fleet::empty_cluster() const {
+  const spec::Concrete d;
   spec::ClusterVars<spec::Concrete> s;
-  for (const auto& d : devices) {
-    s.node_of.push_back(d.node);
-    s.dev_type.push_back(d.type);
-    s.dev_mem.push_back(d.mem_mib);
+  for (const auto& g : groups) {
+    s.group_first.push_back(g.first);
+    s.group_node.push_back(g.node);
+    s.group_type.push_back(g.type);
+    s.group_mem.push_back(g.mem_mib);
   }
+  s.group_first.push_back(num_devices());
   for (const auto& n : nodes) {
-    s.node_devs.push_back(static_cast<std::int64_t>(n.devices.size()));
+    s.node_devs.push_back(n.num_devices());
     s.host_mem.push_back(n.host_mem_mib);
   }
+  s.nodes = static_cast<int>(nodes.size());
   s.premium_reserve = {premium_reserve};
-  s.index_shape(static_cast<int>(nodes.size()));
+  spec::clear_state(d, s);
   return s;
 }
 

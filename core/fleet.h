@@ -24,10 +24,15 @@
 
 namespace orrery::core {
 
-struct Device {
+// A run of identical devices on one node (one `devices` line of the config): devices are numbered
+// in config order, so a group is the id range [first, first + count). Nothing is stored per
+// device: a fleet of 100,000 devices is a few thousand groups.
+struct DeviceGroup {
   int type = 0;  // index into Fleet::device_types
   std::int64_t mem_mib = 0;
   int node = 0;
+  int first = 0;
+  int count = 0;
 };
 
 struct Node {
@@ -35,14 +40,23 @@ struct Node {
   std::string cluster;
   std::string region;
   std::int64_t host_mem_mib = 0;
-  std::vector<int> devices;
+  int first_device = 0;  // the node's devices are the id range [first_device, end_device)
+  int end_device = 0;
+  int num_devices() const { return end_device - first_device; }
 };
 
 struct Fleet {
   std::int64_t premium_reserve = 0;
   std::vector<std::string> device_types;
   std::vector<Node> nodes;
-  std::vector<Device> devices;
+  std::vector<DeviceGroup> groups;
+
+  int num_devices() const { return groups.empty() ? 0 : groups.back().first + groups.back().count; }
+  // The group of device `dev` (0 <= dev < num_devices()), by binary search.
+  const DeviceGroup& group_of(int dev) const;
+  int device_node(int dev) const { return group_of(dev).node; }
+  int device_type(int dev) const { return group_of(dev).type; }
+  std::int64_t device_mem(int dev) const { return group_of(dev).mem_mib; }
 
   static Result<Fleet> parse(const std::string& text);
   static Result<Fleet> load(const std::string& path);

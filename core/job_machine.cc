@@ -2,9 +2,12 @@
 #include "core/job_machine.h"
 
 #include <array>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
+// MSM's serialize() names boost::serialization::base_object.
+#include <boost/serialization/base_object.hpp>
 #include <boost/msm/back/state_machine.hpp>
 
 #include "core/job_machine_table.h"
@@ -41,6 +44,30 @@ constexpr std::array<Dispatch, spec::kNumEventKinds> make_dispatch(std::index_se
 }
 constexpr auto kDispatch = make_dispatch(std::make_index_sequence<spec::kNumEventKinds>{});
 
+template <std::size_t... I>
+std::array<int, spec::kNumJobStates> make_id_of_state(std::index_sequence<I...>) {
+  return {boost::msm::back::get_state_id<Stt, St<static_cast<spec::JobState>(I)>>::value...};
+}
+const std::array<int, spec::kNumJobStates> kIdOfState =
+    make_id_of_state(std::make_index_sequence<spec::kNumJobStates>{});
+
+// An "archive" for MSM's own serialize(): it writes the given state id into the machine's
+// current-state array (the one region) and leaves everything else alone. This is MSM's documented
+// way of restoring a machine's state; no private member is touched.
+struct Positioner {
+  int id;
+  template <std::size_t N>
+  Positioner& operator&(int (&states)[N]) {
+    static_assert(N == 1, "the lifecycle machine has one region");
+    states[0] = id;
+    return *this;
+  }
+  template <class T>
+  Positioner& operator&(T&&) {
+    return *this;
+  }
+};
+
 }  // namespace
 
 struct JobMachine::Impl {
@@ -53,6 +80,13 @@ JobMachine::JobMachine(JobMachine&&) noexcept = default;
 JobMachine& JobMachine::operator=(JobMachine&&) noexcept = default;
 
 spec::JobState JobMachine::state() const { return kStateOfId[impl_->m.current_state()[0]]; }
+
+void JobMachine::position(spec::JobState s) {
+  auto i = static_cast<std::size_t>(s);
+  if (i >= kIdOfState.size()) std::abort();  // a bug: states come from the cluster state
+  Positioner p{kIdOfState[i]};
+  impl_->m.serialize(p, 0);
+}
 
 Status JobMachine::fire(spec::EventKind event, FireContext& ctx) {
   auto i = static_cast<std::size_t>(event);

@@ -89,6 +89,7 @@ using Complete = Ev<EventKind::kComplete>;
 using WorkerCrash = Ev<EventKind::kWorkerCrash>;
 using NodeLoss = Ev<EventKind::kNodeLoss>;
 using Cancel = Ev<EventKind::kCancel>;
+using Release = Ev<EventKind::kRelease>;
 
 template <class S, class E, class T, class A = none, class G = none>
 using Row = msmf::Row<S, E, T, A, G>;
@@ -97,60 +98,63 @@ using Do = SpecAction<E>;
 template <class G>
 using If = SpecGuard<G>;
 
-// Submission, admission, placement, running, elasticity, preemption, migration, completion.
+// Submission, admission, placement, running, elasticity, preemption, migration, completion,
+// giving up reservations.
 using MainRows = boost::mpl::vector<
     //  Source        Event           Target         Action                       Guard
     Row<New,          Submit,         Submitted,     Do<spec::EffectSubmit>,      If<spec::GuardSubmit>>,
-    Row<Submitted,    Admit,          Queued,        none,                        If<spec::GuardAdmit>>,
+    Row<Submitted,    Admit,          Queued,        Do<spec::EffectAdmit>,       If<spec::GuardAdmit>>,
     Row<Queued,       Place,          Placed,        Do<spec::EffectAcquire>,     If<spec::GuardGang>>,
     Row<Placed,       Start,          Running>,
     Row<Running,      Progress,       Running,       Do<spec::EffectProgress>,    If<spec::GuardProgress>>,
     Row<Running,      Checkpoint,     Running,       Do<spec::EffectCheckpoint>,  If<spec::GuardCheckpoint>>,
-    Row<Running,      ResizeUp,       Running,       Do<spec::EffectRegang>,      If<spec::GuardGrow>>,
-    Row<Running,      ResizeDown,     Running,       Do<spec::EffectRegang>,      If<spec::GuardShrink>>,
-    Row<Running,      Preempt,        Checkpointing, none,                        If<spec::GuardPreempt>>,
+    Row<Running,      ResizeUp,       Running,       Do<spec::EffectGrow>,        If<spec::GuardGrow>>,
+    Row<Running,      ResizeDown,     Running,       Do<spec::EffectShrink>,      If<spec::GuardShrink>>,
+    Row<Running,      Preempt,        Checkpointing, Do<spec::EffectPreempt>,     If<spec::GuardPreempt>>,
     Row<Checkpointing, CheckpointDone, Suspended,    Do<spec::EffectSuspend>,     If<spec::GuardCut>>,
     Row<Suspended,    Resume,         Restoring,     Do<spec::EffectAcquire>,     If<spec::GuardGang>>,
     Row<Restoring,    RestoreDone,    Running>,
     Row<Running,      Migrate,        Migrating,     Do<spec::EffectMigrate>,     If<spec::GuardMigrate>>,
     Row<Migrating,    RestoreDone,    Running>,
-    Row<Running,      Complete,       Completed,     Do<spec::EffectRelease>>>;
+    Row<Running,      Complete,       Completed,     Do<spec::EffectComplete>>,
+    Row<Queued,       Release,        Queued,        Do<spec::EffectUnreserve>>,
+    Row<Suspended,    Release,        Suspended,     Do<spec::EffectUnreserve>>>;
 
 // Failures (worker crash, node loss): back to the last committed checkpoint while retries are
 // left, failed after. Kept as one flat vector of 20 rows: nested joint_views make the MSM
 // back-end's compile-time memory explode.
 using FailureRows = boost::mpl::vector<
-    Row<Placed,        WorkerCrash, Queued, Do<spec::EffectFail>, If<spec::GuardRetry>>,
-    Row<Placed,        WorkerCrash, Failed, Do<spec::EffectFail>, If<spec::GuardExhausted>>,
-    Row<Placed,        NodeLoss,    Queued, Do<spec::EffectFail>, If<spec::GuardRetry>>,
-    Row<Placed,        NodeLoss,    Failed, Do<spec::EffectFail>, If<spec::GuardExhausted>>,
-    Row<Running,       WorkerCrash, Queued, Do<spec::EffectFail>, If<spec::GuardRetry>>,
-    Row<Running,       WorkerCrash, Failed, Do<spec::EffectFail>, If<spec::GuardExhausted>>,
-    Row<Running,       NodeLoss,    Queued, Do<spec::EffectFail>, If<spec::GuardRetry>>,
-    Row<Running,       NodeLoss,    Failed, Do<spec::EffectFail>, If<spec::GuardExhausted>>,
-    Row<Checkpointing, WorkerCrash, Queued, Do<spec::EffectFail>, If<spec::GuardRetry>>,
-    Row<Checkpointing, WorkerCrash, Failed, Do<spec::EffectFail>, If<spec::GuardExhausted>>,
-    Row<Checkpointing, NodeLoss,    Queued, Do<spec::EffectFail>, If<spec::GuardRetry>>,
-    Row<Checkpointing, NodeLoss,    Failed, Do<spec::EffectFail>, If<spec::GuardExhausted>>,
-    Row<Migrating,     WorkerCrash, Queued, Do<spec::EffectFail>, If<spec::GuardRetry>>,
-    Row<Migrating,     WorkerCrash, Failed, Do<spec::EffectFail>, If<spec::GuardExhausted>>,
-    Row<Migrating,     NodeLoss,    Queued, Do<spec::EffectFail>, If<spec::GuardRetry>>,
-    Row<Migrating,     NodeLoss,    Failed, Do<spec::EffectFail>, If<spec::GuardExhausted>>,
-    Row<Restoring,     WorkerCrash, Queued, Do<spec::EffectFail>, If<spec::GuardRetry>>,
-    Row<Restoring,     WorkerCrash, Failed, Do<spec::EffectFail>, If<spec::GuardExhausted>>,
-    Row<Restoring,     NodeLoss,    Queued, Do<spec::EffectFail>, If<spec::GuardRetry>>,
-    Row<Restoring,     NodeLoss,    Failed, Do<spec::EffectFail>, If<spec::GuardExhausted>>>;
+    Row<Placed,        WorkerCrash, Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
+    Row<Placed,        WorkerCrash, Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Placed,        NodeLoss,    Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
+    Row<Placed,        NodeLoss,    Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Running,       WorkerCrash, Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
+    Row<Running,       WorkerCrash, Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Running,       NodeLoss,    Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
+    Row<Running,       NodeLoss,    Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Checkpointing, WorkerCrash, Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
+    Row<Checkpointing, WorkerCrash, Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Checkpointing, NodeLoss,    Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
+    Row<Checkpointing, NodeLoss,    Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Migrating,     WorkerCrash, Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
+    Row<Migrating,     WorkerCrash, Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Migrating,     NodeLoss,    Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
+    Row<Migrating,     NodeLoss,    Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Restoring,     WorkerCrash, Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
+    Row<Restoring,     WorkerCrash, Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Restoring,     NodeLoss,    Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
+    Row<Restoring,     NodeLoss,    Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>>;
 
 // Cancellation from every live state.
 using CancelRows = boost::mpl::vector<
-    Row<Submitted,     Cancel, Cancelled, Do<spec::EffectRelease>>,
-    Row<Queued,        Cancel, Cancelled, Do<spec::EffectRelease>>,
-    Row<Placed,        Cancel, Cancelled, Do<spec::EffectRelease>>,
-    Row<Running,       Cancel, Cancelled, Do<spec::EffectRelease>>,
-    Row<Checkpointing, Cancel, Cancelled, Do<spec::EffectRelease>>,
-    Row<Suspended,     Cancel, Cancelled, Do<spec::EffectRelease>>,
-    Row<Migrating,     Cancel, Cancelled, Do<spec::EffectRelease>>,
-    Row<Restoring,     Cancel, Cancelled, Do<spec::EffectRelease>>>;
+    Row<Submitted,     Cancel, Cancelled, Do<spec::EffectCancel>>,
+    Row<Queued,        Cancel, Cancelled, Do<spec::EffectCancel>>,
+    Row<Placed,        Cancel, Cancelled, Do<spec::EffectCancel>>,
+    Row<Running,       Cancel, Cancelled, Do<spec::EffectCancel>>,
+    Row<Checkpointing, Cancel, Cancelled, Do<spec::EffectCancel>>,
+    Row<Suspended,     Cancel, Cancelled, Do<spec::EffectCancel>>,
+    Row<Migrating,     Cancel, Cancelled, Do<spec::EffectCancel>>,
+    Row<Restoring,     Cancel, Cancelled, Do<spec::EffectCancel>>>;
 
 using Table =
     boost::mpl::joint_view<boost::mpl::joint_view<MainRows, FailureRows>, CancelRows>;

@@ -58,7 +58,7 @@ int run_demo(const std::string& journal_path, const std::string& fsync, bool fre
   }
   const auto& fleet = (*core)->fleet();
   std::cout << "orrery-core demo: fleet of " << fleet.nodes.size() << " nodes, "
-            << fleet.devices.size() << " devices, premium reserve " << fleet.premium_reserve
+            << fleet.num_devices() << " devices, premium reserve " << fleet.premium_reserve
             << "; journal " << journal_path << "\n";
   auto summary = run_demo_scenario(**core, clock, std::cout);
   if (auto st = (*core)->sync(); !st) {
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
       std::cerr << "orrery-core: " << f.reason() << "\n";
       return 1;
     }
-    std::cout << fleet_path << ": " << f->nodes.size() << " nodes, " << f->devices.size()
+    std::cout << fleet_path << ": " << f->nodes.size() << " nodes, " << f->num_devices()
               << " devices of " << f->device_types.size() << " types, premium reserve "
               << f->premium_reserve << "\n"
               << f->to_text();

@@ -1,6 +1,7 @@
 #include "core/scheduler_core.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <utility>
 
@@ -12,6 +13,19 @@ namespace orrery::core {
 namespace {
 
 using Concrete = spec::Concrete;
+
+// The rows of the lifecycle table by (source state, event), in table order.
+using RowIndex = std::array<std::array<std::vector<const RowDesc<Concrete>*>, spec::kNumEventKinds>,
+                            spec::kNumJobStates>;
+const RowIndex& rows_by_source_and_event() {
+  static const RowIndex index = [] {
+    RowIndex idx;
+    for (const auto& r : job_rows())
+      idx[static_cast<std::size_t>(r.src)][static_cast<std::size_t>(r.event)].push_back(&r);
+    return idx;
+  }();
+  return index;
+}
 
 std::string failed_clauses(const spec::Clauses<Concrete>& cs) {
   std::string s;
@@ -84,14 +98,16 @@ Result<spec::Params<Concrete>> SchedulerCore::params_for(const Decision& d) cons
   p.gpu_ms = d.gpu_ms;
   p.splice = d.splice;
   p.beneficiary = d.beneficiary;
-  p.sel.assign(static_cast<std::size_t>(m), false);
+  p.sel.reserve(d.devices.size());
   for (auto dev : d.devices) {
     if (dev < 0 || dev >= m)
       return Status::Error("device " + std::to_string(dev) + " is not in the fleet (0.." +
                            std::to_string(m - 1) + ")");
-    if (p.sel[dev]) return Status::Error("device " + std::to_string(dev) + " listed twice");
-    p.sel[dev] = true;
+    p.sel.push_back(static_cast<std::int32_t>(dev));
   }
+  std::sort(p.sel.begin(), p.sel.end());
+  if (auto dup = std::adjacent_find(p.sel.begin(), p.sel.end()); dup != p.sel.end())
+    return Status::Error("device " + std::to_string(*dup) + " listed twice");
   return p;
 }
 
@@ -119,33 +135,30 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
 
   if (fresh) {  // a new slot in state New; removed again if the submission is rejected
     spec::add_job_slot(dom, cluster_);
-    machines_.emplace_back();
-    info_.push_back(JobInfo{d.name, d.device_type});
+    info_.push_back(JobInfo{d.name});
   }
   auto drop_fresh = [&] {
     if (!fresh) return;
     cluster_.jobs.pop_back();
-    cluster_.hold.pop_back();
-    machines_.pop_back();
     info_.pop_back();
   };
 
   // 2. The row and its guard, on the concrete state.
-  const auto from = machines_[j].state();
+  const auto from = static_cast<spec::JobState>(cluster_.jobs[j].state);
   const RowDesc<Concrete>* row = nullptr;
   std::string why;
-  for (const auto& r : job_rows()) {
-    if (r.src != from || r.event != d.event) continue;
-    if (!r.guard) {
-      row = &r;
+  for (const auto* r : rows_by_source_and_event()[static_cast<std::size_t>(from)]
+                                                 [static_cast<std::size_t>(d.event)]) {
+    if (!r->guard) {
+      row = r;
       break;
     }
-    auto cs = r.guard(dom, cluster_, j, p);
+    auto cs = r->guard(dom, cluster_, j, p);
     if (spec::all_of(dom, cs)) {
-      row = &r;
+      row = r;
       break;
     }
-    why += (why.empty() ? "" : " | ") + std::string(r.guard_name) + ": " + failed_clauses(cs);
+    why += (why.empty() ? "" : " | ") + std::string(r->guard_name) + ": " + failed_clauses(cs);
   }
   if (!row) {
     drop_fresh();
@@ -163,10 +176,11 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
     }
   }
   FireContext ctx{&cluster_, j, &p};
-  auto fired = machines_[j].fire(d.event, ctx);
+  machine_.position(from);
+  auto fired = machine_.fire(d.event, ctx);
   // The guard was just checked on the same state: the machine must take the same row.
-  if (!fired.ok() || machines_[j].state() != row->dst) std::abort();  // a bug, not bad input
-  cluster_.jobs[j].state = static_cast<std::int64_t>(machines_[j].state());
+  if (!fired.ok() || machine_.state() != row->dst) std::abort();  // a bug, not bad input
+  cluster_.jobs[j].state = static_cast<std::int64_t>(machine_.state());
   ++committed_;
   return Committed{committed_, time_ms, j, from, row->dst, row->index, durable_seq() >= committed_};
 }

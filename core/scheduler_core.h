@@ -7,7 +7,10 @@
 //      state; a decision no row accepts is rejected with the reason (the guard clause that failed)
 //      and counted: a rejected proposal is a policy bug, never a broken invariant;
 //   3. appends the decision to the journal;
-//   4. fires the job's Boost.MSM machine, which runs the row's spec effect.
+//   4. fires the Boost.MSM machine from the job's state, which runs the row's spec effect.
+// Each step costs O(|devices the decision names| + |devices the job holds|), whatever the number
+// of jobs and devices: the guards and effects read the spec's per-device owners and per-node
+// counters, never a sum over jobs.
 // The core is deterministic: its state is a function of the committed decisions (and the injected
 // clock, which only stamps journal records), so replaying a journal rebuilds it exactly.
 //
@@ -45,9 +48,10 @@ struct Committed {
 // The fleet a journal was written for: its first record. Errors name what is wrong with it.
 Result<Fleet> fleet_of_journal(const std::vector<std::string>& records);
 
+// What the core keeps about a job besides its spec variables (the device type is the fleet's name
+// for the job's dtype).
 struct JobInfo {
   std::string name;
-  std::string device_type;
 };
 
 class SchedulerCore {
@@ -82,8 +86,13 @@ class SchedulerCore {
   const Fleet& fleet() const { return fleet_; }
   const spec::ClusterVars<spec::Concrete>& cluster() const { return cluster_; }
   int num_jobs() const { return cluster_.num_jobs(); }
-  spec::JobState state(int job) const { return machines_[job].state(); }
+  spec::JobState state(int job) const {
+    return static_cast<spec::JobState>(cluster_.jobs[job].state);
+  }
   const JobInfo& job_info(int job) const { return info_[job]; }
+  const std::string& device_type(int job) const {
+    return fleet_.device_types[static_cast<std::size_t>(cluster_.jobs[job].dtype)];
+  }
   std::uint64_t committed() const { return committed_; }
   // Every decision with seq <= durable_seq() is in the journal and synced per its fsync policy
   // (without a journal nothing is durable: 0).
@@ -103,7 +112,9 @@ class SchedulerCore {
   const Clock& clock_;
   JournalWriter* journal_;
   spec::ClusterVars<spec::Concrete> cluster_;
-  std::vector<JobMachine> machines_;
+  // One Boost.MSM machine for every job: positioned at the job's recorded state (cluster_.jobs[j]
+  // .state, which it alone updates) before each event, so a job record carries no machine.
+  JobMachine machine_;
   std::vector<JobInfo> info_;
   std::uint64_t committed_ = 0;
   std::uint64_t rejected_ = 0;

@@ -42,46 +42,66 @@ struct GuardAdmit {
     const auto& job = s.jobs[j];
     return {{"premium demand within reserve",
              d.implies(is(d, job.tier, Tier::kPremium),
-                       premium_demand(d, s) + job.min_dev <= s.reserve())}};
+                       s.premium_admitted.front() + job.min_dev <= s.reserve())}};
   }
 };
 
 // The gang fits on the selected devices (p.sel, p.splice) — placement, resume, and the fit part
-// of migration and resize: every worker placed, the device count
-// in range, at most kSpliceLimit workers per device, the right device type with enough memory for
-// one worker (spliced workers take turns, each sees the whole device), no device held by
-// another job, and host memory on every node for the swapped-out workers.
+// of migration and resize: every worker placed, the device count in range, at most kSpliceLimit
+// workers per device, the right device type with enough memory for one worker (spliced workers
+// take turns, each sees the whole device), no device held by another job or reserved for one, and
+// on every node the job touches, device capacity and host memory for the swapped-out workers once
+// the job's old devices are given back and the new ones taken. Visits only the selection and the
+// job's held devices.
 struct GuardGang {
   static constexpr std::string_view name = "gang_fits";
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    using Bool = typename D::Bool;
     const auto& job = s.jobs[j];
-    auto count = sel_count(d, p.sel);
+    const auto me = d.k(j);
+    auto count = d.size(p.sel);
     auto type_ok = d.b(true);
     auto free = d.b(true);
-    for (int dev = 0; dev < s.num_devices(); ++dev) {
-      type_ok = type_ok && d.implies(p.sel[dev], s.dev_type[dev] == job.dtype &&
-                                                     job.mem <= s.dev_mem[dev]);
-      auto others = holders(d, s, dev) - indicator(d, held(d, s, j, dev));
-      free = free && d.implies(p.sel[dev], others == d.k(0));
-    }
-    auto mem_ok = d.b(true);
-    auto per_dev = swap_per_device(d, p.splice, job.mem);
-    for (int n = 0; n < s.nodes; ++n) {
-      auto mine = d.k(0);
-      for (int dev : s.node_members[n]) mine = mine + d.ite(p.sel[dev], per_dev, d.k(0));
-      mem_ok = mem_ok && host_use(d, s, n, j) + mine <= s.host_mem[n];
-    }
+    auto unreserved = d.b(true);
+    auto sums = d.node_sums(s.nodes);
+    auto old_swap = swap_per_device(d, job.splice, job.mem);
+    auto new_swap = swap_per_device(d, p.splice, job.mem);
+    d.members(job.held, [&](int dev, const Bool& in) {
+      sums.add(s.node_of(dev), -indicator(d, in), d.ite(in, d.k(0) - old_swap, d.k(0)));
+    });
+    d.members(p.sel, [&](int dev, const Bool& in) {
+      type_ok = type_ok && d.implies(in, s.dev_type(dev) == job.dtype && job.mem <= s.dev_mem(dev));
+      free = free && d.implies(in, s.owner[dev] == d.k(-1) || s.owner[dev] == me);
+      unreserved = unreserved && d.implies(in, !reserved(d, s, dev) || s.resv_for[dev] == me);
+      sums.add(s.node_of(dev), indicator(d, in), d.ite(in, new_swap, d.k(0)));
+    });
+    auto cap_ok = d.b(true);
+    sums.for_each([&](int n, const typename D::Int& devs, const typename D::Int& swap) {
+      cap_ok = cap_ok && s.node_held[n] + devs <= s.node_devs[n] &&
+               s.node_swap[n] + swap <= s.host_mem[n];
+    });
     return {
         {"device count in [min_devices, max_devices]",
          job.min_dev <= count && count <= job.max_dev},
         {"world == devices * splice, splice <= limit", exact_split(d, job.world, count, p.splice)},
         {"devices of the job's type, with memory for a worker", type_ok},
         {"devices not held by another job", free},
-        {"host memory for swapped-out workers", mem_ok},
+        {"devices not reserved for another job", unreserved},
+        {"node capacity and host memory for swapped-out workers", cap_ok},
     };
   }
 };
+
+// The number of selected devices job j holds now.
+template <class D>
+typename D::Int kept_count(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+  auto n = d.k(0);
+  d.members(p.sel, [&](int dev, const typename D::Bool& in) {
+    n = n + indicator(d, in && s.owner[dev] == d.k(j));
+  });
+  return n;
+}
 
 // The checkpoint step reported is a consistent cut at the job's current step.
 template <class D>
@@ -98,22 +118,20 @@ struct GuardMigrate {
     auto cs = GuardGang::clauses(d, s, j, p);
     cs.push_back(cut_at_progress(d, s.jobs[j], p));
     // Moving to fewer devices would be a shrink, which only GuardShrink may allow.
-    cs.push_back({"not fewer devices than now", s.jobs[j].devices <= sel_count(d, p.sel)});
+    cs.push_back({"not fewer devices than now", s.jobs[j].devices <= d.size(p.sel)});
     return cs;
   }
 };
 
-// Grow at fixed world size: keep every device held, add at least one, and fit.
+// Grow at fixed world size: keep every held device (all of them are among the selection: by
+// INV-INDEX the job holds exactly the devices it owns), add at least one, and fit.
 struct GuardGrow {
   static constexpr std::string_view name = "grows_and_fits";
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
-    auto keeps = d.b(true);
-    for (int dev = 0; dev < s.num_devices(); ++dev)
-      keeps = keeps && d.implies(held(d, s, j, dev), p.sel[dev]);
     auto cs = GuardGang::clauses(d, s, j, p);
-    cs.push_back({"keeps every held device", keeps});
-    cs.push_back({"more devices than now", s.jobs[j].devices < sel_count(d, p.sel)});
+    cs.push_back({"keeps every held device", kept_count(d, s, j, p) == s.jobs[j].devices});
+    cs.push_back({"more devices than now", s.jobs[j].devices < d.size(p.sel)});
     return cs;
   }
 };
@@ -123,12 +141,9 @@ struct GuardShrink {
   static constexpr std::string_view name = "shrinks_for_favoured";
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
-    auto subset = d.b(true);
-    for (int dev = 0; dev < s.num_devices(); ++dev)
-      subset = subset && d.implies(p.sel[dev], held(d, s, j, dev));
     auto cs = GuardGang::clauses(d, s, j, p);
-    cs.push_back({"keeps a subset of the held devices", subset});
-    cs.push_back({"fewer devices than now", sel_count(d, p.sel) < s.jobs[j].devices});
+    cs.push_back({"keeps a subset of the held devices", kept_count(d, s, j, p) == d.size(p.sel)});
+    cs.push_back({"fewer devices than now", d.size(p.sel) < s.jobs[j].devices});
     cs.push_back({"beneficiary favoured by tier or fair share", favoured(d, s, p.beneficiary, j)});
     return cs;
   }

@@ -22,11 +22,13 @@ enum class Inv {
   kEpoch,  // INV-EPOCH
   kTier,   // INV-TIER
   kTerm,   // INV-TERM
-  kAdmit,  // INV-ADMIT
+  kAdmit,    // INV-ADMIT
+  kIndex,    // INV-INDEX
+  kReserve,  // INV-RESERVE
 };
-inline constexpr std::array<Inv, 9> kAllInvariants = {Inv::kWorld, Inv::kGang,  Inv::kExcl,
-                                                      Inv::kCap,   Inv::kCkpt,  Inv::kEpoch,
-                                                      Inv::kTier,  Inv::kTerm,  Inv::kAdmit};
+inline constexpr std::array<Inv, 11> kAllInvariants = {
+    Inv::kWorld, Inv::kGang, Inv::kExcl,  Inv::kCap,   Inv::kCkpt,    Inv::kEpoch,
+    Inv::kTier,  Inv::kTerm, Inv::kAdmit, Inv::kIndex, Inv::kReserve};
 
 constexpr std::string_view inv_id(Inv i) {
   switch (i) {
@@ -39,6 +41,8 @@ constexpr std::string_view inv_id(Inv i) {
     case Inv::kTier: return "INV-TIER";
     case Inv::kTerm: return "INV-TERM";
     case Inv::kAdmit: return "INV-ADMIT";
+    case Inv::kIndex: return "INV-INDEX";
+    case Inv::kReserve: return "INV-RESERVE";
   }
   return "INV-?";
 }
@@ -54,6 +58,8 @@ constexpr std::string_view inv_summary(Inv i) {
     case Inv::kTier: return "preemption/shrinking only for a favoured job; attained in range";
     case Inv::kTerm: return "finished jobs hold nothing and never leave their state";
     case Inv::kAdmit: return "admitted premium demand within the premium reserve";
+    case Inv::kIndex: return "owners match held sets; each counter equals the sum it stands for";
+    case Inv::kReserve: return "freed devices reserved for the beneficiary; only it may take them";
   }
   return "";
 }
@@ -62,18 +68,33 @@ constexpr std::string_view inv_summary(Inv i) {
 
 // A job slot before submission.
 template <class D>
-JobVars<D> new_job(const D& d) {
+JobVars<D> new_job(const D& d, int devices) {
   auto z = d.k(0);
-  return JobVars<D>{d.k(static_cast<std::int64_t>(JobState::kNew)), z, z, z, z, z, z, z, z, z, z,
-                    d.k(-1), z, z};
+  return JobVars<D>{d.k(static_cast<std::int64_t>(JobState::kNew)),
+                    z, z, z, z, z, z, z, z, z, z, d.k(-1), z, z, d.k(-1), z,
+                    d.no_devices(devices)};
 }
 
 // Appends a job slot in state New that holds nothing (the slot a Submit fills); returns its index.
 template <class D>
 int add_job_slot(const D& d, ClusterVars<D>& s) {
-  s.jobs.push_back(new_job(d));
-  s.hold.emplace_back(static_cast<std::size_t>(s.num_devices()), d.k(0));
+  s.jobs.push_back(new_job(d, s.num_devices()));
   return s.num_jobs() - 1;
+}
+
+// Sets the per-device state and the counters to "nothing held, nothing reserved", sized to the
+// shape (fleet builders call it once the devices and nodes are known).
+template <class D>
+void clear_state(const D& d, ClusterVars<D>& s) {
+  const auto m = static_cast<std::size_t>(s.num_devices());
+  const auto n = static_cast<std::size_t>(s.nodes);
+  s.owner.assign(m, d.k(-1));
+  s.owner_epoch.assign(m, d.k(0));
+  s.resv_for.assign(m, d.k(-1));
+  s.resv_gen.assign(m, d.k(0));
+  s.node_held.assign(n, d.k(0));
+  s.node_swap.assign(n, d.k(0));
+  s.premium_admitted.assign(1, d.k(0));
 }
 
 // What every fleet satisfies, and no transition changes: each node's capacity is the number of its
@@ -82,23 +103,72 @@ int add_job_slot(const D& d, ClusterVars<D>& s) {
 template <class D>
 typename D::Bool fleet_wellformed(const D& d, const ClusterVars<D>& s) {
   auto ok = d.k(0) <= s.reserve() && s.reserve() <= d.k(s.num_devices());
+  std::vector<std::int64_t> devs(static_cast<std::size_t>(s.nodes), 0);
+  for (int g = 0; g < s.num_groups(); ++g) {
+    devs[s.group_node[g]] += s.group_first[g + 1] - s.group_first[g];
+    ok = ok && d.k(0) <= s.group_type[g];
+  }
   for (int n = 0; n < s.nodes; ++n)
-    ok = ok && s.node_devs[n] == d.k(static_cast<std::int64_t>(s.node_members[n].size())) &&
-         d.k(0) <= s.host_mem[n];
-  for (int dev = 0; dev < s.num_devices(); ++dev) ok = ok && d.k(0) <= s.dev_type[dev];
+    ok = ok && s.node_devs[n] == d.k(devs[n]) && d.k(0) <= s.host_mem[n];
   return ok;
 }
 
-// Init: a well-formed fleet, every job slot new, no device held.
+// Init: a well-formed fleet, every job slot new, no device held or reserved, counters zero.
 template <class D>
 typename D::Bool init_state(const D& d, const ClusterVars<D>& s) {
   auto ok = fleet_wellformed(d, s);
-  auto fresh = new_job(d);
+  auto fresh = new_job(d, s.num_devices());
   constexpr auto fields = job_fields<D>();
   for (int j = 0; j < s.num_jobs(); ++j) {
     for (const auto& [name, member] : fields) ok = ok && (s.jobs[j].*member == fresh.*member);
-    for (int dev = 0; dev < s.num_devices(); ++dev) ok = ok && s.hold[j][dev] == d.k(0);
+    ok = ok && d.size(s.jobs[j].held) == d.k(0);
   }
+  for (int dev = 0; dev < s.num_devices(); ++dev)
+    ok = ok && s.owner[dev] == d.k(-1) && s.owner_epoch[dev] == d.k(0) &&
+         s.resv_for[dev] == d.k(-1) && s.resv_gen[dev] == d.k(0);
+  for (int n = 0; n < s.nodes; ++n)
+    ok = ok && s.node_held[n] == d.k(0) && s.node_swap[n] == d.k(0);
+  return ok && s.premium_admitted.front() == d.k(0);
+}
+
+// ---- INV-INDEX, in two parts ---------------------------------------------------------------
+
+// The per-element part: every device a job holds is owned by it, every owned device is held by
+// its owner (a job), and a job's device count is the size of its held set. Each conjunct is about
+// one job or one device.
+template <class D>
+typename D::Bool index_local(const D& d, const ClusterVars<D>& s) {
+  auto ok = d.b(true);
+  for (int j = 0; j < s.num_jobs(); ++j) {
+    const auto& job = s.jobs[j];
+    ok = ok && job.devices == d.size(job.held);
+    d.members(job.held, [&](int dev, const typename D::Bool& in) {
+      ok = ok && d.implies(in, s.owner[dev] == d.k(j));
+    });
+  }
+  for (int dev = 0; dev < s.num_devices(); ++dev)
+    ok = ok && (s.owner[dev] == d.k(-1) ||
+                d.select(
+                    s.num_jobs(), s.owner[dev],
+                    [&](int i) { return d.contains(s.jobs[i].held, dev); }, d.b(false)));
+  return ok;
+}
+
+// The sums: each counter equals the sum over jobs of the job's share (premium_share,
+// add_node_shares). The only invariant text that is O(jobs) or O(devices) for the core; per row,
+// the checker proves instead that every effect changes each counter by the acting job's delta.
+template <class D>
+typename D::Bool index_sums(const D& d, const ClusterVars<D>& s) {
+  std::vector<typename D::Int> held(static_cast<std::size_t>(s.nodes), d.k(0));
+  std::vector<typename D::Int> swap(static_cast<std::size_t>(s.nodes), d.k(0));
+  auto premium = d.k(0);
+  for (int j = 0; j < s.num_jobs(); ++j) {
+    premium = premium + premium_share(d, s.jobs[j]);
+    add_node_shares(d, s, j, held, swap);
+  }
+  auto ok = s.premium_admitted.front() == premium;
+  for (int n = 0; n < s.nodes; ++n)
+    ok = ok && s.node_held[n] == held[n] && s.node_swap[n] == swap[n];
   return ok;
 }
 
@@ -106,6 +176,7 @@ typename D::Bool init_state(const D& d, const ClusterVars<D>& s) {
 
 template <class D>
 typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
+  using Bool = typename D::Bool;
   auto ok = d.b(true);
   switch (inv) {
     case Inv::kWorld:
@@ -124,10 +195,11 @@ typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
       for (int j = 0; j < s.num_jobs(); ++j) {
         const auto& job = s.jobs[j];
         auto type_ok = d.b(true);
-        for (int dev = 0; dev < s.num_devices(); ++dev)
-          type_ok = type_ok && d.implies(held(d, s, j, dev), s.dev_type[dev] == job.dtype &&
-                                                                 job.mem <= s.dev_mem[dev]);
-        ok = ok && job.devices == held_count(d, s, j) &&
+        d.members(job.held, [&](int dev, const Bool& in) {
+          type_ok = type_ok &&
+                    d.implies(in, s.dev_type(dev) == job.dtype && job.mem <= s.dev_mem(dev));
+        });
+        ok = ok && job.devices == d.size(job.held) &&
              d.implies(holding_state(d, job.state),
                        job.min_dev <= job.devices && job.devices <= job.max_dev &&
                            exact_split(d, job.world, job.devices, job.splice) && type_ok) &&
@@ -136,13 +208,21 @@ typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
       }
       return ok;
 
-    case Inv::kExcl:
-      for (int dev = 0; dev < s.num_devices(); ++dev) ok = ok && holders(d, s, dev) <= d.k(1);
+    case Inv::kExcl: {
+      // No device is in two jobs' held sets (the owner index makes this so by construction; this
+      // is the statement about the held sets that it implies).
+      std::vector<typename D::Int> holders(static_cast<std::size_t>(s.num_devices()), d.k(0));
+      for (const auto& job : s.jobs)
+        d.members(job.held, [&](int dev, const Bool& in) {
+          holders[dev] = holders[dev] + indicator(d, in);
+        });
+      for (const auto& h : holders) ok = ok && h <= d.k(1);
       return ok;
+    }
 
     case Inv::kCap:
       for (int n = 0; n < s.nodes; ++n)
-        ok = ok && node_held(d, s, n) <= s.node_devs[n] && host_use(d, s, n, -1) <= s.host_mem[n];
+        ok = ok && s.node_held[n] <= s.node_devs[n] && s.node_swap[n] <= s.host_mem[n];
       return ok;
 
     case Inv::kCkpt:
@@ -154,10 +234,11 @@ typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
       return ok;
 
     case Inv::kEpoch:
-      for (int j = 0; j < s.num_jobs(); ++j) {
-        ok = ok && d.k(0) <= s.jobs[j].epoch;
-        for (int dev = 0; dev < s.num_devices(); ++dev)
-          ok = ok && d.implies(held(d, s, j, dev), s.hold[j][dev] == s.jobs[j].epoch);
+      for (const auto& job : s.jobs) {
+        ok = ok && d.k(0) <= job.epoch;
+        d.members(job.held, [&](int dev, const Bool& in) {
+          ok = ok && d.implies(in, s.owner_epoch[dev] == job.epoch);
+        });
       }
       return ok;
 
@@ -168,15 +249,34 @@ typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
       return ok;
 
     case Inv::kTerm:
-      for (int j = 0; j < s.num_jobs(); ++j) {
-        auto nothing = s.jobs[j].devices == d.k(0);
-        for (int dev = 0; dev < s.num_devices(); ++dev) nothing = nothing && !held(d, s, j, dev);
-        ok = ok && d.implies(terminal_state(d, s.jobs[j].state), nothing);
-      }
+      for (const auto& job : s.jobs)
+        ok = ok && d.implies(terminal_state(d, job.state),
+                             job.devices == d.k(0) && d.size(job.held) == d.k(0));
       return ok;
 
     case Inv::kAdmit:
-      return premium_demand(d, s) <= s.reserve();
+      return s.premium_admitted.front() <= s.reserve();
+
+    case Inv::kIndex:
+      return index_local(d, s) && index_sums(d, s);
+
+    case Inv::kReserve:
+      // A reservation is on a free device, for a job, under a generation that job has reached;
+      // only a job checkpointing for a preemption names a beneficiary, never itself.
+      for (int dev = 0; dev < s.num_devices(); ++dev)
+        ok = ok && (s.resv_for[dev] == d.k(-1) ||
+                    (s.owner[dev] == d.k(-1) &&
+                     d.select(
+                         s.num_jobs(), s.resv_for[dev],
+                         [&](int i) { return s.resv_gen[dev] <= s.jobs[i].resv_gen; },
+                         d.b(false))));
+      for (int j = 0; j < s.num_jobs(); ++j) {
+        const auto& job = s.jobs[j];
+        ok = ok && d.k(0) <= job.resv_gen &&
+             d.implies(!(job.ben == d.k(-1)),
+                       is(d, job.state, JobState::kCheckpointing) && !(job.ben == d.k(j)));
+      }
+      return ok;
   }
   return ok;
 }
@@ -191,10 +291,36 @@ typename D::Bool preemptive(const D& d, const JobVars<D>& pre, const JobVars<D>&
           post.devices < pre.devices);
 }
 
+// The job that the devices job j gives up in this transition are for: the beneficiary of a shrink,
+// or the one a preemption checkpoint was taken for; -1 for any other transition.
+template <class D>
+typename D::Int freed_for(const D& d, const ClusterVars<D>& pre, int j, const Params<D>& p,
+                          const ClusterVars<D>& post) {
+  const auto& a = pre.jobs[j];
+  const auto& b = post.jobs[j];
+  auto shrink = holding_state(d, a.state) && holding_state(d, b.state) && b.devices < a.devices;
+  auto suspend =
+      is(d, a.state, JobState::kCheckpointing) && is(d, b.state, JobState::kSuspended);
+  return d.ite(shrink, p.beneficiary, d.ite(suspend, a.ben, d.k(-1)));
+}
+
 template <class D>
 typename D::Bool step_invariant(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
                                 const Params<D>& p, const ClusterVars<D>& post) {
   auto ok = d.b(true);
+  if (inv == Inv::kReserve) {
+    // (a) A reserved device is taken only by the job it is reserved for. (b) A device the acting
+    // job gives up is reserved for the job it was freed for, if that one is waiting.
+    auto b = freed_for(d, pre, j, p, post);
+    auto b_waits = waiting_job(d, pre, b);
+    for (int dev = 0; dev < pre.num_devices(); ++dev) {
+      const auto taken_by = post.owner[dev];
+      ok = ok &&
+           d.implies(reserved(d, pre, dev) && !(taken_by == d.k(-1)), taken_by == pre.resv_for[dev]) &&
+           d.implies(pre.owner[dev] == d.k(j) && post.owner[dev] == d.k(-1) && b_waits,
+                     post.resv_for[dev] == b && reserved(d, post, dev));
+    }
+  }
   for (int i = 0; i < pre.num_jobs(); ++i) {
     const auto& a = pre.jobs[i];
     const auto& b = post.jobs[i];
@@ -227,10 +353,18 @@ typename D::Bool step_invariant(const D& d, Inv inv, const ClusterVars<D>& pre, 
       case Inv::kTerm:
         ok = ok && d.implies(terminal_state(d, a.state), b.state == a.state);
         break;
+      case Inv::kReserve:
+        // (c) Reservation generations never go back, and a job that stops waiting starts a new
+        // one, so the reservations made for it while it waited never come back to life.
+        ok = ok && a.resv_gen <= b.resv_gen &&
+             d.implies(waiting_state(d, a.state) && !waiting_state(d, b.state),
+                       a.resv_gen < b.resv_gen);
+        break;
       case Inv::kGang:
       case Inv::kExcl:
       case Inv::kCap:
       case Inv::kAdmit:
+      case Inv::kIndex:
         return ok;  // state invariants only
     }
   }
@@ -239,7 +373,7 @@ typename D::Bool step_invariant(const D& d, Inv inv, const ClusterVars<D>& pre, 
 
 inline constexpr bool has_step_part(Inv inv) {
   return inv == Inv::kWorld || inv == Inv::kCkpt || inv == Inv::kEpoch || inv == Inv::kTier ||
-         inv == Inv::kTerm;
+         inv == Inv::kTerm || inv == Inv::kReserve;
 }
 
 }  // namespace orrery::spec

@@ -1,14 +1,23 @@
 // The job and cluster model the spec reasons about, and the quantities derived from it.
 //
-// A cluster is a fixed set of devices, each on one node, and a set of job slots. Which job holds
-// which device is the matrix hold[job][device]: 0 when the job does not hold the device, otherwise
-// the epoch of the incarnation holding it. Resources are exact integers: device counts, MiB, and
-// GPU-milliseconds. The *shape* (how many jobs, devices and nodes, which device is on which node)
-// is plain C++ structure; every value is of the domain's type, so the checker makes them symbolic.
+// A cluster is a fixed set of devices, each on one node, and a set of job slots. The state keeps
+// what the guards need and nothing that grows with jobs x devices:
+//   - per device: its owner (a job, or -1), the owner's epoch, and a reservation (a job, or -1,
+//     with the reservation generation it was made under);
+//   - per job: its variables and the set of devices it holds;
+//   - per node: devices held and host memory used by swapped-out workers; per fleet: admitted
+//     premium demand. These counters are updated by every effect by the acting job's own delta;
+//     INV-INDEX ties each to the sum it stands for.
+// Resources are exact integers: device counts, MiB, and GPU-milliseconds. The *shape* (how many
+// jobs, devices and nodes, which device is on which node) is plain C++ structure; every value is
+// of the domain's type, so the checker makes them symbolic.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -34,50 +43,92 @@ struct JobVars {
   Int ckpt;       // step of the last committed checkpoint, -1 when none
   Int failures;   // worker crashes and node losses so far
   Int attained;   // GPU-milliseconds of service received (fair share within a tier)
+  Int ben;        // while Checkpointing for a preemption: the job it is for (else -1)
+  Int resv_gen;   // reservation generation: reservations made for this job under an older
+                  // generation are void (Place, Resume, Cancel and Release start a new one)
+  typename D::DevSet held;  // the devices held now
 };
 
-// The fields of JobVars in declaration order, for code that must visit all of them (making
-// solver variables, printing counterexamples, the reference checks in tests).
+// The integer fields of JobVars in declaration order, for code that must visit all of them
+// (making solver variables, printing counterexamples, the reference checks in tests). The device
+// set `held` is visited separately.
 template <class D>
 constexpr auto job_fields() {
   using J = JobVars<D>;
-  return std::array<std::pair<std::string_view, typename D::Int J::*>, 14>{{
+  return std::array<std::pair<std::string_view, typename D::Int J::*>, 16>{{
       {"state", &J::state},       {"tier", &J::tier},         {"dtype", &J::dtype},
       {"world", &J::world},       {"min_dev", &J::min_dev},   {"max_dev", &J::max_dev},
       {"mem", &J::mem},           {"devices", &J::devices},   {"splice", &J::splice},
       {"epoch", &J::epoch},       {"progress", &J::progress}, {"ckpt", &J::ckpt},
-      {"failures", &J::failures}, {"attained", &J::attained},
+      {"failures", &J::failures}, {"attained", &J::attained}, {"ben", &J::ben},
+      {"resv_gen", &J::resv_gen},
   }};
 }
 
 template <class D>
 struct ClusterVars {
   using Int = typename D::Int;
-  // Shape.
-  std::vector<int> node_of;  // device -> node
+  // Shape. Devices are numbered 0..m-1 in runs of identical devices ("groups"); a group is on one
+  // node. group_first has one entry per group plus the end (m).
+  std::vector<int> group_first;
+  std::vector<int> group_node;  // group -> node
   int nodes = 0;
-  std::vector<std::vector<int>> node_members;  // node -> its devices (the inverse of node_of)
-  // Values.
-  std::vector<Int> dev_type;   // device -> device type id
-  std::vector<Int> dev_mem;    // device -> MiB of device memory (each worker sees all of it)
-  std::vector<Int> node_devs;  // node -> number of devices it has (its capacity)
-  std::vector<Int> host_mem;   // node -> MiB of host memory for swapped-out spliced state
+  // Fleet values.
+  std::vector<Int> group_type;  // group -> device type id
+  std::vector<Int> group_mem;   // group -> MiB of device memory (each worker sees all of it)
+  std::vector<Int> node_devs;   // node -> number of devices it has (its capacity)
+  std::vector<Int> host_mem;    // node -> MiB of host memory for swapped-out spliced state
   std::vector<Int> premium_reserve;  // one element: devices reserved for admitted premium demand
+  // Per device.
+  std::vector<Int> owner;        // the job holding it, -1 when free
+  std::vector<Int> owner_epoch;  // the owner's epoch when held, 0 when free
+  std::vector<Int> resv_for;     // the job it is reserved for, -1 when none
+  std::vector<Int> resv_gen;     // that job's reservation generation when it was reserved
+  // Counters (INV-INDEX says what each stands for).
+  std::vector<Int> node_held;         // node -> devices held on it
+  std::vector<Int> node_swap;         // node -> MiB of host memory used by swapped-out workers
+  std::vector<Int> premium_admitted;  // one element: min_dev summed over admitted premium jobs
+  // Jobs.
   std::vector<JobVars<D>> jobs;
-  std::vector<std::vector<Int>> hold;  // [job][device]: epoch of the holder, 0 when not held
 
   int num_jobs() const { return static_cast<int>(jobs.size()); }
-  int num_devices() const { return static_cast<int>(node_of.size()); }
+  int num_devices() const { return group_first.empty() ? 0 : group_first.back(); }
+  int num_groups() const { return static_cast<int>(group_node.size()); }
   const Int& reserve() const { return premium_reserve.front(); }
-
-  // Sets `nodes` and `node_members` from `node_of`; builders call it once the devices are known.
-  void index_shape(int node_count) {
-    nodes = node_count;
-    node_members.assign(static_cast<std::size_t>(node_count), {});
-    for (int dev = 0; dev < static_cast<int>(node_of.size()); ++dev)
-      node_members[node_of[dev]].push_back(dev);
+  int group_of(int dev) const {
+    auto it = std::upper_bound(group_first.begin(), group_first.end() - 1, dev);
+    return static_cast<int>(it - group_first.begin()) - 1;
   }
+  int node_of(int dev) const { return group_node[group_of(dev)]; }
+  const Int& dev_type(int dev) const { return group_type[group_of(dev)]; }
+  const Int& dev_mem(int dev) const { return group_mem[group_of(dev)]; }
 };
+
+// Visits every *state* variable of a cluster (everything but the shape and the fleet values) as
+// (name, Int&) — and every device-set membership through `on_set(name, DevSet&)`.
+template <class D, class C, class FInt, class FSet>
+void for_each_state_var(C& s, FInt&& on_int, FSet&& on_set) {
+  static_assert(std::is_same_v<std::remove_const_t<C>, ClusterVars<D>>);
+  const int m = s.num_devices();
+  auto dev = [](const char* what, int i) { return std::string(what) + "[" + std::to_string(i) + "]"; };
+  for (int i = 0; i < m; ++i) {
+    on_int(dev("owner", i), s.owner[i]);
+    on_int(dev("owner_epoch", i), s.owner_epoch[i]);
+    on_int(dev("resv_for", i), s.resv_for[i]);
+    on_int(dev("resv_gen", i), s.resv_gen[i]);
+  }
+  for (int n = 0; n < s.nodes; ++n) {
+    on_int(dev("node_held", n), s.node_held[n]);
+    on_int(dev("node_swap", n), s.node_swap[n]);
+  }
+  on_int(std::string("premium_admitted"), s.premium_admitted.front());
+  constexpr auto fields = job_fields<D>();
+  for (int j = 0; j < s.num_jobs(); ++j) {
+    std::string p = "j" + std::to_string(j) + ".";
+    for (const auto& [name, member] : fields) on_int(p + std::string(name), s.jobs[j].*member);
+    on_set(p + "held", s.jobs[j].held);
+  }
+}
 
 // Parameters of a decision (an event with its arguments). Which fields matter depends on the event:
 //   Submit:            tier dtype world min_dev max_dev mem
@@ -90,7 +141,7 @@ struct Params {
   using Int = typename D::Int;
   Int tier, dtype, world, min_dev, max_dev, mem;
   Int step, gpu_ms, splice, beneficiary;
-  std::vector<typename D::Bool> sel;  // [device]
+  typename D::DevSet sel;
 };
 
 // A guard is a conjunction of named clauses, so the core can say which one rejected a decision and
@@ -132,7 +183,8 @@ typename D::Bool admitted_state(const D& d, const typename D::Int& st) {
                  JobState::kSuspended, JobState::kMigrating, JobState::kRestoring});
 }
 
-// Waiting for devices: the only jobs a preemption or shrink can be made in favour of.
+// Waiting for devices: the only jobs a preemption or shrink can be made in favour of, and the only
+// ones devices can be reserved for.
 template <class D>
 typename D::Bool waiting_state(const D& d, const typename D::Int& st) {
   return one_of(d, st, {JobState::kQueued, JobState::kSuspended});
@@ -146,25 +198,23 @@ typename D::Bool starting_state(const D& d, const typename D::Int& st) {
 
 // ---- Derived quantities --------------------------------------------------------------------
 
+// Job b (any value: it may come from a decision) is a job that is waiting for devices.
 template <class D>
-typename D::Bool held(const D& d, const ClusterVars<D>& s, int j, int dev) {
-  return !(s.hold[j][dev] == d.k(0));
+typename D::Bool waiting_job(const D& d, const ClusterVars<D>& s, const typename D::Int& b) {
+  return d.select(
+      s.num_jobs(), b, [&](int i) { return waiting_state(d, s.jobs[i].state); }, d.b(false));
 }
 
-// Devices job j holds.
+// Device dev carries a live reservation: made for a job that is waiting, under that job's current
+// reservation generation.
 template <class D>
-typename D::Int held_count(const D& d, const ClusterVars<D>& s, int j) {
-  typename D::Int n = d.k(0);
-  for (int dev = 0; dev < s.num_devices(); ++dev) n = n + indicator(d, held(d, s, j, dev));
-  return n;
-}
-
-// Devices in a selection.
-template <class D>
-typename D::Int sel_count(const D& d, const std::vector<typename D::Bool>& sel) {
-  typename D::Int n = d.k(0);
-  for (const auto& b : sel) n = n + indicator(d, b);
-  return n;
+typename D::Bool reserved(const D& d, const ClusterVars<D>& s, int dev) {
+  return d.select(
+      s.num_jobs(), s.resv_for[dev],
+      [&](int i) {
+        return s.resv_gen[dev] == s.jobs[i].resv_gen && waiting_state(d, s.jobs[i].state);
+      },
+      d.b(false));
 }
 
 // Host memory one device of a job needs for its swapped-out workers: (splice - 1) * mem, for a
@@ -175,43 +225,24 @@ typename D::Int swap_per_device(const D& d, const typename D::Int& splice,
   return times_small(d, mem, splice, kSpliceLimit - 1, /*offset=*/1);
 }
 
-// Host memory used on node n by every job except `except` (-1: none excepted).
+// Job j's share of the fleet counter: its min_dev when it is an admitted premium job.
 template <class D>
-typename D::Int host_use(const D& d, const ClusterVars<D>& s, int n, int except) {
-  typename D::Int use = d.k(0);
-  for (int j = 0; j < s.num_jobs(); ++j) {
-    if (j == except) continue;
-    auto per_dev = swap_per_device(d, s.jobs[j].splice, s.jobs[j].mem);
-    for (int dev : s.node_members[n]) use = use + d.ite(held(d, s, j, dev), per_dev, d.k(0));
-  }
-  return use;
+typename D::Int premium_share(const D& d, const JobVars<D>& job) {
+  return d.ite(is(d, job.tier, Tier::kPremium) && admitted_state(d, job.state), job.min_dev,
+               d.k(0));
 }
 
-// Devices of node n held by any job.
+// Job j's share of the per-node counters, added into `held` and `swap` (one entry per node).
 template <class D>
-typename D::Int node_held(const D& d, const ClusterVars<D>& s, int n) {
-  typename D::Int c = d.k(0);
-  for (int j = 0; j < s.num_jobs(); ++j)
-    for (int dev : s.node_members[n]) c = c + indicator(d, held(d, s, j, dev));
-  return c;
-}
-
-// Number of jobs holding device dev.
-template <class D>
-typename D::Int holders(const D& d, const ClusterVars<D>& s, int dev) {
-  typename D::Int c = d.k(0);
-  for (int j = 0; j < s.num_jobs(); ++j) c = c + indicator(d, held(d, s, j, dev));
-  return c;
-}
-
-// Minimum device demand of admitted premium jobs.
-template <class D>
-typename D::Int premium_demand(const D& d, const ClusterVars<D>& s) {
-  typename D::Int sum = d.k(0);
-  for (const auto& job : s.jobs)
-    sum = sum + d.ite(is(d, job.tier, Tier::kPremium) && admitted_state(d, job.state), job.min_dev,
-                      d.k(0));
-  return sum;
+void add_node_shares(const D& d, const ClusterVars<D>& s, int j, std::vector<typename D::Int>& held,
+                     std::vector<typename D::Int>& swap) {
+  const auto& job = s.jobs[j];
+  auto per_dev = swap_per_device(d, job.splice, job.mem);
+  d.members(job.held, [&](int dev, const typename D::Bool& in) {
+    int n = s.node_of(dev);
+    held[n] = held[n] + indicator(d, in);
+    swap[n] = swap[n] + d.ite(in, per_dev, d.k(0));
+  });
 }
 
 // W workers split evenly over `count` devices with `splice` workers each, within the splice limit.

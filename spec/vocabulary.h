@@ -43,8 +43,9 @@ enum class EventKind : std::int64_t {
   kWorkerCrash = 14,
   kNodeLoss = 15,
   kCancel = 16,
+  kRelease = 17,        // give up the devices reserved for a waiting job (see INV-RESERVE)
 };
-inline constexpr int kNumEventKinds = 17;
+inline constexpr int kNumEventKinds = 18;
 
 // Who may decide an event. The invariants about *decisions* (INV-TIER above all) hold for what
 // planners decide; they rest on failures, progress and completion being facts the runtime reports,
@@ -52,7 +53,7 @@ inline constexpr int kNumEventKinds = 17;
 // event from an origin that may not decide it, so a planner cannot free devices by claiming a
 // worker crashed. (That a runtime report is authentic is the RPC layer's to ensure.)
 enum class Origin : std::int64_t {
-  kPlanner = 0,   // policies: Admit Place Resume Migrate ResizeUp ResizeDown Preempt
+  kPlanner = 0,   // policies: Admit Place Resume Migrate ResizeUp ResizeDown Preempt Release
   kRuntime = 1,   // node agents: Start Progress Checkpoint CheckpointDone RestoreDone Complete
                   //              WorkerCrash NodeLoss
   kOperator = 2,  // users and administrators: trusted with every event (e.g. marking a node lost)
@@ -68,6 +69,7 @@ constexpr bool planner_event(EventKind e) {
     case EventKind::kResizeUp:
     case EventKind::kResizeDown:
     case EventKind::kPreempt:
+    case EventKind::kRelease:
       return true;
     default:
       return false;
@@ -116,7 +118,7 @@ constexpr std::string_view event_name(EventKind e) {
   constexpr std::string_view names[] = {
       "Submit",   "Admit",      "Place",      "Start",          "Progress",    "Checkpoint",
       "ResizeUp", "ResizeDown", "Preempt",    "CheckpointDone", "Resume",      "RestoreDone",
-      "Migrate",  "Complete",   "WorkerCrash", "NodeLoss",      "Cancel"};
+      "Migrate",  "Complete",   "WorkerCrash", "NodeLoss",      "Cancel",      "Release"};
   auto i = static_cast<std::int64_t>(e);
   return (i >= 0 && i < kNumEventKinds) ? names[i] : "?";
 }

@@ -14,16 +14,14 @@ Proposal propose_gang(const SchedulerCore& core, int job, spec::EventKind event,
   const bool keep_own = event == spec::EventKind::kResizeUp;
   const int m = s.num_devices();
 
-  // Free devices of the job's type, grouped by node; own devices listed separately.
+  // Free devices of the job's type not reserved for another job, grouped by node; own devices
+  // listed separately.
   std::vector<std::vector<int>> free_on(s.nodes);
-  std::vector<int> own;
+  std::vector<int> own(jv.held.begin(), jv.held.end());
   for (int dev = 0; dev < m; ++dev) {
-    if (s.dev_type[dev] != jv.dtype) continue;
-    if (spec::held(d, s, job, dev)) {
-      own.push_back(dev);
-      continue;
-    }
-    if (spec::holders(d, s, dev) == 0) free_on[s.node_of[dev]].push_back(dev);
+    if (s.owner[dev] != -1 || s.dev_type(dev) != jv.dtype) continue;
+    if (spec::reserved(d, s, dev) && s.resv_for[dev] != job) continue;
+    free_on[s.node_of(dev)].push_back(dev);
   }
   std::vector<int> order(s.nodes);
   for (int n = 0; n < s.nodes; ++n) order[n] = n;
