@@ -30,6 +30,7 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, un
   Z3Domain d{&ctx};
   BmcReport report;
   report.depth = depth;
+  report.shape = shape;
   const int m = shape.nodes * shape.devices_per_node;
   const int nrows = static_cast<int>(rows.size());
 

@@ -14,6 +14,7 @@
 namespace orrery::checker {
 
 struct BmcReport {
+  Shape shape;            // jobs, nodes, devices per node of the model-checked cluster
   int depth = 0;          // depth asked for
   int depth_checked = 0;  // deepest depth fully checked without a violation
   bool ok = true;
