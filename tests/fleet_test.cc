@@ -37,6 +37,21 @@ node n4   host_mem_mib=4096
 	devices H200 count=3 mem_mib=143360
 )";
 
+// The device ids of a node (a contiguous range) and one device's attributes, as plain values.
+std::vector<int> devices_of(const Node& n) {
+  std::vector<int> out;
+  for (int d = n.first_device; d < n.end_device; ++d) out.push_back(d);
+  return out;
+}
+struct DeviceView {
+  int type;
+  std::int64_t mem_mib;
+  int node;
+};
+DeviceView device(const Fleet& f, int d) {
+  return {f.device_type(d), f.device_mem(d), f.device_node(d)};
+}
+
 // Fleet has no operator==: compare every field, saying which one differs.
 void ExpectSameFleet(const Fleet& a, const Fleet& b) {
   EXPECT_EQ(a.premium_reserve, b.premium_reserve);
@@ -48,14 +63,14 @@ void ExpectSameFleet(const Fleet& a, const Fleet& b) {
     EXPECT_EQ(a.nodes[i].cluster, b.nodes[i].cluster);
     EXPECT_EQ(a.nodes[i].region, b.nodes[i].region);
     EXPECT_EQ(a.nodes[i].host_mem_mib, b.nodes[i].host_mem_mib);
-    EXPECT_EQ(a.nodes[i].devices, b.nodes[i].devices);
+    EXPECT_EQ(devices_of(a.nodes[i]), devices_of(b.nodes[i]));
   }
-  ASSERT_EQ(a.devices.size(), b.devices.size());
-  for (std::size_t i = 0; i < a.devices.size(); ++i) {
+  ASSERT_EQ(a.num_devices(), b.num_devices());
+  for (int i = 0; i < a.num_devices(); ++i) {
     SCOPED_TRACE("device " + std::to_string(i));
-    EXPECT_EQ(a.devices[i].type, b.devices[i].type);
-    EXPECT_EQ(a.devices[i].mem_mib, b.devices[i].mem_mib);
-    EXPECT_EQ(a.devices[i].node, b.devices[i].node);
+    EXPECT_EQ(device(a, i).type, device(b, i).type);
+    EXPECT_EQ(device(a, i).mem_mib, device(b, i).mem_mib);
+    EXPECT_EQ(device(a, i).node, device(b, i).node);
   }
 }
 
@@ -69,7 +84,7 @@ Fleet parse_ok(const std::string& text) {
 void ExpectParseError(const std::string& text, const std::vector<std::string>& needles) {
   SCOPED_TRACE("config:\n" + text);
   auto f = Fleet::parse(text);
-  ASSERT_FALSE(f.ok()) << "parsed without an error: " << f->devices.size() << " devices";
+  ASSERT_FALSE(f.ok()) << "parsed without an error: " << f->num_devices() << " devices";
   for (const auto& n : needles) EXPECT_NE(f.reason().find(n), std::string::npos)
       << "reason '" << f.reason() << "' lacks '" << n << "'";
 }
@@ -81,7 +96,7 @@ TEST(FleetParseTest, MultiRegionConfig) {
   EXPECT_EQ(f.premium_reserve, 3);
   EXPECT_EQ(f.device_types, (std::vector<std::string>{"H100-80G", "A100-40G", "H200"}));
   ASSERT_EQ(f.nodes.size(), 4u);
-  ASSERT_EQ(f.devices.size(), 9u);
+  ASSERT_EQ(f.num_devices(), 9);
 
   const struct {
     const char* name;
@@ -101,8 +116,8 @@ TEST(FleetParseTest, MultiRegionConfig) {
     EXPECT_EQ(f.nodes[i].cluster, want[i].cluster);
     EXPECT_EQ(f.nodes[i].region, want[i].region);
     EXPECT_EQ(f.nodes[i].host_mem_mib, want[i].host_mem);
-    EXPECT_EQ(f.nodes[i].devices, want[i].devices);
-    for (int dev : want[i].devices) EXPECT_EQ(f.devices[dev].node, static_cast<int>(i));
+    EXPECT_EQ(devices_of(f.nodes[i]), want[i].devices);
+    for (int dev : want[i].devices) EXPECT_EQ(f.device_node(dev), static_cast<int>(i));
   }
   const int h100 = f.type_id("H100-80G"), a100 = f.type_id("A100-40G"), h200 = f.type_id("H200");
   EXPECT_EQ(h100, 0);
@@ -112,8 +127,8 @@ TEST(FleetParseTest, MultiRegionConfig) {
   const int types[] = {h100, h100, a100, a100, a100, h100, h200, h200, h200};
   const std::int64_t mems[] = {81920, 81920, 40960, 40960, 40960, 81920, 143360, 143360, 143360};
   for (int d = 0; d < 9; ++d) {
-    EXPECT_EQ(f.devices[d].type, types[d]) << "device " << d;
-    EXPECT_EQ(f.devices[d].mem_mib, mems[d]) << "device " << d;
+    EXPECT_EQ(f.device_type(d), types[d]) << "device " << d;
+    EXPECT_EQ(f.device_mem(d), mems[d]) << "device " << d;
   }
 }
 
@@ -128,8 +143,8 @@ TEST(FleetParseTest, NodeWithoutDevicesIsAllowedWhenTheFleetHasSome) {
   auto f = parse_ok(std::string(kHead) + "node empty host_mem_mib=5\nnode m host_mem_mib=7\n" +
                     "devices X count=1 mem_mib=1\n");
   ASSERT_EQ(f.nodes.size(), 3u);
-  EXPECT_TRUE(f.nodes[1].devices.empty());
-  EXPECT_EQ(f.nodes[2].devices, std::vector<int>{0});
+  EXPECT_TRUE(devices_of(f.nodes[1]).empty());
+  EXPECT_EQ(devices_of(f.nodes[2]), std::vector<int>{0});
 }
 
 TEST(FleetRoundTripTest, ToTextParsesBackToAnEqualFleet) {
@@ -276,19 +291,32 @@ TEST(DefaultFleetTest, Shape) {
   EXPECT_EQ(f.premium_reserve, 4);
   EXPECT_EQ(f.device_types, std::vector<std::string>{"H100-80G"});
   ASSERT_EQ(f.nodes.size(), 2u);
-  ASSERT_EQ(f.devices.size(), 8u);
+  ASSERT_EQ(f.num_devices(), 8);
   for (int n = 0; n < 2; ++n) {
     EXPECT_EQ(f.nodes[n].name, "node" + std::to_string(n));
     EXPECT_EQ(f.nodes[n].cluster, "c0");
     EXPECT_EQ(f.nodes[n].region, "local");
     EXPECT_EQ(f.nodes[n].host_mem_mib, 262144);
-    EXPECT_EQ(f.nodes[n].devices, (std::vector<int>{4 * n, 4 * n + 1, 4 * n + 2, 4 * n + 3}));
+    EXPECT_EQ(devices_of(f.nodes[n]), (std::vector<int>{4 * n, 4 * n + 1, 4 * n + 2, 4 * n + 3}));
   }
+  // One device group per node: nothing is stored per device.
+  ASSERT_EQ(f.groups.size(), 2u);
   for (int d = 0; d < 8; ++d) {
-    EXPECT_EQ(f.devices[d].type, 0);
-    EXPECT_EQ(f.devices[d].mem_mib, 81920);
-    EXPECT_EQ(f.devices[d].node, d / 4);
+    EXPECT_EQ(f.device_type(d), 0);
+    EXPECT_EQ(f.device_mem(d), 81920);
+    EXPECT_EQ(f.device_node(d), d / 4);
   }
+}
+
+std::vector<int> nodes_of(const spec::ClusterVars<spec::Concrete>& s) {
+  std::vector<int> out;
+  for (int d = 0; d < s.num_devices(); ++d) out.push_back(s.node_of(d));
+  return out;
+}
+std::vector<std::int64_t> types_of(const spec::ClusterVars<spec::Concrete>& s) {
+  std::vector<std::int64_t> out;
+  for (int d = 0; d < s.num_devices(); ++d) out.push_back(s.dev_type(d));
+  return out;
 }
 
 TEST(EmptyClusterTest, DefaultFleet) {
@@ -296,14 +324,18 @@ TEST(EmptyClusterTest, DefaultFleet) {
   EXPECT_EQ(s.nodes, 2);
   EXPECT_EQ(s.num_devices(), 8);
   EXPECT_EQ(s.num_jobs(), 0);
-  EXPECT_EQ(s.node_of, (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
-  EXPECT_EQ(s.dev_type, std::vector<std::int64_t>(8, 0));
+  EXPECT_EQ(nodes_of(s), (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(types_of(s), std::vector<std::int64_t>(8, 0));
   EXPECT_EQ(s.node_devs, (std::vector<std::int64_t>{4, 4}));
   EXPECT_EQ(s.host_mem, (std::vector<std::int64_t>{262144, 262144}));
   ASSERT_EQ(s.premium_reserve.size(), 1u);
   EXPECT_EQ(s.reserve(), 4);
   EXPECT_TRUE(s.jobs.empty());
-  EXPECT_TRUE(s.hold.empty());
+  EXPECT_EQ(s.owner, std::vector<std::int64_t>(8, -1));
+  EXPECT_EQ(s.resv_for, std::vector<std::int64_t>(8, -1));
+  EXPECT_EQ(s.node_held, (std::vector<std::int64_t>{0, 0}));
+  EXPECT_EQ(s.node_swap, (std::vector<std::int64_t>{0, 0}));
+  EXPECT_EQ(s.premium_admitted, std::vector<std::int64_t>{0});
   spec::Concrete d;
   EXPECT_TRUE(spec::fleet_wellformed(d, s));
   EXPECT_TRUE(spec::init_state(d, s));
@@ -315,8 +347,8 @@ TEST(EmptyClusterTest, MultiRegion) {
   auto f = parse_ok(kMultiRegion);
   auto s = f.empty_cluster();
   EXPECT_EQ(s.nodes, 4);
-  EXPECT_EQ(s.node_of, (std::vector<int>{0, 0, 0, 1, 1, 2, 3, 3, 3}));
-  EXPECT_EQ(s.dev_type, (std::vector<std::int64_t>{0, 0, 1, 1, 1, 0, 2, 2, 2}));
+  EXPECT_EQ(nodes_of(s), (std::vector<int>{0, 0, 0, 1, 1, 2, 3, 3, 3}));
+  EXPECT_EQ(types_of(s), (std::vector<std::int64_t>{0, 0, 1, 1, 1, 0, 2, 2, 2}));
   EXPECT_EQ(s.node_devs, (std::vector<std::int64_t>{3, 2, 1, 3}));
   EXPECT_EQ(s.host_mem, (std::vector<std::int64_t>{1024, 2048, 0, 4096}));
   EXPECT_EQ(s.reserve(), 3);

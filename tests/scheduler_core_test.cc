@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/row_desc.h"
+#include "tests/cluster_view.h"
 #include "spec/invariants.h"
 
 namespace orrery::core {
@@ -30,18 +31,15 @@ using Cluster = spec::ClusterVars<spec::Concrete>;
 
 // ---- Comparing clusters --------------------------------------------------------------------
 
-void ExpectSameCluster(const Cluster& a, const Cluster& b) {
-  EXPECT_EQ(a.nodes, b.nodes);
-  EXPECT_EQ(a.node_of, b.node_of);
-  EXPECT_EQ(a.dev_type, b.dev_type);
-  EXPECT_EQ(a.node_devs, b.node_devs);
-  EXPECT_EQ(a.host_mem, b.host_mem);
-  EXPECT_EQ(a.premium_reserve, b.premium_reserve);
-  ASSERT_EQ(a.num_jobs(), b.num_jobs());
-  for (int j = 0; j < a.num_jobs(); ++j)
-    for (const auto& [field, member] : spec::job_fields<spec::Concrete>())
-      EXPECT_EQ(a.jobs[j].*member, b.jobs[j].*member) << "job " << j << " " << field;
-  EXPECT_EQ(a.hold, b.hold);
+using testing::ExpectSameCluster;
+using testing::hold_row;
+
+// Per device: the job it is live-reserved for (spec::reserved), else -1.
+std::vector<std::int64_t> reserved_for(const Cluster& s) {
+  std::vector<std::int64_t> out;
+  for (int d = 0; d < s.num_devices(); ++d)
+    out.push_back(spec::reserved(spec::Concrete{}, s, d) ? s.resv_for[d] : -1);
+  return out;
 }
 
 // ---- Decisions -----------------------------------------------------------------------------
@@ -232,7 +230,7 @@ void run_scenario(Driver& t) {
   t.ok(submit("gamma", Tier::kBasic, 2, 1, 2), S::kSubmitted);
   t.ok(submit("delta", Tier::kPremium, 2, 2, 2), S::kSubmitted);
   EXPECT_EQ(t.core().job_info(1).name, "beta");
-  EXPECT_EQ(t.core().job_info(1).device_type, "H100-80G");
+  EXPECT_EQ(t.core().device_type(1), "H100-80G");
 
   // Infeasible or malformed specs are rejected and leave no job slot behind.
   t.rejected(submit("nine", Tier::kStandard, 9, 2, 2),
@@ -262,7 +260,7 @@ void run_scenario(Driver& t) {
   t.ok(on(E::kPlace, 1, {4}, 2), S::kPlaced);
   t.ok(ev(E::kStart, 1), S::kRunning);
   t.ok(progress(1, 5, 10000), S::kRunning);
-  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 20);
+  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 22);
   {
     const auto& beta = t.core().cluster().jobs[1];
     EXPECT_EQ(beta.failures, 1);
@@ -289,7 +287,7 @@ void run_scenario(Driver& t) {
   auto placed = t.ok(on(E::kPlace, 0, {0, 1}, 2), S::kPlaced);
   EXPECT_EQ(placed.row, 3);
   EXPECT_EQ(t.core().cluster().jobs[0].epoch, 1);
-  EXPECT_EQ(t.core().cluster().hold[0], (std::vector<std::int64_t>{1, 1, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(hold_row(t.core().cluster(), 0), (std::vector<std::int64_t>{1, 1, 0, 0, 0, 0, 0, 0}));
   // Device 0 is alpha's now: nobody else may take it.
   t.rejected(on(E::kPlace, 2, {0}, 2), {"devices not held by another job"});
   t.ok(ev(E::kStart, 0), S::kRunning);
@@ -326,7 +324,15 @@ void run_scenario(Driver& t) {
   t.rejected(shrink(0, {4, 5}, 2, 3), {"keeps a subset of the held devices"});
   t.ok(shrink(0, {0, 1}, 2, 3), S::kRunning);
   EXPECT_EQ(t.core().cluster().jobs[0].devices, 2);
-  EXPECT_EQ(t.core().cluster().hold[0], (std::vector<std::int64_t>{1, 1, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(hold_row(t.core().cluster(), 0), (std::vector<std::int64_t>{1, 1, 0, 0, 0, 0, 0, 0}));
+  // The devices the shrink gave up are reserved for the premium job it was for: nobody else may
+  // take them, until a planner releases the reservation.
+  EXPECT_EQ(reserved_for(t.core().cluster()), (std::vector<std::int64_t>{-1, -1, 3, 3, -1, -1, -1, -1}));
+  t.rejected(on(E::kPlace, 1, {2, 3}, 1),
+             {"rejected Place for job 1 in state Queued", "devices not reserved for another job"});
+  t.rejected(ev(E::kRelease, 0), {"no transition: Release for job 0 in state Running"});
+  t.ok(ev(E::kRelease, 3), S::kQueued);
+  EXPECT_EQ(reserved_for(t.core().cluster()), std::vector<std::int64_t>(8, -1));
 
   // Preemption for the waiting premium job: checkpoint at the current step, then release.
   EXPECT_EQ(t.ok(for_job(E::kPreempt, 0, 3), S::kCheckpointing).row, 9);
@@ -334,10 +340,14 @@ void run_scenario(Driver& t) {
   t.rejected(at_step(E::kCheckpointDone, 0, 9), {"cut_at_progress", "checkpoint cut at the current step"});
   t.ok(at_step(E::kCheckpointDone, 0, 10), S::kSuspended);
   EXPECT_EQ(t.core().cluster().jobs[0].devices, 0);
-  EXPECT_EQ(t.core().cluster().hold[0], std::vector<std::int64_t>(8, 0));
+  EXPECT_EQ(hold_row(t.core().cluster(), 0), std::vector<std::int64_t>(8, 0));
+  // ... reserved for the job the preemption was for.
+  EXPECT_EQ(reserved_for(t.core().cluster()), (std::vector<std::int64_t>{3, 3, -1, -1, -1, -1, -1, -1}));
+  t.rejected(on(E::kPlace, 1, {0, 1}, 1), {"devices not reserved for another job"});
 
-  // The premium job takes the freed devices.
+  // The premium job takes the freed devices; placing it ends its reservations.
   t.ok(on(E::kPlace, 3, {0, 1}, 1), S::kPlaced);
+  EXPECT_EQ(reserved_for(t.core().cluster()), std::vector<std::int64_t>(8, -1));
   t.ok(ev(E::kStart, 3), S::kRunning);
 
   // alpha resumes elsewhere (new epoch) and restores.
@@ -352,13 +362,13 @@ void run_scenario(Driver& t) {
   t.rejected(migrate(0, {1, 4}, 2, 10), {"devices not held by another job"});
   t.ok(migrate(0, {4, 5}, 2, 10), S::kMigrating);
   EXPECT_EQ(t.core().cluster().jobs[0].epoch, 3);
-  EXPECT_EQ(t.core().cluster().hold[0], (std::vector<std::int64_t>{0, 0, 0, 0, 3, 3, 0, 0}));
+  EXPECT_EQ(hold_row(t.core().cluster(), 0), (std::vector<std::int64_t>{0, 0, 0, 0, 3, 3, 0, 0}));
   t.ok(ev(E::kRestoreDone, 0), S::kRunning);
 
   // Completion.
   t.ok(progress(0, 20, 1000), S::kRunning);
   t.ok(ev(E::kComplete, 0), S::kCompleted);
-  EXPECT_EQ(t.core().cluster().hold[0], std::vector<std::int64_t>(8, 0));
+  EXPECT_EQ(hold_row(t.core().cluster(), 0), std::vector<std::int64_t>(8, 0));
   t.rejected(ev(E::kComplete, 0), {"no transition: Complete for job 0 in state Completed"});
   t.rejected(ev(E::kCancel, 0), {"no transition: Cancel for job 0 in state Completed"});
   {
@@ -375,19 +385,19 @@ void run_scenario(Driver& t) {
   // beta fails twice more (node loss while running, crash while placed), then for good.
   t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
   t.ok(ev(E::kStart, 1), S::kRunning);
-  EXPECT_EQ(t.ok(ev(E::kNodeLoss, 1), S::kQueued).row, 22);
+  EXPECT_EQ(t.ok(ev(E::kNodeLoss, 1), S::kQueued).row, 24);
   t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
-  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 16);
+  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 18);
   EXPECT_EQ(t.core().cluster().jobs[1].failures, 3);
   t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
   t.ok(ev(E::kStart, 1), S::kRunning);
-  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kFailed).row, 21);
+  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kFailed).row, 23);
   EXPECT_EQ(t.core().cluster().jobs[1].failures, 4);
   t.rejected(on(E::kPlace, 1, {6, 7}, 1), {"no transition: Place for job 1 in state Failed"});
 
   // Nothing is held at the end.
-  for (const auto& row : t.core().cluster().hold)
-    EXPECT_EQ(row, std::vector<std::int64_t>(8, 0));
+  EXPECT_EQ(t.core().cluster().owner, std::vector<std::int64_t>(8, -1));
+  EXPECT_EQ(t.core().cluster().node_held, (std::vector<std::int64_t>{0, 0}));
 }
 
 class SchedulerCoreTest : public ::testing::Test {
@@ -426,12 +436,12 @@ TEST_F(SchedulerCoreTest, ScriptedLifecycle) {
   auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
   ASSERT_TRUE(core.ok()) << core.reason();
   EXPECT_EQ((*core)->num_jobs(), 0);
-  EXPECT_EQ((*core)->fleet().devices.size(), 8u);
+  EXPECT_EQ((*core)->fleet().num_devices(), 8);
   Driver t(**core, clock);
   run_scenario(t);
   EXPECT_EQ((*core)->committed(), t.snapshots.size());
   EXPECT_EQ((*core)->rejected(), t.expected_rejections);
-  EXPECT_EQ(t.expected_rejections, 40u);  // every t.rejected() in the script
+  EXPECT_EQ(t.expected_rejections, 43u);  // every t.rejected() in the script
   const JobState want[] = {JobState::kCompleted, JobState::kFailed, JobState::kCancelled,
                            JobState::kCompleted, JobState::kCancelled};
   ASSERT_EQ((*core)->num_jobs(), 5);
