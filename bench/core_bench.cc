@@ -12,6 +12,7 @@
 #include "core/job_machine.h"
 #include "core/journal.h"
 #include "core/scheduler_core.h"
+#include "bench/bench_util.h"
 #include "spec/invariants.h"
 
 namespace {
@@ -65,22 +66,28 @@ void start_jobs(SchedulerCore& core, int jobs) {
 
 // MSM dispatch alone: one Progress row (guard + effect) on a JobMachine.
 void BM_MsmDispatchProgress(benchmark::State& state) {
-  ManualClock clock;
-  auto core = std::move(SchedulerCore::create(fleet_of(1), clock, nullptr).value());
-  start_jobs(*core, 1);
-  auto cluster = core->cluster();  // a copy the bare machine below acts on
+  const spec::Concrete dom;
+  auto cluster = fleet_of(1).empty_cluster();  // the bare machine below acts on this
+  spec::add_job_slot(dom, cluster);
   JobMachine m;
-  spec::Params<spec::Concrete> p = core->params_for(submit(8, 8, 8)).value();
+  spec::Params<spec::Concrete> p{};
+  p.tier = static_cast<std::int64_t>(spec::Tier::kStandard);
+  p.world = 8;
+  p.min_dev = 8;
+  p.max_dev = 8;
+  p.mem = 1024;
   FireContext ctx{&cluster, 0, &p};
-  // Drive the bare machine to Running along the same rows.
-  cluster.jobs[0] = spec::new_job(spec::Concrete{});
-  for (auto& h : cluster.hold[0]) h = 0;
-  m.fire(EventKind::kSubmit, ctx);
-  m.fire(EventKind::kAdmit, ctx);
+  // Drive the bare machine to Running along the same rows (mirroring the state as the core does).
+  auto fire = [&](EventKind e) {
+    m.fire(e, ctx);
+    cluster.jobs[0].state = static_cast<std::int64_t>(m.state());
+  };
+  fire(EventKind::kSubmit);
+  fire(EventKind::kAdmit);
   p.splice = 1;
-  p.sel.assign(8, true);
-  m.fire(EventKind::kPlace, ctx);
-  m.fire(EventKind::kStart, ctx);
+  p.sel = {0, 1, 2, 3, 4, 5, 6, 7};
+  fire(EventKind::kPlace);
+  fire(EventKind::kStart);
   if (m.state() != spec::JobState::kRunning) state.SkipWithError("machine not running");
   std::int64_t step = 0;
   for (auto _ : state) {
@@ -97,7 +104,6 @@ void BM_MsmDispatchIllegal(benchmark::State& state) {
   spec::ClusterVars<spec::Concrete> cluster = fleet_of(1).empty_cluster();
   spec::add_job_slot(spec::Concrete{}, cluster);
   spec::Params<spec::Concrete> p{};
-  p.sel.assign(8, false);
   FireContext ctx{&cluster, 0, &p};
   JobMachine m;
   for (auto _ : state) {
@@ -144,6 +150,54 @@ void BM_CommitPlaceCancel(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 4);
 }
 BENCHMARK(BM_CommitPlaceCancel)->Arg(1)->Arg(8)->Iterations(2000);
+
+// Fleet-scale placement: a Place of one job on the 8 devices of a node, then its Cancel, which
+// frees them again, on a fleet of range(0) devices (nodes of 8 x H100-80G) whose registry already
+// holds range(1) finished jobs (filled through the real commit path, untimed). The jobs to place
+// are submitted and admitted before the timed loop (kScalePlaces of them, so the registry grows by
+// that many); iteration k places job k on node k mod nodes. Reported per Place (one Place + one
+// Cancel per iteration).
+constexpr int kScalePlaces = 10000;
+void BM_CommitPlaceAtScale(benchmark::State& state) {
+  const int devices = static_cast<int>(state.range(0));
+  const int finished = static_cast<int>(state.range(1));
+  ManualClock clock;
+  auto core = std::move(
+      SchedulerCore::create(bench::fleet_of_devices(devices), clock, nullptr).value());
+  bench::fill_finished(*core, finished);
+  const int nodes = devices / 8;
+  std::vector<Decision> places, cancels;
+  places.reserve(kScalePlaces);
+  cancels.reserve(kScalePlaces);
+  for (int k = 0; k < kScalePlaces; ++k) {
+    const auto j = static_cast<std::int64_t>(core->num_jobs());
+    bench::must(*core, bench::submit_decision(16, 8, 8));
+    bench::must(*core, bench::job_decision(EventKind::kAdmit, j));
+    places.push_back(bench::placement(EventKind::kPlace, j, 8 * (k % nodes), 8, 2));
+    cancels.push_back(bench::job_decision(EventKind::kCancel, j));
+  }
+  std::size_t k = 0;
+  for (auto _ : state) {
+    auto c = core->commit(places[k]);
+    if (!c) state.SkipWithError(c.reason().c_str());
+    auto x = core->commit(cancels[k]);
+    if (!x) state.SkipWithError(x.reason().c_str());
+    ++k;
+  }
+  state.counters["jobs"] = core->num_jobs();
+  state.counters["devices"] = devices;
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_CommitPlaceAtScale)
+    ->ArgNames({"devices", "jobs"})
+    ->Args({64, 10000})
+    ->Args({10000, 10000})
+    ->Args({100000, 10000})
+    ->Args({64, 1000000})
+    ->Args({10000, 1000000})
+    ->Args({100000, 1000000})
+    ->Iterations(kScalePlaces)
+    ->Unit(benchmark::kMicrosecond);
 
 // Commit with a real journal (group commit of 256 records, fdatasync per group).
 void BM_CommitProgressJournaled(benchmark::State& state) {
