@@ -1,10 +1,172 @@
 #include "checker/report.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
 #include <cstdio>
+#include <ctime>
 #include <iomanip>
 #include <map>
+#include <sstream>
+#include <vector>
 
 namespace orrery::checker {
+
+namespace {
+
+// "WORLD" for "INV-WORLD": the table's column header.
+std::string short_id(spec::Inv inv) {
+  std::string id(spec::inv_id(inv));
+  return id.rfind("INV-", 0) == 0 ? id.substr(4) : id;
+}
+
+int inv_column(spec::Inv inv) {
+  for (std::size_t i = 0; i < spec::kAllInvariants.size(); ++i)
+    if (spec::kAllInvariants[i] == inv) return static_cast<int>(i);
+  return -1;
+}
+
+std::string shape_text(const Shape& s) {
+  return std::to_string(s.jobs) + " jobs, " + std::to_string(s.nodes) + " nodes x " +
+         std::to_string(s.devices_per_node) + " devices";
+}
+
+// The BMC's shape and depth: what it reported when it ran, the configuration otherwise.
+const Shape& bmc_shape(const CheckRun& run) { return run.bmc_ran ? run.bmc.shape : run.bmc_shape; }
+int bmc_depth_asked(const CheckRun& run) {
+  return run.bmc_ran ? run.bmc.depth : run.bmc_depth_asked;
+}
+
+// How far an invariant is proved.
+struct Scope {
+  bool own_proved = true;  // every obligation of this invariant (Init and each row) proved
+  int own_failed = 0;
+  int needs_sums = 0;      // obligations proved only with the sums of INV-INDEX assumed
+  bool unbounded = false;
+};
+
+Scope scope_of(const ProofReport& p, spec::Inv inv) {
+  Scope s;
+  for (const auto& ob : p.obligations) {
+    if (ob.kind != ObligationKind::kInvariant || ob.inv != inv) continue;
+    if (!ob.proved) {
+      s.own_proved = false;
+      ++s.own_failed;
+    } else if (!ob.local) {
+      ++s.needs_sums;
+    }
+  }
+  s.unbounded = unbounded(p, inv);
+  return s;
+}
+
+std::string cell(const Obligation& ob) {
+  if (ob.proved) return ob.local ? "ok" : "ok*";
+  return ob.unknown ? "?" : "FAIL";
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", s < 0 ? 0.0 : s);
+  return buf;
+}
+
+std::string timestamp_text(double seconds_ago) {
+  std::time_t t = std::time(nullptr) - static_cast<std::time_t>(seconds_ago);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+std::string hostname_text() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+struct Case {
+  std::string classname;
+  std::string name;
+  double seconds = 0;
+  enum { kPass, kFailure, kError, kSkipped } outcome = kPass;
+  std::string message;  // failure/error/skipped message (one line)
+  std::string type;     // failure/error type
+  std::string text;     // failure/error body (the counterexample)
+  std::string system_out;
+};
+
+struct Suite {
+  std::string name;
+  double seconds = 0;
+  std::vector<std::pair<std::string, std::string>> properties;
+  std::vector<Case> cases;
+  int count(decltype(Case::kPass) o) const {
+    return static_cast<int>(std::count_if(cases.begin(), cases.end(),
+                                          [&](const Case& c) { return c.outcome == o; }));
+  }
+};
+
+std::string attr(const std::string& s) { return "\"" + xml_escape(s, true) + "\""; }
+
+void write_suites(std::ostream& out, const std::vector<Suite>& suites, double total_seconds) {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  for (const auto& s : suites) {
+    tests += static_cast<int>(s.cases.size());
+    failures += s.count(Case::kFailure);
+    errors += s.count(Case::kError);
+    skipped += s.count(Case::kSkipped);
+  }
+  const std::string host = hostname_text();
+  const std::string stamp = timestamp_text(total_seconds);
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out << "<testsuites name=\"orrery-check\" tests=\"" << tests << "\" failures=\"" << failures
+      << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\" time=\""
+      << seconds_text(total_seconds) << "\">\n";
+  int id = 0;
+  for (const auto& s : suites) {
+    out << "  <testsuite name=" << attr(s.name) << " id=\"" << id++ << "\" package=\"orrery-check\""
+        << " tests=\"" << s.cases.size() << "\" failures=\"" << s.count(Case::kFailure)
+        << "\" errors=\"" << s.count(Case::kError) << "\" skipped=\"" << s.count(Case::kSkipped)
+        << "\" time=\"" << seconds_text(s.seconds) << "\" timestamp=\"" << stamp
+        << "\" hostname=" << attr(host) << ">\n";
+    if (!s.properties.empty()) {
+      out << "    <properties>\n";
+      for (const auto& [k, v] : s.properties)
+        out << "      <property name=" << attr(k) << " value=" << attr(v) << "/>\n";
+      out << "    </properties>\n";
+    }
+    for (const auto& c : s.cases) {
+      out << "    <testcase classname=" << attr(c.classname) << " name=" << attr(c.name)
+          << " time=\"" << seconds_text(c.seconds) << "\"";
+      if (c.outcome == Case::kPass && c.system_out.empty()) {
+        out << "/>\n";
+        continue;
+      }
+      out << ">\n";
+      switch (c.outcome) {
+        case Case::kPass: break;
+        case Case::kSkipped: out << "      <skipped message=" << attr(c.message) << "/>\n"; break;
+        case Case::kFailure:
+        case Case::kError: {
+          const char* tag = c.outcome == Case::kFailure ? "failure" : "error";
+          out << "      <" << tag << " message=" << attr(c.message) << " type=" << attr(c.type)
+              << ">" << xml_escape(c.text) << "</" << tag << ">\n";
+          break;
+        }
+      }
+      if (!c.system_out.empty())
+        out << "      <system-out>" << xml_escape(c.system_out) << "</system-out>\n";
+      out << "    </testcase>\n";
+    }
+    out << "  </testsuite>\n";
+  }
+  out << "</testsuites>\n";
+}
+
+}  // namespace
 
 std::string json_escape(const std::string& s) {
   std::string out = "\"";
@@ -27,35 +189,147 @@ std::string json_escape(const std::string& s) {
   return out + "\"";
 }
 
+std::string xml_escape(const std::string& s, bool attribute) {
+  static const char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
+  std::string out;
+  out.reserve(s.size() + s.size() / 8);
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = b[i];
+    if (c < 0x80) {
+      switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        case '\'': out += "&apos;"; break;
+        case '\n': out += attribute ? "&#10;" : "\n"; break;
+        case '\t': out += attribute ? "&#9;" : "\t"; break;
+        case '\r': out += "&#13;"; break;
+        default:
+          if (c >= 0x20) out += static_cast<char>(c);  // other control characters: not XML 1.0
+      }
+      ++i;
+      continue;
+    }
+    // A multi-byte UTF-8 sequence: copy it if it is well-formed and an XML character.
+    std::size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                      : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    bool good = len > 0 && i + len <= n;
+    for (std::size_t k = 1; good && k < len; ++k) good = (b[i + k] & 0xC0) == 0x80;
+    if (good && len >= 3) {
+      const unsigned char c1 = b[i + 1];
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) ||  // overlong, surrogates
+          (c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F) ||  // overlong, > U+10FFFF
+          (c == 0xEF && c1 == 0xBF && b[i + 2] >= 0xBE))           // U+FFFE, U+FFFF
+        good = false;
+    }
+    if (good) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += kReplacement;
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string junit_name(const Obligation& ob) {
+  // "#9 Running --Preempt--> Checkpointing [favoured_beneficiary / begin_checkpoint]" ->
+  // "#9 Running --Preempt--> Checkpointing": the name stays the same when a guard is renamed.
+  std::string label;
+  const std::string& s = ob.row_label;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s.compare(i, 2, " [") == 0) {
+      auto close = s.find(']', i);
+      if (close != std::string::npos) {
+        i = close;
+        continue;
+      }
+    }
+    label += s[i];
+  }
+  return label + " :: " + obligation_name(ob);
+}
+
 void print_table(std::ostream& out, const CheckRun& run) {
   const auto& p = run.proof;
-  // Per row, in order: its invariant obligations and its frame (Init has no frame).
-  std::map<int, std::vector<const Obligation*>> by_row;
-  std::map<int, std::string> labels;
+  const std::size_t ninv = spec::kAllInvariants.size();
+  // Columns: every invariant, FRAME, DELTA; each as wide as its header plus a space (min 6).
+  std::vector<std::string> headers;
+  for (auto inv : spec::kAllInvariants) headers.push_back(short_id(inv));
+  headers.push_back("FRAME");
+  headers.push_back("DELTA");
+  std::vector<int> widths;
+  for (const auto& h : headers) widths.push_back(std::max<int>(6, static_cast<int>(h.size()) + 1));
+  const int kFrame = static_cast<int>(ninv), kDelta = kFrame + 1;
+
+  // Per row, its cells by column (placed by kind and invariant, not by order).
+  struct Line {
+    std::string label;
+    std::vector<std::string> cells;
+    double ms = 0;
+  };
+  std::map<int, Line> by_row;
   std::vector<const Obligation*> det;
+  bool any_needs_sums = false, any_unknown = false;
   for (const auto& ob : p.obligations) {
+    any_unknown |= ob.unknown;
     if (ob.kind == ObligationKind::kDeterministic) {
       det.push_back(&ob);
       continue;
     }
-    by_row[ob.row].push_back(&ob);
-    labels[ob.row] = ob.row_label;
+    auto& line = by_row[ob.row];
+    if (line.cells.empty()) line.cells.assign(headers.size(), "-");
+    line.label = ob.row_label;
+    line.ms += ob.ms;
+    int col = ob.kind == ObligationKind::kFrame   ? kFrame
+              : ob.kind == ObligationKind::kDelta ? kDelta
+                                                  : inv_column(ob.inv);
+    if (col < 0) continue;
+    line.cells[col] = cell(ob);
+    any_needs_sums |= ob.proved && !ob.local;
   }
-  out << "orrery-check: " << p.rows << " lifecycle rows x " << spec::kAllInvariants.size()
-      << " invariants (+ Init), each row's frame, and the determinism of rows sharing an event\n\n";
+
+  out << "orrery-check: " << p.rows << " lifecycle rows x " << ninv
+      << " invariants (+ Init), each row's FRAME and DELTA, and the determinism of rows sharing "
+         "an event, on "
+      << shape_text(run.proof_shape) << "\n\n";
   out << std::left << std::setw(62) << "row";
-  for (auto inv : spec::kAllInvariants) out << std::setw(6) << std::string(spec::inv_id(inv)).substr(4, 5);
-  out << std::setw(6) << "FRAME" << "    ms\n";
-  for (const auto& [row, obs] : by_row) {
-    double ms = 0;
-    out << std::setw(62) << labels[row].substr(0, 61);
-    for (const auto* ob : obs) {
-      out << std::setw(6) << (ob->proved ? "ok" : ob->unknown ? "?" : "FAIL");
-      ms += ob->ms;
-    }
-    if (obs.size() == spec::kAllInvariants.size()) out << std::setw(6) << "-";  // Init
-    out << std::right << std::setw(6) << static_cast<int>(ms + 0.5) << std::left << "\n";
+  for (std::size_t c = 0; c < headers.size(); ++c) out << std::setw(widths[c]) << headers[c];
+  out << "    ms\n";
+  for (const auto& [row, line] : by_row) {
+    out << std::setw(62) << line.label.substr(0, 61);
+    for (std::size_t c = 0; c < headers.size(); ++c) out << std::setw(widths[c]) << line.cells[c];
+    out << std::right << std::setw(6) << static_cast<int>(line.ms + 0.5) << std::left << "\n";
   }
+  out << "\nok: proved from local assumptions";
+  if (any_needs_sums) out << "; ok*: proved only with the sums of INV-INDEX assumed";
+  if (any_unknown) out << "; ?: the solver gave up";
+  out << "; -: no such obligation\n";
+
+  // The scope of each invariant's proof.
+  out << "\n";
+  for (auto inv : spec::kAllInvariants) {
+    auto s = scope_of(p, inv);
+    out << std::setw(13) << std::string(spec::inv_id(inv));
+    if (!s.own_proved)
+      out << "NOT PROVED (" << s.own_failed << " obligation" << (s.own_failed == 1 ? "" : "s")
+          << " not proved)\n";
+    else if (s.unbounded)
+      out << "proved for every fleet size\n";
+    else if (s.needs_sums > 0)
+      out << "proved for the bounded shape only (" << shape_text(run.proof_shape) << "): "
+          << s.needs_sums << " obligation" << (s.needs_sums == 1 ? "" : "s")
+          << " need the sums of INV-INDEX\n";
+    else
+      out << "proved for the bounded shape only (" << shape_text(run.proof_shape)
+          << "): the argument for every fleet size needs every obligation, and " << p.failed
+          << (p.failed == 1 ? " is" : " are") << " not proved\n";
+  }
+
   int det_ok = 0;
   for (const auto* ob : det) det_ok += ob->proved ? 1 : 0;
   out << "\ndeterminism: " << det_ok << " of " << det.size()
@@ -65,19 +339,23 @@ void print_table(std::ostream& out, const CheckRun& run) {
       << p.seconds << " s)\n";
   if (run.bmc_ran) {
     const auto& b = run.bmc;
-    out << "bounded model check: depth " << b.depth_checked << " of " << b.depth << ", "
-        << (b.ok ? "no violation" : b.unknown ? "INCONCLUSIVE" : "VIOLATION") << " ("
-        << b.seconds << " s)\n";
+    out << "bounded model check: depth " << b.depth_checked << " of " << b.depth << " on "
+        << shape_text(b.shape) << ", "
+        << (b.ok ? "no violation" : b.unknown ? "INCONCLUSIVE" : "VIOLATION") << " (" << b.seconds
+        << " s)\n";
   } else {
     out << "bounded model check: skipped\n";
   }
   for (const auto& ob : p.obligations) {
     if (ob.proved) continue;
-    out << "\nFAILED " << obligation_name(ob) << " at " << ob.row_label << "\n" << ob.counterexample;
+    out << "\nFAILED " << obligation_name(ob) << " at " << ob.row_label << "\n"
+        << ob.counterexample;
+    if (!ob.counterexample.empty() && ob.counterexample.back() != '\n') out << "\n";
   }
   if (run.bmc_ran && !run.bmc.ok)
-    out << "\nFAILED bounded model check: a run of " << run.bmc.depth_checked + 1
-        << " steps from the initial state\n" << run.bmc.counterexample;
+    out << "\nFAILED bounded model check: " << (run.bmc.unknown ? "the solver gave up on " : "")
+        << "a run of " << run.bmc.depth_checked + 1 << " steps from the initial state\n"
+        << run.bmc.counterexample;
   out << "\n" << (run.ok() ? "ALL PROVED" : "FAILED") << " in " << run.seconds << " s\n";
 }
 
@@ -87,16 +365,40 @@ void print_json(std::ostream& out, const CheckRun& run) {
   out << "{\n  \"rows\": " << p.rows << ",\n  \"invariants\": [";
   for (std::size_t i = 0; i < spec::kAllInvariants.size(); ++i)
     out << (i ? ", " : "") << json_escape(std::string(spec::inv_id(spec::kAllInvariants[i])));
-  int by_kind[3] = {0, 0, 0};
-  for (const auto& ob : p.obligations) ++by_kind[static_cast<int>(ob.kind)];
+  int n_inv = 0, n_frame = 0, n_delta = 0, n_det = 0;
+  for (const auto& ob : p.obligations) {
+    switch (ob.kind) {
+      case ObligationKind::kInvariant: ++n_inv; break;
+      case ObligationKind::kFrame: ++n_frame; break;
+      case ObligationKind::kDelta: ++n_delta; break;
+      case ObligationKind::kDeterministic: ++n_det; break;
+    }
+  }
   out << "],\n  \"obligations\": " << p.obligations.size()
-      << ",\n  \"invariant_obligations\": " << by_kind[0]
-      << ",\n  \"frame_obligations\": " << by_kind[1]
-      << ",\n  \"determinism_obligations\": " << by_kind[2] << ",\n  \"proved\": " << p.proved
+      << ",\n  \"invariant_obligations\": " << n_inv << ",\n  \"frame_obligations\": " << n_frame
+      << ",\n  \"delta_obligations\": " << n_delta
+      << ",\n  \"determinism_obligations\": " << n_det << ",\n  \"proved\": " << p.proved
       << ",\n  \"failed\": " << p.failed << ",\n  \"proof_seconds\": " << p.seconds;
+  const auto& ps = run.proof_shape;
+  out << ",\n  \"proof_shape\": {\"jobs\": " << ps.jobs << ", \"nodes\": " << ps.nodes
+      << ", \"devices\": " << ps.nodes * ps.devices_per_node
+      << ", \"devices_per_node\": " << ps.devices_per_node << "}";
+  out << ",\n  \"unbounded\": {";
+  for (std::size_t i = 0; i < spec::kAllInvariants.size(); ++i) {
+    auto inv = spec::kAllInvariants[i];
+    out << (i ? ", " : "") << json_escape(std::string(spec::inv_id(inv))) << ": "
+        << (unbounded(p, inv) ? "true" : "false");
+  }
+  out << "}";
+  const auto& bs = bmc_shape(run);
   out << ",\n  \"bmc_ran\": " << (run.bmc_ran ? "true" : "false");
+  out << ",\n  \"bmc_shape\": {\"jobs\": " << bs.jobs << ", \"nodes\": " << bs.nodes
+      << ", \"devices\": " << bs.nodes * bs.devices_per_node
+      << ", \"devices_per_node\": " << bs.devices_per_node << "}";
+  out << ",\n  \"bmc_depth_asked\": " << bmc_depth_asked(run);
   out << ",\n  \"bmc_depth\": " << (run.bmc_ran ? run.bmc.depth_checked : 0);
   out << ",\n  \"bmc_ok\": " << (!run.bmc_ran || run.bmc.ok ? "true" : "false");
+  out << ",\n  \"bmc_unknown\": " << (run.bmc_ran && run.bmc.unknown ? "true" : "false");
   out << ",\n  \"bmc_seconds\": " << (run.bmc_ran ? run.bmc.seconds : 0.0);
   out << ",\n  \"seconds\": " << run.seconds;
   out << ",\n  \"ok\": " << (run.ok() ? "true" : "false");
@@ -118,6 +420,127 @@ void print_json(std::ostream& out, const CheckRun& run) {
     first = false;
   }
   out << (first ? "]" : "\n  ]") << "\n}\n";
+}
+
+void write_junit(std::ostream& out, const CheckRun& run) {
+  const auto& p = run.proof;
+  Suite proof;
+  proof.name = "orrery-check.proof";
+  proof.seconds = p.seconds;
+  proof.properties.emplace_back("shape", shape_text(run.proof_shape));
+  proof.properties.emplace_back("rows", std::to_string(p.rows));
+  for (auto inv : spec::kAllInvariants)
+    proof.properties.emplace_back("unbounded." + std::string(spec::inv_id(inv)),
+                                  unbounded(p, inv) ? "true" : "false");
+  for (const auto& ob : p.obligations) {
+    Case c;
+    c.classname = proof.name;
+    c.name = junit_name(ob);
+    c.seconds = ob.ms / 1000.0;
+    if (!ob.proved) {
+      c.text = ob.counterexample;
+      if (ob.unknown) {
+        c.outcome = Case::kError;
+        c.type = "inconclusive";
+        c.message = "the solver gave up on " + obligation_name(ob) + " at " + ob.row_label;
+      } else {
+        c.outcome = Case::kFailure;
+        c.type = "counterexample";
+        c.message = ob.kind == ObligationKind::kDeterministic
+                        ? "both guards can hold: " + ob.row_label
+                        : obligation_name(ob) + " violated at " + ob.row_label;
+      }
+    }
+    proof.cases.push_back(std::move(c));
+  }
+
+  Suite bmc;
+  bmc.name = "orrery-check.bmc";
+  const auto& bs = bmc_shape(run);
+  bmc.properties.emplace_back("shape", shape_text(bs));
+  bmc.properties.emplace_back("depth_asked", std::to_string(bmc_depth_asked(run)));
+  Case c;
+  c.classname = bmc.name;
+  c.name = "bounded model check :: depth " + std::to_string(bmc_depth_asked(run)) + " on " +
+           shape_text(bs);
+  if (!run.bmc_ran) {
+    c.outcome = Case::kSkipped;
+    c.message = "bounded model check skipped (--no-bmc)";
+  } else {
+    const auto& b = run.bmc;
+    bmc.seconds = c.seconds = b.seconds;
+    std::ostringstream so;
+    so << "depth " << b.depth_checked << " of " << b.depth << " checked; seconds per depth:";
+    for (double s : b.seconds_per_depth) so << " " << seconds_text(s);
+    so << "\n";
+    c.system_out = so.str();
+    if (!b.ok) {
+      c.text = b.counterexample;
+      if (b.unknown) {
+        c.outcome = Case::kError;
+        c.type = "inconclusive";
+        c.message = "the solver gave up at depth " + std::to_string(b.depth_checked + 1);
+      } else {
+        c.outcome = Case::kFailure;
+        c.type = "counterexample";
+        c.message = "a run of " + std::to_string(b.depth_checked + 1) +
+                    " steps from the initial state breaks an invariant";
+      }
+    }
+  }
+  bmc.cases.push_back(std::move(c));
+  write_suites(out, {proof, bmc}, run.seconds);
+}
+
+void write_replay_junit(std::ostream& out, const std::string& path, const ReplayReport& r) {
+  Suite suite;
+  suite.name = "orrery-check.replay";
+  suite.seconds = r.seconds;
+  suite.properties.emplace_back("journal", path);
+  Case c;
+  c.classname = suite.name;
+  c.name = "replay " + path;
+  c.seconds = r.seconds;
+  std::ostringstream so;
+  so << r.records << " good records, " << r.decisions << " decisions replayed, " << r.checks
+     << " invariant checks\n";
+  if (!r.clean_tail) so << "torn/corrupt tail ignored: " << r.tail_error << "\n";
+  c.system_out = so.str();
+  if (!r.ok) {
+    std::ostringstream text;
+    if (!r.error.empty()) text << r.error << "\n";
+    for (const auto& v : r.violations) text << "VIOLATION " << v << "\n";
+    c.text = text.str();
+    if (r.unreadable) {
+      c.outcome = Case::kError;
+      c.type = "unreadable";
+      c.message = "cannot read the journal: " + r.error;
+    } else {
+      c.outcome = Case::kFailure;
+      c.type = r.violations.empty() ? "does-not-replay" : "violation";
+      c.message = !r.violations.empty()
+                      ? std::to_string(r.violations.size()) + " invariant violation" +
+                            (r.violations.size() == 1 ? "" : "s") + ": " + r.violations.front()
+                      : r.error;
+    }
+  }
+  suite.cases.push_back(std::move(c));
+  write_suites(out, {suite}, r.seconds);
+}
+
+void write_junit_error(std::ostream& out, const std::string& suite_name, const std::string& type,
+                       const std::string& message) {
+  Suite suite;
+  suite.name = suite_name;
+  Case c;
+  c.classname = suite_name;
+  c.name = "orrery-check";
+  c.outcome = Case::kError;
+  c.type = type;
+  c.message = message;
+  c.text = message;
+  suite.cases.push_back(std::move(c));
+  write_suites(out, {suite}, 0);
 }
 
 void print_replay(std::ostream& out, const std::string& path, const ReplayReport& r) {
