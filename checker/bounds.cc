@@ -33,6 +33,7 @@ Result<Bounds> parse_bounds(const std::string& text) {
       {"bmc_nodes", 1, 4, &b.bmc.nodes},
       {"bmc_devices_per_node", 1, 4, &b.bmc.devices_per_node},
       {"bmc_depth", 0, 64, &b.bmc_depth},
+      {"bmc_unroll", 0, 64, &b.bmc_unroll},
       {"timeout_ms", 1, 3600000, &timeout},
   };
   std::istringstream in(text);

@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
                   << bounds->bmc.jobs << " jobs, " << bounds->bmc.nodes << " nodes x "
                   << bounds->bmc.devices_per_node << " devices ...\n";
       run.bmc_ran = true;
-      run.bmc = bmc(rows, bounds->bmc, bounds->bmc_depth, bounds->timeout_ms);
+      run.bmc = bmc(rows, bounds->bmc, bounds->bmc_depth, bounds->bmc_unroll, bounds->timeout_ms);
     }
   } catch (const std::exception& e) {
     // Z3 failing (z3::exception is a std::exception) proves nothing: like a solver that gives up.

@@ -343,6 +343,16 @@ void print_table(std::ostream& out, const CheckRun& run) {
         << shape_text(b.shape) << ", "
         << (b.ok ? "no violation" : b.unknown ? "INCONCLUSIVE" : "VIOLATION") << " (" << b.seconds
         << " s)\n";
+    out << "  unrolled from the initial state to depth " << b.unrolled << " (";
+    for (std::size_t i = 0; i < b.seconds_per_depth.size(); ++i)
+      out << (i ? ", " : "") << b.seconds_per_depth[i];
+    out << " s per depth)";
+    if (b.induction_k > 0)
+      out << "; the induction step of length " << b.induction_k
+          << " over the whole table closes every deeper depth (" << b.induction_seconds << " s)";
+    else if (b.unrolled < b.depth)
+      out << "; the induction step did not close";
+    out << "\n";
   } else {
     out << "bounded model check: skipped\n";
   }
@@ -353,9 +363,11 @@ void print_table(std::ostream& out, const CheckRun& run) {
     if (!ob.counterexample.empty() && ob.counterexample.back() != '\n') out << "\n";
   }
   if (run.bmc_ran && !run.bmc.ok)
-    out << "\nFAILED bounded model check: " << (run.bmc.unknown ? "the solver gave up on " : "")
-        << "a run of " << run.bmc.depth_checked + 1 << " steps from the initial state\n"
-        << run.bmc.counterexample;
+    out << "\nFAILED bounded model check: "
+        << (run.bmc.unknown ? "depth not established"
+                            : "a run of " + std::to_string(run.bmc.unrolled + 1) +
+                                  " step(s) from the initial state breaks an invariant")
+        << "\n" << run.bmc.counterexample;
   out << "\n" << (run.ok() ? "ALL PROVED" : "FAILED") << " in " << run.seconds << " s\n";
 }
 
@@ -400,6 +412,16 @@ void print_json(std::ostream& out, const CheckRun& run) {
   out << ",\n  \"bmc_ok\": " << (!run.bmc_ran || run.bmc.ok ? "true" : "false");
   out << ",\n  \"bmc_unknown\": " << (run.bmc_ran && run.bmc.unknown ? "true" : "false");
   out << ",\n  \"bmc_seconds\": " << (run.bmc_ran ? run.bmc.seconds : 0.0);
+  // How the depth was established: unrolled from the initial state, then k-induction.
+  out << ",\n  \"bmc_unrolled\": " << (run.bmc_ran ? run.bmc.unrolled : 0);
+  out << ",\n  \"bmc_seconds_per_depth\": [";
+  if (run.bmc_ran)
+    for (std::size_t i = 0; i < run.bmc.seconds_per_depth.size(); ++i)
+      out << (i ? ", " : "") << run.bmc.seconds_per_depth[i];
+  out << "]";
+  out << ",\n  \"bmc_induction_k\": " << (run.bmc_ran ? run.bmc.induction_k : 0);
+  out << ",\n  \"bmc_induction_seconds\": " << (run.bmc_ran ? run.bmc.induction_seconds : 0.0);
+  out << ",\n  \"bmc_all_depths\": " << (run.bmc_ran && run.bmc.all_depths ? "true" : "false");
   out << ",\n  \"seconds\": " << run.seconds;
   out << ",\n  \"ok\": " << (run.ok() ? "true" : "false");
   out << ",\n  \"failures\": [";
@@ -470,8 +492,12 @@ void write_junit(std::ostream& out, const CheckRun& run) {
     const auto& b = run.bmc;
     bmc.seconds = c.seconds = b.seconds;
     std::ostringstream so;
-    so << "depth " << b.depth_checked << " of " << b.depth << " checked; seconds per depth:";
+    so << "depth " << b.depth_checked << " of " << b.depth << " established; unrolled to depth "
+       << b.unrolled << ", seconds per depth:";
     for (double s : b.seconds_per_depth) so << " " << seconds_text(s);
+    if (b.induction_k > 0)
+      so << "; induction step of length " << b.induction_k << " closes every deeper depth ("
+         << seconds_text(b.induction_seconds) << " s)";
     so << "\n";
     c.system_out = so.str();
     if (!b.ok) {
@@ -479,12 +505,12 @@ void write_junit(std::ostream& out, const CheckRun& run) {
       if (b.unknown) {
         c.outcome = Case::kError;
         c.type = "inconclusive";
-        c.message = "the solver gave up at depth " + std::to_string(b.depth_checked + 1);
+        c.message = "depth " + std::to_string(b.depth) + " not established";
       } else {
         c.outcome = Case::kFailure;
         c.type = "counterexample";
-        c.message = "a run of " + std::to_string(b.depth_checked + 1) +
-                    " steps from the initial state breaks an invariant";
+        c.message = "a run of " + std::to_string(b.unrolled + 1) +
+                    " step(s) from the initial state breaks an invariant";
       }
     }
   }

@@ -18,8 +18,9 @@ void ExpectShape(const Shape& s, int jobs, int nodes, int devices_per_node) {
 
 void ExpectDefaults(const Bounds& b) {
   ExpectShape(b.proof, 3, 2, 2);
-  ExpectShape(b.bmc, 2, 2, 1);
-  EXPECT_EQ(b.bmc_depth, 8);
+  ExpectShape(b.bmc, 3, 2, 2);
+  EXPECT_EQ(b.bmc_depth, 12);
+  EXPECT_EQ(b.bmc_unroll, 4);
   EXPECT_EQ(b.timeout_ms, 60000u);
 }
 
@@ -49,20 +50,23 @@ TEST(BoundsTest, EveryKeyOverrides) {
       "bmc_nodes = 4\n"
       "bmc_devices_per_node = 3\r\n"
       "bmc_depth = 0\n"
+      "bmc_unroll = 7\n"
       "timeout_ms = 3600000");  // no final newline
   ASSERT_TRUE(b.ok()) << b.reason();
   ExpectShape(b->proof, 4, 3, 1);
   ExpectShape(b->bmc, 1, 4, 3);
   EXPECT_EQ(b->bmc_depth, 0);
+  EXPECT_EQ(b->bmc_unroll, 7);
   EXPECT_EQ(b->timeout_ms, 3600000u);
 }
 
 TEST(BoundsTest, PartialOverrideKeepsOtherDefaults) {
-  auto b = parse_bounds("bmc_depth = 12\n");
+  auto b = parse_bounds("bmc_depth = 20\n");
   ASSERT_TRUE(b.ok()) << b.reason();
   ExpectShape(b->proof, 3, 2, 2);
-  ExpectShape(b->bmc, 2, 2, 1);
-  EXPECT_EQ(b->bmc_depth, 12);
+  ExpectShape(b->bmc, 3, 2, 2);
+  EXPECT_EQ(b->bmc_depth, 20);
+  EXPECT_EQ(b->bmc_unroll, 4);
   EXPECT_EQ(b->timeout_ms, 60000u);
 }
 
@@ -94,6 +98,7 @@ TEST(BoundsTest, OutOfRange) {
   ExpectError("x\n#\nbmc_depth = -1\n", {"bounds line 1"});  // the first bad line is reported
   ExpectError("\nbmc_depth = -1\n", {"bounds line 2", "bmc_depth must be an integer in [0, 64]"});
   ExpectError("bmc_depth = 65\n", {"bmc_depth must be an integer in [0, 64]"});
+  ExpectError("bmc_unroll = -2\n", {"bmc_unroll must be an integer in [0, 64]"});
   ExpectError("timeout_ms = 0\n", {"timeout_ms must be an integer in [1, 3600000]"});
   ExpectError("timeout_ms = 3600001\n", {"timeout_ms must be an integer in [1, 3600000]"});
   ExpectError("timeout_ms = 99999999999999999999\n", {"timeout_ms must be an integer"});

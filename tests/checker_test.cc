@@ -538,7 +538,7 @@ using BrokenRunTable = mpl::vector<
 TEST(BmcTest, FindsARunBreakingAnInvariant) {
   auto rows = core::rows_of<Z3Domain, BrokenRunTable>();
   ASSERT_EQ(rows.size(), 2u);
-  auto r = bmc(rows, Shape{1, 1, 1}, 3, kTimeoutMs);
+  auto r = bmc(rows, Shape{1, 1, 1}, 3, 3, kTimeoutMs);
   EXPECT_FALSE(r.ok);
   EXPECT_FALSE(r.unknown) << r.counterexample;
   EXPECT_EQ(r.depth, 3);
@@ -551,11 +551,37 @@ TEST(BmcTest, FindsARunBreakingAnInvariant) {
 }
 
 TEST(BmcTest, RealTableHasNoShortViolation) {
-  auto r = bmc(lifecycle_rows(), Shape{1, 1, 1}, 3, kTimeoutMs);
+  auto r = bmc(lifecycle_rows(), Shape{1, 1, 1}, 3, 3, kTimeoutMs);
   EXPECT_TRUE(r.ok) << r.counterexample;
   EXPECT_FALSE(r.unknown);
   EXPECT_EQ(r.depth_checked, 3);
+  EXPECT_EQ(r.unrolled, 3);
   EXPECT_EQ(r.seconds_per_depth.size(), 3u);
+  EXPECT_FALSE(r.all_depths);  // all three depths unrolled: no induction needed
+}
+
+// Unrolled to 2, the induction step closes depth 12 and every other.
+TEST(BmcTest, InductionStepClosesTheDepthsBeyondTheUnrolledOnes) {
+  auto r = bmc(lifecycle_rows(), Shape{2, 1, 2}, 12, 2, kTimeoutMs);
+  EXPECT_TRUE(r.ok) << r.counterexample;
+  EXPECT_EQ(r.unrolled, 2);
+  EXPECT_EQ(r.induction_k, 1);
+  EXPECT_TRUE(r.all_depths);
+  EXPECT_EQ(r.depth_checked, 12);
+}
+
+// A machine whose bad state is reachable only after two steps: unrolling one step finds nothing,
+// and the induction step does not close (its state need not be reachable, but nothing says it is
+// not), so the depth is reported as not established rather than as proved.
+TEST(BmcTest, InductionThatDoesNotCloseIsInconclusive) {
+  auto r = bmc(core::rows_of<Z3Domain, BrokenRunTable>(), Shape{1, 1, 1}, 5, 1, kTimeoutMs);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.unknown);
+  EXPECT_EQ(r.unrolled, 1);
+  EXPECT_EQ(r.depth_checked, 1);
+  EXPECT_EQ(r.induction_k, 0);
+  EXPECT_TRUE(contains(r.counterexample, "depth 5 not established")) << r.counterexample;
+  EXPECT_TRUE(contains(r.counterexample, "does not close")) << r.counterexample;
 }
 
 // ---- Journal replay ----------------------------------------------------------------------------
