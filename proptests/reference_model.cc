@@ -62,6 +62,7 @@ RefModel RefModel::from_fleet(int fleet_index, std::int64_t start_ms) {
       }
     }
   }
+  m.reserved_for.assign(m.dev_type.size(), -1);
   return m;
 }
 
@@ -69,6 +70,30 @@ int RefModel::holder_of(int dev) const {
   for (int j = 0; j < num_jobs(); ++j)
     if (jobs[j].devices.count(dev)) return j;
   return -1;
+}
+
+std::int64_t RefModel::node_held(int node) const {
+  std::int64_t n = 0;
+  for (const auto& job : jobs)
+    for (int dev : job.devices) n += dev_node[dev] == node ? 1 : 0;
+  return n;
+}
+
+// Each held device of a spliced job parks (splice - 1) workers' device memory in its node's host
+// memory.
+std::int64_t RefModel::node_swap(int node) const {
+  std::int64_t mib = 0;
+  for (const auto& job : jobs)
+    for (int dev : job.devices)
+      if (dev_node[dev] == node) mib += (job.splice - 1) * job.mem;
+  return mib;
+}
+
+std::int64_t RefModel::premium_admitted() const {
+  std::int64_t n = 0;
+  for (const auto& job : jobs)
+    if (job.tier == 0 && ref_admitted(job.state)) n += job.min_dev;
+  return n;
 }
 
 bool ref_holding(JobState s) {
@@ -113,6 +138,7 @@ std::string describe_job(const RefJob& j) {
   }
   o << "} x" << j.splice << " epoch=" << j.epoch << " progress=" << j.progress << " ckpt=" << j.ckpt
     << " failures=" << j.failures << " attained=" << j.attained;
+  if (j.ben >= 0) o << " ben=" << j.ben;
   return o.str();
 }
 
@@ -141,8 +167,30 @@ bool gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int64_t 
   for (int dev : sel) {
     if (m.dev_type[dev] != job.dtype) return why = "wrong device type", false;
     if (m.dev_mem[dev] < job.mem) return why = "device memory too small for a worker", false;
+  }
+  for (int dev : sel) {
     int h = m.holder_of(dev);
     if (h >= 0 && h != j) return why = "device held by another job", false;
+  }
+  // A device freed for a waiting job (by a shrink or a preemption in its favour) is kept for it
+  // until it is placed or gives the reservation up: nobody else may take it meanwhile.
+  for (int dev : sel) {
+    const int r = m.reserved_for[dev];
+    if (r >= 0 && r != j) {
+      why = "device reserved for another job";
+      return false;
+    }
+  }
+  // Device capacity, node by node: the devices the other jobs hold there plus the selected ones.
+  for (int n = 0; n < m.num_nodes(); ++n) {
+    std::int64_t devs = 0, used = 0;
+    for (int dev = 0; dev < m.num_devices(); ++dev) {
+      if (m.dev_node[dev] != n) continue;
+      ++devs;
+      const int h = m.holder_of(dev);
+      used += (h >= 0 && h != j) || sel.count(dev) ? 1 : 0;
+    }
+    if (used > devs) return why = "node capacity exceeded on node " + std::to_string(n), false;
   }
   // Host memory, node by node: each held device of a spliced job parks (splice - 1) workers'
   // device memory in its node's host memory.
@@ -199,6 +247,7 @@ constexpr Authority kAuthority[] = {
     {EventKind::kWorkerCrash,     false,  true,   true},
     {EventKind::kNodeLoss,        false,  true,   true},
     {EventKind::kCancel,          false,  false,  true},  // users and operators only
+    {EventKind::kRelease,         true,   false,  true},  // a planner gives up a reservation
 };
 
 }  // namespace
@@ -237,14 +286,45 @@ bool valid_spec(const RefModel& m, const core::Decision& d, int& type, std::stri
   return true;
 }
 
-void release(RefJob& job) {
+// Job j gives every device back; those it gives up for `for_job` stay reserved for that job
+// when it is waiting (for_job < 0: for nobody). Returns how many were reserved.
+int release(RefModel& m, int j, std::int64_t for_job = -1) {
+  RefJob& job = m.jobs[j];
+  const bool reserve = for_job >= 0 && for_job < m.num_jobs() &&
+                       ref_waiting(m.jobs[static_cast<std::size_t>(for_job)].state);
+  int made = 0;
+  for (int dev : job.devices)
+    if (reserve) {
+      m.reserved_for[dev] = static_cast<int>(for_job);
+      ++made;
+    }
   job.devices.clear();
   job.splice = 0;
+  return made;
 }
 
-void take(RefJob& job, const std::set<int>& sel, std::int64_t splice) {
-  job.devices = sel;
-  job.splice = splice;
+// Job j now holds exactly `sel`; a reservation on a device it takes ends there (the guard has
+// made sure it was j's own). Returns how many of j's own reservations it consumed.
+int take(RefModel& m, int j, const std::set<int>& sel, std::int64_t splice) {
+  int consumed = 0;
+  for (int dev : sel) {
+    consumed += m.reserved_for[dev] == j ? 1 : 0;
+    m.reserved_for[dev] = -1;
+  }
+  m.jobs[j].devices = sel;
+  m.jobs[j].splice = splice;
+  return consumed;
+}
+
+// Ends every reservation made for job j; returns how many there were.
+int void_reservations(RefModel& m, int j) {
+  int n = 0;
+  for (auto& r : m.reserved_for)
+    if (r == j) {
+      r = -1;
+      ++n;
+    }
+  return n;
 }
 
 }  // namespace
@@ -327,7 +407,9 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       ok = true;
       to = d.event == EventKind::kPlace ? JobState::kPlaced : JobState::kRestoring;
       ++job.epoch;
-      take(job, sel, d.splice);
+      // The job stops waiting: what was reserved for it and not taken is free for anybody again.
+      p.resv_consumed = take(m, j, sel, d.splice);
+      p.resv_voided = void_reservations(m, j);
       break;
     case EventKind::kStart:
       if (s != JobState::kPlaced) break;
@@ -374,7 +456,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       if (!gang_fits(m, j, sel, d.splice, why)) break;
       ok = true;
       to = JobState::kRunning;
-      take(job, sel, d.splice);
+      take(m, j, sel, d.splice);
       break;
     }
     case EventKind::kResizeDown: {
@@ -396,7 +478,14 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       if (!gang_fits(m, j, sel, d.splice, why)) break;
       ok = true;
       to = JobState::kRunning;
-      take(job, sel, d.splice);
+      // The devices given up are reserved for the (waiting) beneficiary.
+      for (int dev : job.devices)
+        if (!sel.count(dev)) {
+          m.reserved_for[dev] = static_cast<int>(d.beneficiary);
+          ++p.resv_created;
+        }
+      job.devices = sel;
+      job.splice = d.splice;
       break;
     }
     case EventKind::kPreempt:
@@ -407,6 +496,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       }
       ok = true;
       to = JobState::kCheckpointing;
+      job.ben = d.beneficiary;
       break;
     case EventKind::kCheckpointDone:
       if (s != JobState::kCheckpointing) break;
@@ -417,7 +507,11 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       ok = true;
       to = JobState::kSuspended;
       job.ckpt = d.step;
-      release(job);
+      // The beneficiary may have been placed or cancelled since: then nothing is reserved.
+      p.suspend_without_reservation =
+          !(job.ben >= 0 && job.ben < m.num_jobs() && ref_waiting(m.jobs[job.ben].state));
+      p.resv_created = release(m, j, job.ben);
+      job.ben = -1;
       break;
     case EventKind::kRestoreDone:
       if (s != JobState::kRestoring && s != JobState::kMigrating) break;
@@ -439,20 +533,21 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       to = JobState::kMigrating;
       job.ckpt = d.step;
       ++job.epoch;
-      take(job, sel, d.splice);
+      take(m, j, sel, d.splice);
       break;
     case EventKind::kComplete:
       if (s != JobState::kRunning) break;
       ok = true;
       to = JobState::kCompleted;
-      release(job);
+      release(m, j);
       break;
     case EventKind::kWorkerCrash:
     case EventKind::kNodeLoss:
       if (!ref_holding(s)) break;
       ok = true;
       to = job.failures < kRefMaxRetries ? JobState::kQueued : JobState::kFailed;
-      release(job);
+      release(m, j);
+      job.ben = -1;  // a preemption cut short by the failure is for nobody any more
       job.progress = job.ckpt >= 0 ? job.ckpt : 0;
       ++job.failures;
       break;
@@ -462,10 +557,21 @@ Prediction predict(RefModel& m, const core::Decision& d) {
         break;
       ok = true;
       to = JobState::kCancelled;
-      release(job);
+      release(m, j);
+      job.ben = -1;
+      p.resv_voided = void_reservations(m, j);
+      break;
+    case EventKind::kRelease:
+      if (!ref_waiting(s)) break;
+      ok = true;
+      to = s;
+      p.resv_voided = void_reservations(m, j);
       break;
   }
-  if (!ok) return reject(why);
+  if (!ok) {
+    p.blocked_by_reservation = why == "device reserved for another job";
+    return reject(why);
+  }
   job.state = to;
   ++m.committed;
   p.accepted = true;

@@ -67,6 +67,9 @@ struct RefJob {
   std::int64_t ckpt = -1;
   std::int64_t failures = 0;
   std::int64_t attained = 0;
+  // While Checkpointing for a preemption: the job the preemption is for (else -1); the devices
+  // the checkpoint frees are reserved for it if it is still waiting then.
+  std::int64_t ben = -1;
 };
 
 struct RefModel {
@@ -81,6 +84,11 @@ struct RefModel {
 
   // Jobs and counters.
   std::vector<RefJob> jobs;
+  // Device -> the job it is reserved for, -1 when none. Only *live* reservations are kept: a
+  // reservation is recorded when a shrink or a preemption frees the device for a waiting job, and
+  // erased as soon as it ends (the device is taken, or the job is placed, resumed, cancelled or
+  // releases its reservations). The core's generations are its own bookkeeping for the same thing.
+  std::vector<int> reserved_for;
   std::int64_t now_ms = 0;
   std::uint64_t committed = 0;
   std::uint64_t rejected = 0;
@@ -90,6 +98,10 @@ struct RefModel {
   int num_nodes() const { return static_cast<int>(host_mem.size()); }
   int num_jobs() const { return static_cast<int>(jobs.size()); }
   int holder_of(int dev) const;  // -1 when free
+  // The counters the core keeps, computed here as the sums they stand for.
+  std::int64_t node_held(int node) const;  // devices held on the node
+  std::int64_t node_swap(int node) const;  // MiB of host memory used by swapped-out workers
+  std::int64_t premium_admitted() const;   // min_dev summed over admitted premium jobs
 };
 
 struct Prediction {
@@ -99,6 +111,17 @@ struct Prediction {
   spec::JobState from = spec::JobState::kNew;
   spec::JobState to = spec::JobState::kNew;
   std::string why;  // for a rejection: the rule that rejects (for failure messages)
+  // Rejected because a selected device is reserved for another job (and every rule checked
+  // before that one held).
+  bool blocked_by_reservation = false;
+  // What the decision did to reservations, in devices: newly reserved, taken by the job they were
+  // reserved for, and ended otherwise (voided by Release, Cancel, or the job being placed or
+  // resumed on other devices).
+  int resv_created = 0;
+  int resv_consumed = 0;
+  int resv_voided = 0;
+  // A preemption checkpoint committed while its beneficiary no longer waits: nothing reserved.
+  bool suspend_without_reservation = false;
 };
 
 // Predicts what the core does with `d`, and applies it to `m` (counters included). The origin is
@@ -107,8 +130,8 @@ struct Prediction {
 Prediction predict(RefModel& m, const core::Decision& d);
 
 // Who may decide event `e`: the model's own table, from design.md's prose (planners place,
-// resize and preempt; the runtime reports progress, completion and failures; operators anything),
-// not spec::may_decide.
+// resize, preempt and release reservations; the runtime reports progress, completion and
+// failures; operators anything), not spec::may_decide.
 bool ref_may_decide(spec::Origin o, spec::EventKind e);
 
 // Helpers the command generators use too.
@@ -118,7 +141,7 @@ bool ref_admitted(spec::JobState s);
 // May waiting job b take resources from job v (the tier / fair-share rule)?
 bool ref_favoured(const RefModel& m, std::int64_t b, int v);
 // Does job j's gang fit on `sel` with `splice` workers per device (count, split, type,
-// exclusivity, host memory), given every other job?
+// exclusivity, reservations, node capacity, host memory), given every other job?
 bool ref_gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int64_t splice);
 // Device counts c in [min, max] with world == c * splice for a splice within the limit.
 std::vector<std::int64_t> ref_feasible_counts(const RefJob& job);
