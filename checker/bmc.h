@@ -10,14 +10,18 @@
 //     looks for a run whose last state breaks a state invariant or whose last step breaks a step
 //     invariant; a run it finds is a real violation, printed event by event with the states it
 //     passes through. A depth proved free of violations is asserted as a lemma for the next ones.
+//     Job slots are interchangeable, so only runs that submit jobs in slot order are explored
+//     (symmetry reduction: every other run is a permutation of one of those).
 //  2. Step (k-induction): for k = 1, 2, ... up to the depth unrolled, any k consecutive states that
 //     satisfy every invariant (linked by k-1 steps that satisfy the step invariants) lead, by any
 //     step of the whole table, to a state and step that satisfy them too. With the base case for
 //     depths <= k, that covers every depth: the report then says all_depths, and depth_checked is
 //     the depth asked for.
-// Unrolled queries grow about eightfold per depth on 3 jobs x 4 devices (every interleaving of 135
-// job-row choices), which is why the unrolled base stops at a few steps and induction closes the
-// rest; docs/checker.md has the figures.
+// Each depth's query is a fresh solver that preprocesses (eliminates the next-state definitions);
+// from depth 6, and in the induction step, it is split into one query per choice of the last step
+// (job x row), which the preprocessing then simplifies to that one row. Unrolled queries still grow
+// with the depth (every interleaving of 135 job-row choices per step), which is why the base stops
+// at a few steps and induction closes the rest; docs/checker.md has the figures.
 #pragma once
 
 #include <string>

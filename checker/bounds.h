@@ -12,7 +12,7 @@ struct Bounds {
   Shape proof{3, 2, 2};
   Shape bmc{3, 2, 2};
   int bmc_depth = 12;
-  int bmc_unroll = 4;  // base case unrolled from the initial state; induction closes the rest
+  int bmc_unroll = 6;  // base case unrolled from the initial state; induction closes the rest
   unsigned timeout_ms = 60000;
 };
 

@@ -20,7 +20,7 @@ void ExpectDefaults(const Bounds& b) {
   ExpectShape(b.proof, 3, 2, 2);
   ExpectShape(b.bmc, 3, 2, 2);
   EXPECT_EQ(b.bmc_depth, 12);
-  EXPECT_EQ(b.bmc_unroll, 4);
+  EXPECT_EQ(b.bmc_unroll, 6);
   EXPECT_EQ(b.timeout_ms, 60000u);
 }
 
@@ -66,7 +66,7 @@ TEST(BoundsTest, PartialOverrideKeepsOtherDefaults) {
   ExpectShape(b->proof, 3, 2, 2);
   ExpectShape(b->bmc, 3, 2, 2);
   EXPECT_EQ(b->bmc_depth, 20);
-  EXPECT_EQ(b->bmc_unroll, 4);
+  EXPECT_EQ(b->bmc_unroll, 6);
   EXPECT_EQ(b->timeout_ms, 60000u);
 }
 

@@ -548,6 +548,11 @@ TEST(BmcTest, FindsARunBreakingAnInvariant) {
   EXPECT_TRUE(contains(r.counterexample, "step 2: Start job0")) << r.counterexample;
   EXPECT_TRUE(contains(r.counterexample, "Submitted --Start--> Running")) << r.counterexample;
   std::cout << "[ bmc counterexample ]\n" << r.counterexample;
+  // With two slots, submitted in slot order (the symmetry reduction), the same run is found.
+  auto two = bmc(rows, Shape{2, 1, 1}, 3, 3, kTimeoutMs);
+  EXPECT_FALSE(two.ok);
+  EXPECT_EQ(two.depth_checked, 1);
+  EXPECT_TRUE(contains(two.counterexample, "violates INV-GANG")) << two.counterexample;
 }
 
 TEST(BmcTest, RealTableHasNoShortViolation) {
