@@ -109,7 +109,35 @@ Result<DemoSummary> run_demo_scenario(SchedulerCore& core, ManualClock& clock, s
                          core.cluster().jobs[victim->job].progress);
       !st)
     return st;
+  {
+    std::string freed;
+    for (int dev = 0; dev < core.cluster().num_devices(); ++dev)
+      if (spec::reserved(spec::Concrete{}, core.cluster(), dev))
+        freed += (freed.empty() ? "" : ",") + std::to_string(dev);
+    out << "  devices {" << freed << "} are reserved for job " << p
+        << " (the preemption was for it)\n";
+  }
+
+  s.note("the standard job's planner tries to grow onto the reserved devices: rejected");
+  {
+    Decision grab;
+    grab.event = EventKind::kResizeUp;
+    grab.origin = spec::Origin::kPlanner;
+    grab.job = st_job;
+    grab.devices.assign(core.cluster().jobs[st_job].held.begin(),
+                        core.cluster().jobs[st_job].held.end());
+    for (int dev = 0; dev < core.cluster().num_devices(); ++dev)
+      if (spec::reserved(spec::Concrete{}, core.cluster(), dev) &&
+          grab.devices.size() < static_cast<std::size_t>(core.cluster().jobs[st_job].max_dev))
+        grab.devices.push_back(dev);
+    grab.splice = core.cluster().jobs[st_job].world / static_cast<std::int64_t>(grab.devices.size());
+    clock.advance(1000);
+    auto c = core.commit(grab);
+    if (c) return Status::Error("the core let a job take devices reserved for another");
+    out << "  rejected (policy bug counted): " << c.reason() << "\n";
+  }
   if (auto st = s.gang(EventKind::kPlace, p); !st) return st;
+  out << "  job " << p << " took the devices reserved for it; its reservations end\n";
   if (auto st = s.simple(EventKind::kStart, p); !st) return st;
   if (auto st = s.simple(EventKind::kProgress, p, 10, 40000); !st) return st;
 
