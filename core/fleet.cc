@@ -5,6 +5,7 @@
 #include <charconv>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 #include "spec/invariants.h"
 
@@ -54,6 +55,7 @@ Status keyed_ints(const std::vector<std::string>& words, std::size_t from,
 Result<Fleet> Fleet::parse(const std::string& text) {
   Fleet f;
   std::string region, cluster;
+  std::unordered_set<std::string> node_names;
   bool seen_reserve = false;
   std::istringstream in(text);
   int lineno = 0;
@@ -87,8 +89,7 @@ Result<Fleet> Fleet::parse(const std::string& text) {
       std::int64_t mem = -1;
       if (auto st = keyed_ints(w, 2, {{"host_mem_mib", &mem}}); !st) return where(st.reason());
       if (mem < 0) return where("missing host_mem_mib=");
-      for (const auto& other : f.nodes)
-        if (other.name == w[1]) return where("node '" + w[1] + "' defined twice");
+      if (!node_names.insert(w[1]).second) return where("node '" + w[1] + "' defined twice");
       const int next = f.num_devices();
       f.nodes.push_back(Node{w[1], cluster, region, mem, next, next});
     } else if (kw == "devices") {
