@@ -174,9 +174,29 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, in
   report.depth = depth;
   report.unroll = std::min(unroll, depth);
 
-  // 1. The base case: runs from the initial state.
+  // 1. The base case: runs from the initial state, the initial state itself first.
   Run run(d, rows, shape, "t");
   run.constraints.push_back(spec::init_state(d, run.state(0)));
+  {
+    auto solver = preprocessing_solver(ctx, timeout_ms);
+    for (const auto& c : run.constraints) solver.add(c);
+    solver.add(!run.invariants(0));
+    auto r = solver.check();
+    if (r != z3::unsat) {
+      report.ok = false;
+      report.unknown = r == z3::unknown;
+      if (r == z3::sat) {
+        auto mdl = solver.get_model();
+        report.counterexample = run.show(mdl);
+      } else {
+        report.counterexample = "solver returned unknown on the initial state (" +
+                                solver.reason_unknown() + ")";
+      }
+      report.seconds = seconds_since(t0);
+      return report;
+    }
+    run.constraints.push_back(run.invariants(0));
+  }
   for (int t = 1; t <= report.unroll; ++t) {
     auto td = Clock::now();
     run.extend(/*slot_order=*/true);
@@ -223,12 +243,13 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, in
     report.unrolled = report.depth_checked = t;
   }
 
-  // 2. The induction step, for k = 1 .. the depth unrolled: k states satisfying every invariant,
-  // linked by steps satisfying the step invariants, then one more step of the whole table.
+  // 2. The induction step, for k = 1 .. the depth unrolled + 1: k states satisfying every
+  // invariant, linked by steps satisfying the step invariants, then one more step of the whole
+  // table. The base case covers depths 0 .. k-1, which is what a step of length k needs.
   if (report.unrolled < depth) {
     auto ti = Clock::now();
     std::string why;
-    for (int k = 1; k <= report.unrolled && report.induction_k == 0; ++k) {
+    for (int k = 1; k <= report.unrolled + 1 && report.induction_k == 0; ++k) {
       Run free(d, rows, shape, "k" + std::to_string(k) + "s");
       free.constraints.push_back(spec::fleet_wellformed(d, free.state(0)));
       free.constraints.push_back(free.invariants(0));

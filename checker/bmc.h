@@ -6,17 +6,17 @@
 // check needs neither the prover's "job 0 acts" symmetry nor its FRAME argument: any job may act,
 // and the run follows what every effect really does to every job and device.
 //
-//  1. Base: from the initial state, every run of up to `unroll` steps. At each depth the solver
-//     looks for a run whose last state breaks a state invariant or whose last step breaks a step
-//     invariant; a run it finds is a real violation, printed event by event with the states it
+//  1. Base: the initial state, then every run of up to `unroll` steps from it. At each depth the
+//     solver looks for a run whose last state breaks a state invariant or whose last step breaks a
+//     step invariant; a run it finds is a real violation, printed event by event with the states it
 //     passes through. A depth proved free of violations is asserted as a lemma for the next ones.
 //     Job slots are interchangeable, so only runs that submit jobs in slot order are explored
 //     (symmetry reduction: every other run is a permutation of one of those).
-//  2. Step (k-induction): for k = 1, 2, ... up to the depth unrolled, any k consecutive states that
-//     satisfy every invariant (linked by k-1 steps that satisfy the step invariants) lead, by any
-//     step of the whole table, to a state and step that satisfy them too. With the base case for
-//     depths <= k, that covers every depth: the report then says all_depths, and depth_checked is
-//     the depth asked for.
+//  2. Step (k-induction): for k = 1, 2, ... up to the depth unrolled + 1, any k consecutive states
+//     that satisfy every invariant (linked by k-1 steps that satisfy the step invariants) lead, by
+//     any step of the whole table, to a state and step that satisfy them too. With the base case
+//     for depths < k, that covers every depth: the report then says all_depths, and depth_checked
+//     is the depth asked for.
 // Each depth's query is a fresh solver that preprocesses (eliminates the next-state definitions);
 // from depth 6, and in the induction step, it is split into one query per choice of the last step
 // (job x row), which the preprocessing then simplifies to that one row. Unrolled queries still grow

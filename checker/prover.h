@@ -3,8 +3,9 @@
 //   Fleet /\ Local(s) /\ state_j(s) = Source /\ Guard(s, j, p) /\ s' = Effect(s, j, p)
 //     => Inv_state(s') /\ Inv_step(s, j, p, s')
 // with j = job 0 (job slots are symmetric) and every other value symbolic. Local(s) is every
-// invariant *without* the sums of INV-INDEX: what each obligation may assume is about single jobs,
-// single devices, single nodes and the counters, never a sum over jobs. Together with FRAME and
+// invariant *without* the sums of INV-INDEX and without INV-EXCL's count of holders per device
+// (which the per-element part of INV-INDEX implies): what each obligation may assume is about
+// single jobs, single devices, single nodes and the counters, never a sum over jobs. Together with FRAME and
 // DELTA below, that is what makes the proof hold for any number of jobs, nodes and devices
 // (docs/spec.md gives the argument); such an obligation is `unbounded`. One that needs the sums is
 // retried with them (Inv(s) whole) and, if that proves it, holds for the bounded shape only.
@@ -29,10 +30,13 @@ namespace orrery::checker {
 //  - DELTA, per row: the effect changes each counter (node_held, node_swap per node,
 //    premium_admitted) by exactly the acting job's change of share. With FRAME, that keeps the
 //    sums of INV-INDEX for any number of jobs.
+//  - ENABLED, per row: the row can fire at all on this shape (the local assumptions, its source
+//    state and its guard are satisfiable together). A row that cannot would make every other
+//    obligation about it vacuous — e.g. on a shape too small for a beneficiary to exist.
 //  - DETERMINISTIC, per pair of rows with the same source and event: their guards never both hold
 //    (in a state satisfying the invariants), so the core and Boost.MSM, which try such rows in
 //    opposite orders, always take the same row.
-enum class ObligationKind { kInvariant, kFrame, kDelta, kDeterministic };
+enum class ObligationKind { kInvariant, kFrame, kDelta, kEnabled, kDeterministic };
 
 struct Obligation {
   ObligationKind kind = ObligationKind::kInvariant;
@@ -49,7 +53,7 @@ struct Obligation {
   std::string counterexample;  // when not proved
 };
 
-// "INV-GANG", "FRAME", "DELTA" or "DETERMINISTIC".
+// "INV-GANG", "FRAME", "DELTA", "ENABLED" or "DETERMINISTIC".
 std::string obligation_name(const Obligation& ob);
 
 struct ProofReport {
@@ -60,8 +64,9 @@ struct ProofReport {
   double seconds = 0;
 };
 
-// Whether an invariant is proved for any fleet size: every one of its obligations (Init and each
-// row) was proved locally, and every FRAME (and, for INV-INDEX, every DELTA) obligation holds.
+// Whether an invariant is proved for any fleet size (by the argument of docs/spec.md, which this
+// does not check): every obligation of the run is proved — FRAME, DELTA and ENABLED included —
+// and each of this invariant's obligations was proved from the local assumptions.
 bool unbounded(const ProofReport& r, spec::Inv inv);
 
 ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned timeout_ms);

@@ -262,9 +262,10 @@ void print_table(std::ostream& out, const CheckRun& run) {
   for (auto inv : spec::kAllInvariants) headers.push_back(short_id(inv));
   headers.push_back("FRAME");
   headers.push_back("DELTA");
+  headers.push_back("ENABLED");
   std::vector<int> widths;
   for (const auto& h : headers) widths.push_back(std::max<int>(6, static_cast<int>(h.size()) + 1));
-  const int kFrame = static_cast<int>(ninv), kDelta = kFrame + 1;
+  const int kFrame = static_cast<int>(ninv), kDelta = kFrame + 1, kEnabledCol = kFrame + 2;
 
   // Per row, its cells by column (placed by kind and invariant, not by order).
   struct Line {
@@ -285,17 +286,18 @@ void print_table(std::ostream& out, const CheckRun& run) {
     if (line.cells.empty()) line.cells.assign(headers.size(), "-");
     line.label = ob.row_label;
     line.ms += ob.ms;
-    int col = ob.kind == ObligationKind::kFrame   ? kFrame
-              : ob.kind == ObligationKind::kDelta ? kDelta
-                                                  : inv_column(ob.inv);
+    int col = ob.kind == ObligationKind::kFrame     ? kFrame
+              : ob.kind == ObligationKind::kDelta   ? kDelta
+              : ob.kind == ObligationKind::kEnabled ? kEnabledCol
+                                                    : inv_column(ob.inv);
     if (col < 0) continue;
     line.cells[col] = cell(ob);
     any_needs_sums |= ob.proved && !ob.local;
   }
 
   out << "orrery-check: " << p.rows << " lifecycle rows x " << ninv
-      << " invariants (+ Init), each row's FRAME and DELTA, and the determinism of rows sharing "
-         "an event, on "
+      << " invariants (+ Init), each row's FRAME, DELTA and ENABLED (it can fire), and the "
+         "determinism of rows sharing an event, on "
       << shape_text(run.proof_shape) << "\n\n";
   out << std::left << std::setw(62) << "row";
   for (std::size_t c = 0; c < headers.size(); ++c) out << std::setw(widths[c]) << headers[c];
@@ -377,18 +379,20 @@ void print_json(std::ostream& out, const CheckRun& run) {
   out << "{\n  \"rows\": " << p.rows << ",\n  \"invariants\": [";
   for (std::size_t i = 0; i < spec::kAllInvariants.size(); ++i)
     out << (i ? ", " : "") << json_escape(std::string(spec::inv_id(spec::kAllInvariants[i])));
-  int n_inv = 0, n_frame = 0, n_delta = 0, n_det = 0;
+  int n_inv = 0, n_frame = 0, n_delta = 0, n_enabled = 0, n_det = 0;
   for (const auto& ob : p.obligations) {
     switch (ob.kind) {
       case ObligationKind::kInvariant: ++n_inv; break;
       case ObligationKind::kFrame: ++n_frame; break;
       case ObligationKind::kDelta: ++n_delta; break;
+      case ObligationKind::kEnabled: ++n_enabled; break;
       case ObligationKind::kDeterministic: ++n_det; break;
     }
   }
   out << "],\n  \"obligations\": " << p.obligations.size()
       << ",\n  \"invariant_obligations\": " << n_inv << ",\n  \"frame_obligations\": " << n_frame
       << ",\n  \"delta_obligations\": " << n_delta
+      << ",\n  \"enabled_obligations\": " << n_enabled
       << ",\n  \"determinism_obligations\": " << n_det << ",\n  \"proved\": " << p.proved
       << ",\n  \"failed\": " << p.failed << ",\n  \"proof_seconds\": " << p.seconds;
   const auto& ps = run.proof_shape;
@@ -470,6 +474,8 @@ void write_junit(std::ostream& out, const CheckRun& run) {
         c.type = "counterexample";
         c.message = ob.kind == ObligationKind::kDeterministic
                         ? "both guards can hold: " + ob.row_label
+                    : ob.kind == ObligationKind::kEnabled
+                        ? "the row can never fire on this shape: " + ob.row_label
                         : obligation_name(ob) + " violated at " + ob.row_label;
       }
     }

@@ -52,8 +52,10 @@ const std::array<int, spec::kNumJobStates> kIdOfState =
     make_id_of_state(std::make_index_sequence<spec::kNumJobStates>{});
 
 // An "archive" for MSM's own serialize(): it writes the given state id into the machine's
-// current-state array (the one region) and leaves everything else alone. This is MSM's documented
-// way of restoring a machine's state; no private member is touched.
+// current-state array (the one region) and leaves everything else alone. This relies on what
+// Boost 1.81's state_machine::serialize() writes (its int array of current states is the only
+// array it hands the archive); position() checks the result, so a Boost that changed it would
+// abort at the first event rather than run the wrong row. No private member is touched.
 struct Positioner {
   int id;
   template <std::size_t N>
@@ -86,6 +88,7 @@ void JobMachine::position(spec::JobState s) {
   if (i >= kIdOfState.size()) std::abort();  // a bug: states come from the cluster state
   Positioner p{kIdOfState[i]};
   impl_->m.serialize(p, 0);
+  if (state() != s) std::abort();  // see Positioner: MSM's serialize() is not what it was
 }
 
 Status JobMachine::fire(spec::EventKind event, FireContext& ctx) {

@@ -40,7 +40,8 @@ class JobMachine {
 
   // Runs the guard and, if it holds, the effect of the row for (state(), event) on ctx.cluster,
   // then moves to the row's target. Does not update the cluster's `state` variable: the caller
-  // mirrors state() into it, so the MSM stays the one authority on the lifecycle state.
+  // records state() there (the job's recorded state, which the next position() starts from), so
+  // every transition is still the MSM table's.
   Status fire(spec::EventKind event, FireContext& ctx);
 
  private:

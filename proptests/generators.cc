@@ -21,8 +21,8 @@ bool in(JobState s, std::initializer_list<JobState> states) {
 }
 
 // The origin that decides event `e` in practice (the generator's own table, for steering only):
-// a planner for admission, placement, resizing, preemption and giving up reservations, the
-// runtime for its reports, an operator for Submit and Cancel (users go through one).
+// a planner for admission, placement, resizing and preemption, the runtime for its reports, an
+// operator for Submit, Cancel and Release (users go through one).
 spec::Origin natural_origin(EventKind e) {
   switch (e) {
     case EventKind::kAdmit:
@@ -32,10 +32,10 @@ spec::Origin natural_origin(EventKind e) {
     case EventKind::kResizeUp:
     case EventKind::kResizeDown:
     case EventKind::kPreempt:
-    case EventKind::kRelease:
       return spec::Origin::kPlanner;
     case EventKind::kSubmit:
     case EventKind::kCancel:
+    case EventKind::kRelease:
       return spec::Origin::kOperator;
     default:
       return spec::Origin::kRuntime;

@@ -74,6 +74,7 @@ struct Stats {
   std::array<std::uint64_t, spec::kNumEventKinds> resv_created{};
   std::array<std::uint64_t, spec::kNumEventKinds> resv_consumed{};
   std::array<std::uint64_t, spec::kNumEventKinds> resv_voided{};
+  std::uint64_t resv_overridden = 0;  // taken by a job favoured over the one they were kept for
   // Decisions the model rejects only because a selected device is reserved for another job.
   std::array<std::uint64_t, spec::kNumEventKinds> blocked_by_reservation{};
   // Rejected decisions whose core reason names the reservation clause (any other clause may have
@@ -316,6 +317,7 @@ void drive(RefModel& m, Sut& sut, const core::Decision& d) {
     g_stats.resv_created[ev] += static_cast<std::uint64_t>(want.resv_created);
     g_stats.resv_consumed[ev] += static_cast<std::uint64_t>(want.resv_consumed);
     g_stats.resv_voided[ev] += static_cast<std::uint64_t>(want.resv_voided);
+    g_stats.resv_overridden += static_cast<std::uint64_t>(want.resv_overridden);
     sut.reserved += static_cast<std::uint64_t>(want.resv_created);
     if (want.suspend_without_reservation) ++g_stats.suspend_without_reservation;
     std::uint64_t live = 0;
@@ -454,7 +456,8 @@ void print_stats(std::ostream& os) {
     blocked += s.blocked_by_reservation[e];
   }
   os << "reservations (devices): " << created << " created, " << consumed << " consumed, "
-     << voided << " voided; " << s.sequences_with_reservation << " sequences reserved a device ("
+     << voided << " voided, " << s.resv_overridden
+     << " taken by a job favoured over the one they were kept for; " << s.sequences_with_reservation << " sequences reserved a device ("
      << (s.sequences ? 100 * s.sequences_with_reservation / s.sequences : 0)
      << "%), at most " << s.max_live_reservations << " live at once; "
      << s.suspend_without_reservation

@@ -173,10 +173,11 @@ bool gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int64_t 
     if (h >= 0 && h != j) return why = "device held by another job", false;
   }
   // A device freed for a waiting job (by a shrink or a preemption in its favour) is kept for it
-  // until it is placed or gives the reservation up: nobody else may take it meanwhile.
+  // until it is placed or gives the reservation up: nobody else may take it meanwhile — except a
+  // job that would itself be favoured over it (a reservation never keeps a higher tier waiting).
   for (int dev : sel) {
     const int r = m.reserved_for[dev];
-    if (r >= 0 && r != j) {
+    if (r >= 0 && r != j && !ref_favoured(m, j, r)) {
       why = "device reserved for another job";
       return false;
     }
@@ -247,7 +248,7 @@ constexpr Authority kAuthority[] = {
     {EventKind::kWorkerCrash,     false,  true,   true},
     {EventKind::kNodeLoss,        false,  true,   true},
     {EventKind::kCancel,          false,  false,  true},  // users and operators only
-    {EventKind::kRelease,         true,   false,  true},  // a planner gives up a reservation
+    {EventKind::kRelease,         false,  false,  true},  // an operator gives up a reservation
 };
 
 }  // namespace
@@ -286,6 +287,15 @@ bool valid_spec(const RefModel& m, const core::Decision& d, int& type, std::stri
   return true;
 }
 
+// Every device job v holds has device memory for one of job b's workers: what it frees is of use
+// to b.
+bool fits_devices(const RefModel& m, std::int64_t b, int v) {
+  if (b < 0 || b >= m.num_jobs()) return false;
+  for (int dev : m.jobs[v].devices)
+    if (m.dev_mem[dev] < m.jobs[static_cast<std::size_t>(b)].mem) return false;
+  return true;
+}
+
 // Job j gives every device back; those it gives up for `for_job` stay reserved for that job
 // when it is waiting (for_job < 0: for nobody). Returns how many were reserved.
 int release(RefModel& m, int j, std::int64_t for_job = -1) {
@@ -304,11 +314,14 @@ int release(RefModel& m, int j, std::int64_t for_job = -1) {
 }
 
 // Job j now holds exactly `sel`; a reservation on a device it takes ends there (the guard has
-// made sure it was j's own). Returns how many of j's own reservations it consumed.
-int take(RefModel& m, int j, const std::set<int>& sel, std::int64_t splice) {
+// made sure it was j's own, or one for a job j is favoured over: those are counted in
+// `overridden`). Returns how many of j's own reservations it consumed.
+int take(RefModel& m, int j, const std::set<int>& sel, std::int64_t splice,
+         int* overridden = nullptr) {
   int consumed = 0;
   for (int dev : sel) {
     consumed += m.reserved_for[dev] == j ? 1 : 0;
+    if (overridden && m.reserved_for[dev] >= 0 && m.reserved_for[dev] != j) ++*overridden;
     m.reserved_for[dev] = -1;
   }
   m.jobs[j].devices = sel;
@@ -408,7 +421,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       to = d.event == EventKind::kPlace ? JobState::kPlaced : JobState::kRestoring;
       ++job.epoch;
       // The job stops waiting: what was reserved for it and not taken is free for anybody again.
-      p.resv_consumed = take(m, j, sel, d.splice);
+      p.resv_consumed = take(m, j, sel, d.splice, &p.resv_overridden);
       p.resv_voided = void_reservations(m, j);
       break;
     case EventKind::kStart:
@@ -475,6 +488,10 @@ Prediction predict(RefModel& m, const core::Decision& d) {
         why = "beneficiary not favoured";
         break;
       }
+      if (!fits_devices(m, d.beneficiary, j)) {
+        why = "beneficiary's workers do not fit the devices";
+        break;
+      }
       if (!gang_fits(m, j, sel, d.splice, why)) break;
       ok = true;
       to = JobState::kRunning;
@@ -492,6 +509,10 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       if (s != JobState::kRunning) break;
       if (!ref_favoured(m, d.beneficiary, j)) {
         why = "beneficiary not favoured";
+        break;
+      }
+      if (!fits_devices(m, d.beneficiary, j)) {
+        why = "beneficiary's workers do not fit the devices";
         break;
       }
       ok = true;
@@ -546,8 +567,9 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       if (!ref_holding(s)) break;
       ok = true;
       to = job.failures < kRefMaxRetries ? JobState::kQueued : JobState::kFailed;
-      release(m, j);
-      job.ben = -1;  // a preemption cut short by the failure is for nobody any more
+      // A preemption cut short by the failure still leaves the devices to the job it was for.
+      p.resv_created = release(m, j, job.ben);
+      job.ben = -1;
       job.progress = job.ckpt >= 0 ? job.ckpt : 0;
       ++job.failures;
       break;
@@ -557,7 +579,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
         break;
       ok = true;
       to = JobState::kCancelled;
-      release(m, j);
+      p.resv_created = release(m, j, job.ben);  // as for a failure while checkpointing
       job.ben = -1;
       p.resv_voided = void_reservations(m, j);
       break;

@@ -120,6 +120,8 @@ struct Prediction {
   int resv_created = 0;
   int resv_consumed = 0;
   int resv_voided = 0;
+  // Devices reserved for another job that this one took because it is favoured over that job.
+  int resv_overridden = 0;
   // A preemption checkpoint committed while its beneficiary no longer waits: nothing reserved.
   bool suspend_without_reservation = false;
 };

@@ -187,11 +187,8 @@ struct EffectSuspend {
   static constexpr std::string_view name = "commit_checkpoint_release_reserved";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>& p) {
-    auto& job = s.jobs[j];
-    job.ckpt = p.step;
-    auto ben = job.ben;
-    free_held(d, s, j, ben, waiting_job(d, s, ben));
-    job.ben = d.k(-1);
+    s.jobs[j].ckpt = p.step;
+    free_held_for_beneficiary(d, s, j);
   }
 };
 
@@ -205,14 +202,24 @@ struct EffectComplete {
   }
 };
 
+// Gives back every device job j holds; if j was checkpointing for a preemption, they are reserved
+// for the job the preemption was for, if it still waits (the preemption's purpose survives the
+// victim failing or being cancelled before its checkpoint is committed). Outside Checkpointing
+// `ben` is -1, and nothing is reserved.
+template <class D>
+void free_held_for_beneficiary(const D& d, ClusterVars<D>& s, int j) {
+  auto ben = s.jobs[j].ben;
+  free_held(d, s, j, ben, waiting_job(d, s, ben));
+  s.jobs[j].ben = d.k(-1);
+}
+
 // Cancellation, from any live state: release, leave the admitted set, end the job's reservations.
 struct EffectCancel {
   static constexpr std::string_view name = "release_unreserve_unadmit";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
     unadmit(d, s, j);
-    free_held(d, s, j, d.k(-1), d.b(false));
-    s.jobs[j].ben = d.k(-1);
+    free_held_for_beneficiary(d, s, j);
     s.jobs[j].resv_gen = s.jobs[j].resv_gen + d.k(1);
   }
 };
@@ -222,8 +229,7 @@ struct EffectCancel {
 template <class D>
 void fail(const D& d, ClusterVars<D>& s, int j) {
   auto& job = s.jobs[j];
-  free_held(d, s, j, d.k(-1), d.b(false));
-  job.ben = d.k(-1);
+  free_held_for_beneficiary(d, s, j);
   job.progress = d.ite(d.k(0) <= job.ckpt, job.ckpt, d.k(0));
   job.failures = job.failures + d.k(1);
 }

@@ -49,7 +49,9 @@ struct GuardAdmit {
 // The gang fits on the selected devices (p.sel, p.splice) — placement, resume, and the fit part
 // of migration and resize: every worker placed, the device count in range, at most kSpliceLimit
 // workers per device, the right device type with enough memory for one worker (spliced workers
-// take turns, each sees the whole device), no device held by another job or reserved for one, and
+// take turns, each sees the whole device), no device held by another job or reserved for a job
+// this one does not take precedence over (a reservation never blocks a job that outranks its
+// beneficiary, so it cannot keep a higher tier waiting), and
 // on every node the job touches, device capacity and host memory for the swapped-out workers once
 // the job's old devices are given back and the new ones taken. Visits only the selection and the
 // job's held devices.
@@ -73,7 +75,8 @@ struct GuardGang {
     d.members(p.sel, [&](int dev, const Bool& in) {
       type_ok = type_ok && d.implies(in, s.dev_type(dev) == job.dtype && job.mem <= s.dev_mem(dev));
       free = free && d.implies(in, s.owner[dev] == d.k(-1) || s.owner[dev] == me);
-      unreserved = unreserved && d.implies(in, !reserved(d, s, dev) || s.resv_for[dev] == me);
+      unreserved = unreserved && d.implies(in, !reserved(d, s, dev) || s.resv_for[dev] == me ||
+                                                   outranks(d, s, j, s.resv_for[dev]));
       sums.add(s.node_of(dev), indicator(d, in), d.ite(in, new_swap, d.k(0)));
     });
     auto cap_ok = d.b(true);
@@ -145,17 +148,19 @@ struct GuardShrink {
     cs.push_back({"keeps a subset of the held devices", kept_count(d, s, j, p) == d.size(p.sel)});
     cs.push_back({"fewer devices than now", d.size(p.sel) < s.jobs[j].devices});
     cs.push_back({"beneficiary favoured by tier or fair share", favoured(d, s, p.beneficiary, j)});
+    cs.push_back({"beneficiary's workers fit the devices", fits_devices_of(d, s, p.beneficiary, j)});
     return cs;
   }
 };
 
 // Preemption only in favour of a waiting job of a strictly higher tier, or of the same tier with
-// strictly less attained service.
+// strictly less attained service, that can use the devices (they will be reserved for it).
 struct GuardPreempt {
   static constexpr std::string_view name = "favoured_beneficiary";
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
-    return {{"beneficiary favoured by tier or fair share", favoured(d, s, p.beneficiary, j)}};
+    return {{"beneficiary favoured by tier or fair share", favoured(d, s, p.beneficiary, j)},
+            {"beneficiary's workers fit the devices", fits_devices_of(d, s, p.beneficiary, j)}};
   }
 };
 

@@ -131,32 +131,165 @@ typename D::Bool init_state(const D& d, const ClusterVars<D>& s) {
   return ok && s.premium_admitted.front() == d.k(0);
 }
 
-// ---- INV-INDEX, in two parts ---------------------------------------------------------------
+// ---- State invariants, part by part -------------------------------------------------------
+//
+// Each state invariant is written as the conjunction of parts, each reading a bounded piece of the
+// state:
+//   job_invariant(d, inv, s, j)       job j's variables, its held set, and the per-device state
+//                                     and fleet values of the devices in that set;
+//   device_invariant(d, inv, s, dev)  device dev's state and the variables of the jobs it names
+//                                     (its owner, the job it is reserved for);
+//   node_invariant(d, inv, s, n)      node n's counters and capacities;
+//   fleet_invariant(d, inv, s)        the fleet counter and the premium reserve;
+//   sums_invariant(d, inv, s)         what relates all jobs at once: INV-EXCL's count of holders
+//                                     per device and INV-INDEX's sums. Nothing else.
+// state_invariant(d, inv, s) below is their conjunction over every job, device and node: what the
+// checker proves and BMC, the property tests and the unit tests evaluate. The parts are the same
+// formula text split where it already was a conjunction over jobs, devices or nodes; no part is
+// a second copy of anything.
+//
+// Why split: a transition changes only the acting job, the per-device state of the devices the
+// row names (those the job held and those selected), the counters of their nodes, and the counters
+// by exactly the job's own change of share (FRAME and DELTA, proved per row). So after a decision
+// the only parts that can turn false are the acting job's; the parts of the named devices and of
+// any job that owned one of them before (its held set must still match the owners); the parts of
+// those devices' nodes; and the fleet part. The part of an unnamed device reads the acting job only
+// through its reservation generation, which never goes back (INV-RESERVE's step part). The sums
+// are kept by DELTA, which checker/prover.cc states and `orrery-check replay` evaluates on the
+// touched nodes; INV-EXCL's count is implied there by INV-INDEX's job and device parts (a device
+// in two held sets would have to be owned by both jobs). That is how a journal replay checks each
+// decision in O(|named devices|) and the whole state only now and then (docs/checker.md).
 
-// The per-element part: every device a job holds is owned by it, every owned device is held by
-// its owner (a job), and a job's device count is the size of its held set. Each conjunct is about
-// one job or one device.
+inline constexpr bool has_job_part(Inv inv) {
+  return inv != Inv::kExcl && inv != Inv::kCap && inv != Inv::kAdmit;
+}
+inline constexpr bool has_device_part(Inv inv) { return inv == Inv::kIndex || inv == Inv::kReserve; }
+inline constexpr bool has_node_part(Inv inv) { return inv == Inv::kCap; }
+inline constexpr bool has_fleet_part(Inv inv) { return inv == Inv::kAdmit; }
+inline constexpr bool has_sums_part(Inv inv) { return inv == Inv::kExcl || inv == Inv::kIndex; }
+
+template <class D>
+typename D::Bool job_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int j) {
+  using Bool = typename D::Bool;
+  const auto& job = s.jobs[j];
+  switch (inv) {
+    case Inv::kWorld:
+      // The slot is in a lifecycle state; a submitted job's spec is well formed and in range.
+      return d.k(0) <= job.state && job.state < d.k(kNumJobStates) &&
+             d.implies(!is(d, job.state, JobState::kNew),
+                       d.k(0) <= job.tier && job.tier < d.k(kNumTiers) && d.k(0) <= job.dtype &&
+                           d.k(1) <= job.min_dev && job.min_dev <= job.max_dev &&
+                           job.max_dev <= job.world && job.world <= d.k(kMaxWorld) &&
+                           d.k(1) <= job.mem && job.mem <= d.k(kMaxMemMib));
+
+    case Inv::kGang: {
+      auto type_ok = d.b(true);
+      d.members(job.held, [&](int dev, const Bool& in) {
+        type_ok =
+            type_ok && d.implies(in, s.dev_type(dev) == job.dtype && job.mem <= s.dev_mem(dev));
+      });
+      return job.devices == d.size(job.held) &&
+             d.implies(holding_state(d, job.state),
+                       job.min_dev <= job.devices && job.devices <= job.max_dev &&
+                           exact_split(d, job.world, job.devices, job.splice) && type_ok) &&
+             d.implies(!holding_state(d, job.state),
+                       job.devices == d.k(0) && job.splice == d.k(0));
+    }
+
+    case Inv::kCkpt:
+      return d.k(0) <= job.progress && d.k(-1) <= job.ckpt && job.ckpt <= job.progress &&
+             d.implies(one_of(d, job.state,
+                              {JobState::kSuspended, JobState::kMigrating, JobState::kRestoring}),
+                       d.k(0) <= job.ckpt && job.progress == job.ckpt);
+
+    case Inv::kEpoch: {
+      auto ok = d.k(0) <= job.epoch;
+      d.members(job.held, [&](int dev, const Bool& in) {
+        ok = ok && d.implies(in, s.owner_epoch[dev] == job.epoch);
+      });
+      return ok;
+    }
+
+    case Inv::kTier:
+      // Attained service, which the same-tier fair-share rule compares, stays in range.
+      return d.k(0) <= job.attained && job.attained <= d.k(kMaxAttained);
+
+    case Inv::kTerm:
+      return d.implies(terminal_state(d, job.state),
+                       job.devices == d.k(0) && d.size(job.held) == d.k(0));
+
+    case Inv::kIndex: {
+      // Every device the job holds is owned by it, and its device count is its held set's size.
+      auto ok = job.devices == d.size(job.held);
+      d.members(job.held, [&](int dev, const Bool& in) {
+        ok = ok && d.implies(in, s.owner[dev] == d.k(j));
+      });
+      return ok;
+    }
+
+    case Inv::kReserve:
+      // Only a job checkpointing for a preemption names a beneficiary, never itself.
+      return d.k(0) <= job.resv_gen &&
+             d.implies(!(job.ben == d.k(-1)),
+                       is(d, job.state, JobState::kCheckpointing) && !(job.ben == d.k(j)));
+
+    case Inv::kExcl:
+    case Inv::kCap:
+    case Inv::kAdmit:
+      break;
+  }
+  return d.b(true);
+}
+
+template <class D>
+typename D::Bool device_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int dev) {
+  switch (inv) {
+    case Inv::kIndex:
+      // An owned device is held by its owner, a job.
+      return s.owner[dev] == d.k(-1) ||
+             d.select(
+                 s.num_jobs(), s.owner[dev],
+                 [&](int i) { return d.contains(s.jobs[i].held, dev); }, d.b(false));
+    case Inv::kReserve:
+      // A reservation is on a free device, for a job, under a generation that job has reached.
+      return s.resv_for[dev] == d.k(-1) ||
+             (s.owner[dev] == d.k(-1) &&
+              d.select(
+                  s.num_jobs(), s.resv_for[dev],
+                  [&](int i) { return s.resv_gen[dev] <= s.jobs[i].resv_gen; }, d.b(false)));
+    default:
+      return d.b(true);
+  }
+}
+
+template <class D>
+typename D::Bool node_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int n) {
+  if (inv == Inv::kCap)  // INV-CAP: devices held and host memory for swapped-out workers
+    return s.node_held[n] <= s.node_devs[n] && s.node_swap[n] <= s.host_mem[n];
+  return d.b(true);
+}
+
+template <class D>
+typename D::Bool fleet_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
+  if (inv == Inv::kAdmit) return s.premium_admitted.front() <= s.reserve();
+  return d.b(true);
+}
+
+// INV-INDEX's per-element part: every job's and every device's part (each conjunct is about one
+// job or one device). What the checker's local obligations may assume.
 template <class D>
 typename D::Bool index_local(const D& d, const ClusterVars<D>& s) {
   auto ok = d.b(true);
-  for (int j = 0; j < s.num_jobs(); ++j) {
-    const auto& job = s.jobs[j];
-    ok = ok && job.devices == d.size(job.held);
-    d.members(job.held, [&](int dev, const typename D::Bool& in) {
-      ok = ok && d.implies(in, s.owner[dev] == d.k(j));
-    });
-  }
+  for (int j = 0; j < s.num_jobs(); ++j) ok = ok && job_invariant(d, Inv::kIndex, s, j);
   for (int dev = 0; dev < s.num_devices(); ++dev)
-    ok = ok && (s.owner[dev] == d.k(-1) ||
-                d.select(
-                    s.num_jobs(), s.owner[dev],
-                    [&](int i) { return d.contains(s.jobs[i].held, dev); }, d.b(false)));
+    ok = ok && device_invariant(d, Inv::kIndex, s, dev);
   return ok;
 }
 
-// The sums: each counter equals the sum over jobs of the job's share (premium_share,
-// add_node_shares). The only invariant text that is O(jobs) or O(devices) for the core; per row,
-// the checker proves instead that every effect changes each counter by the acting job's delta.
+// INV-INDEX's sums: each counter equals the sum over jobs of the job's share (premium_share,
+// add_node_shares). With INV-EXCL's count, the only invariant text that is O(jobs) or O(devices)
+// for the core; per row, the checker proves instead that every effect changes each counter by the
+// acting job's delta (DELTA).
 template <class D>
 typename D::Bool index_sums(const D& d, const ClusterVars<D>& s) {
   std::vector<typename D::Int> held(static_cast<std::size_t>(s.nodes), d.k(0));
@@ -172,112 +305,40 @@ typename D::Bool index_sums(const D& d, const ClusterVars<D>& s) {
   return ok;
 }
 
-// ---- State invariants ----------------------------------------------------------------------
-
 template <class D>
-typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
+typename D::Bool sums_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
   using Bool = typename D::Bool;
   auto ok = d.b(true);
-  switch (inv) {
-    case Inv::kWorld:
-      // Every slot is in a lifecycle state; a submitted job's spec is well formed and in range.
-      for (const auto& job : s.jobs)
-        ok = ok && d.k(0) <= job.state && job.state < d.k(kNumJobStates) &&
-             d.implies(!is(d, job.state, JobState::kNew),
-                             d.k(0) <= job.tier && job.tier < d.k(kNumTiers) &&
-                                 d.k(0) <= job.dtype && d.k(1) <= job.min_dev &&
-                                 job.min_dev <= job.max_dev && job.max_dev <= job.world &&
-                                 job.world <= d.k(kMaxWorld) && d.k(1) <= job.mem &&
-                                 job.mem <= d.k(kMaxMemMib));
-      return ok;
-
-    case Inv::kGang:
-      for (int j = 0; j < s.num_jobs(); ++j) {
-        const auto& job = s.jobs[j];
-        auto type_ok = d.b(true);
-        d.members(job.held, [&](int dev, const Bool& in) {
-          type_ok = type_ok &&
-                    d.implies(in, s.dev_type(dev) == job.dtype && job.mem <= s.dev_mem(dev));
-        });
-        ok = ok && job.devices == d.size(job.held) &&
-             d.implies(holding_state(d, job.state),
-                       job.min_dev <= job.devices && job.devices <= job.max_dev &&
-                           exact_split(d, job.world, job.devices, job.splice) && type_ok) &&
-             d.implies(!holding_state(d, job.state),
-                       job.devices == d.k(0) && job.splice == d.k(0));
-      }
-      return ok;
-
-    case Inv::kExcl: {
-      // No device is in two jobs' held sets (the owner index makes this so by construction; this
-      // is the statement about the held sets that it implies).
-      std::vector<typename D::Int> holders(static_cast<std::size_t>(s.num_devices()), d.k(0));
-      for (const auto& job : s.jobs)
-        d.members(job.held, [&](int dev, const Bool& in) {
-          holders[dev] = holders[dev] + indicator(d, in);
-        });
-      for (const auto& h : holders) ok = ok && h <= d.k(1);
-      return ok;
-    }
-
-    case Inv::kCap:
-      for (int n = 0; n < s.nodes; ++n)
-        ok = ok && s.node_held[n] <= s.node_devs[n] && s.node_swap[n] <= s.host_mem[n];
-      return ok;
-
-    case Inv::kCkpt:
-      for (const auto& job : s.jobs)
-        ok = ok && d.k(0) <= job.progress && d.k(-1) <= job.ckpt && job.ckpt <= job.progress &&
-             d.implies(one_of(d, job.state,
-                              {JobState::kSuspended, JobState::kMigrating, JobState::kRestoring}),
-                       d.k(0) <= job.ckpt && job.progress == job.ckpt);
-      return ok;
-
-    case Inv::kEpoch:
-      for (const auto& job : s.jobs) {
-        ok = ok && d.k(0) <= job.epoch;
-        d.members(job.held, [&](int dev, const Bool& in) {
-          ok = ok && d.implies(in, s.owner_epoch[dev] == job.epoch);
-        });
-      }
-      return ok;
-
-    case Inv::kTier:
-      // Attained service, which the same-tier fair-share rule compares, stays in range.
-      for (const auto& job : s.jobs)
-        ok = ok && d.k(0) <= job.attained && job.attained <= d.k(kMaxAttained);
-      return ok;
-
-    case Inv::kTerm:
-      for (const auto& job : s.jobs)
-        ok = ok && d.implies(terminal_state(d, job.state),
-                             job.devices == d.k(0) && d.size(job.held) == d.k(0));
-      return ok;
-
-    case Inv::kAdmit:
-      return s.premium_admitted.front() <= s.reserve();
-
-    case Inv::kIndex:
-      return index_local(d, s) && index_sums(d, s);
-
-    case Inv::kReserve:
-      // A reservation is on a free device, for a job, under a generation that job has reached;
-      // only a job checkpointing for a preemption names a beneficiary, never itself.
-      for (int dev = 0; dev < s.num_devices(); ++dev)
-        ok = ok && (s.resv_for[dev] == d.k(-1) ||
-                    (s.owner[dev] == d.k(-1) &&
-                     d.select(
-                         s.num_jobs(), s.resv_for[dev],
-                         [&](int i) { return s.resv_gen[dev] <= s.jobs[i].resv_gen; },
-                         d.b(false))));
-      for (int j = 0; j < s.num_jobs(); ++j) {
-        const auto& job = s.jobs[j];
-        ok = ok && d.k(0) <= job.resv_gen &&
-             d.implies(!(job.ben == d.k(-1)),
-                       is(d, job.state, JobState::kCheckpointing) && !(job.ben == d.k(j)));
-      }
-      return ok;
+  if (inv == Inv::kExcl) {
+    // No device is in two jobs' held sets (the owner index makes this so by construction; this
+    // is the statement about the held sets that it implies).
+    std::vector<typename D::Int> holders(static_cast<std::size_t>(s.num_devices()), d.k(0));
+    for (const auto& job : s.jobs)
+      d.members(job.held, [&](int dev, const Bool& in) {
+        holders[dev] = holders[dev] + indicator(d, in);
+      });
+    for (const auto& h : holders) ok = ok && h <= d.k(1);
+  } else if (inv == Inv::kIndex) {
+    ok = index_sums(d, s);
   }
+  return ok;
+}
+
+// ---- State invariants ----------------------------------------------------------------------
+
+// The whole invariant: every part over every job, device and node. O(jobs + devices + nodes +
+// held devices) on concrete values.
+template <class D>
+typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
+  auto ok = d.b(true);
+  if (has_job_part(inv))
+    for (int j = 0; j < s.num_jobs(); ++j) ok = ok && job_invariant(d, inv, s, j);
+  if (has_device_part(inv))
+    for (int dev = 0; dev < s.num_devices(); ++dev) ok = ok && device_invariant(d, inv, s, dev);
+  if (has_node_part(inv))
+    for (int n = 0; n < s.nodes; ++n) ok = ok && node_invariant(d, inv, s, n);
+  if (has_fleet_part(inv)) ok = ok && fleet_invariant(d, inv, s);
+  if (has_sums_part(inv)) ok = ok && sums_invariant(d, inv, s);
   return ok;
 }
 
@@ -292,88 +353,121 @@ typename D::Bool preemptive(const D& d, const JobVars<D>& pre, const JobVars<D>&
 }
 
 // The job that the devices job j gives up in this transition are for: the beneficiary of a shrink,
-// or the one a preemption checkpoint was taken for; -1 for any other transition.
+// or the one a preemption checkpoint was taken for — whether the checkpoint is committed or the
+// job fails or is cancelled first; -1 for any other transition.
 template <class D>
 typename D::Int freed_for(const D& d, const ClusterVars<D>& pre, int j, const Params<D>& p,
                           const ClusterVars<D>& post) {
   const auto& a = pre.jobs[j];
   const auto& b = post.jobs[j];
   auto shrink = holding_state(d, a.state) && holding_state(d, b.state) && b.devices < a.devices;
-  auto suspend =
-      is(d, a.state, JobState::kCheckpointing) && is(d, b.state, JobState::kSuspended);
-  return d.ite(shrink, p.beneficiary, d.ite(suspend, a.ben, d.k(-1)));
+  auto preempted =
+      is(d, a.state, JobState::kCheckpointing) && !holding_state(d, b.state);
+  return d.ite(shrink, p.beneficiary, d.ite(preempted, a.ben, d.k(-1)));
+}
+
+inline constexpr bool has_step_part(Inv inv) {
+  return inv == Inv::kWorld || inv == Inv::kCkpt || inv == Inv::kEpoch || inv == Inv::kTier ||
+         inv == Inv::kTerm || inv == Inv::kReserve;
+}
+inline constexpr bool has_device_step_part(Inv inv) { return inv == Inv::kReserve; }
+
+// A step invariant is split like the state invariants: a part per job i (job_step, for every step
+// invariant) and a part per device (device_step, INV-RESERVE's (a) and (b)); step_invariant is
+// their conjunction over every job and device. For a job other than the acting one j, or a device
+// the row does not name, nothing the part reads changes (FRAME, and INV-INDEX/INV-RESERVE in the
+// state before: a device j owned is one it held, a reserved device is free), so its part holds
+// trivially; checking the acting job's part and the named devices' parts is checking the step.
+
+// What INV-RESERVE's device parts need about the step as a whole: the job the devices job j gives
+// up are for (freed_for) and whether that job is waiting. Computed once per step.
+template <class D>
+struct FreedFor {
+  typename D::Int job;
+  typename D::Bool waits;
+};
+template <class D>
+FreedFor<D> freed_for_step(const D& d, const ClusterVars<D>& pre, int j, const Params<D>& p,
+                           const ClusterVars<D>& post) {
+  auto b = freed_for(d, pre, j, p, post);
+  return {b, waiting_job(d, pre, b)};
+}
+
+// The part of step invariant `inv` about device dev, job j acting with parameters p; `f` is
+// freed_for_step(d, pre, j, p, post).
+template <class D>
+typename D::Bool device_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
+                             const ClusterVars<D>& post, int dev, const FreedFor<D>& f) {
+  if (inv != Inv::kReserve) return d.b(true);
+  // (a) A reserved device is taken only by the job it is reserved for, or by one that takes
+  // precedence over that job (a reservation never keeps a higher tier waiting). (b) A device the
+  // acting job gives up is reserved for the job it was freed for, if that one is waiting.
+  const auto taken_by = post.owner[dev];
+  return d.implies(reserved(d, pre, dev) && !(taken_by == d.k(-1)),
+                   taken_by == pre.resv_for[dev] ||
+                       (taken_by == d.k(j) && outranks(d, pre, j, pre.resv_for[dev]))) &&
+         d.implies(pre.owner[dev] == d.k(j) && post.owner[dev] == d.k(-1) && f.waits,
+                   post.resv_for[dev] == f.job && reserved(d, post, dev));
+}
+
+// The part of step invariant `inv` about job i, job j acting with parameters p.
+template <class D>
+typename D::Bool job_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
+                          const Params<D>& p, const ClusterVars<D>& post, int i) {
+  const auto& a = pre.jobs[i];
+  const auto& b = post.jobs[i];
+  auto submitted = !is(d, a.state, JobState::kNew);
+  switch (inv) {
+    case Inv::kWorld:
+      return d.implies(submitted, b.world == a.world && b.tier == a.tier && b.dtype == a.dtype &&
+                                      b.min_dev == a.min_dev && b.max_dev == a.max_dev &&
+                                      b.mem == a.mem);
+    case Inv::kCkpt: {
+      // Progress moves back only on failure (leaving a holding state for Queued or Failed),
+      // and then exactly to the last committed checkpoint (or the start).
+      auto failure = holding_state(d, a.state) &&
+                     one_of(d, b.state, {JobState::kQueued, JobState::kFailed});
+      auto to_ckpt = b.progress == d.ite(d.k(0) <= a.ckpt, a.ckpt, d.k(0));
+      return d.implies(submitted,
+                       a.ckpt <= b.ckpt && (a.progress <= b.progress || (failure && to_ckpt)));
+    }
+    case Inv::kEpoch:
+      return d.implies(submitted,
+                       a.epoch <= b.epoch &&
+                           d.implies(starting_state(d, b.state) && !(b.state == a.state),
+                                     a.epoch < b.epoch));
+    case Inv::kTier:
+      return d.implies(preemptive(d, a, b), d.b(i == j) && favoured(d, pre, p.beneficiary, j));
+    case Inv::kTerm:
+      return d.implies(terminal_state(d, a.state), b.state == a.state);
+    case Inv::kReserve:
+      // (c) Reservation generations never go back, and a job that stops waiting starts a new
+      // one, so the reservations made for it while it waited never come back to life.
+      return a.resv_gen <= b.resv_gen &&
+             d.implies(waiting_state(d, a.state) && !waiting_state(d, b.state),
+                       a.resv_gen < b.resv_gen);
+    case Inv::kGang:
+    case Inv::kExcl:
+    case Inv::kCap:
+    case Inv::kAdmit:
+    case Inv::kIndex:
+      break;  // state invariants only
+  }
+  return d.b(true);
 }
 
 template <class D>
 typename D::Bool step_invariant(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
                                 const Params<D>& p, const ClusterVars<D>& post) {
   auto ok = d.b(true);
-  if (inv == Inv::kReserve) {
-    // (a) A reserved device is taken only by the job it is reserved for. (b) A device the acting
-    // job gives up is reserved for the job it was freed for, if that one is waiting.
-    auto b = freed_for(d, pre, j, p, post);
-    auto b_waits = waiting_job(d, pre, b);
-    for (int dev = 0; dev < pre.num_devices(); ++dev) {
-      const auto taken_by = post.owner[dev];
-      ok = ok &&
-           d.implies(reserved(d, pre, dev) && !(taken_by == d.k(-1)), taken_by == pre.resv_for[dev]) &&
-           d.implies(pre.owner[dev] == d.k(j) && post.owner[dev] == d.k(-1) && b_waits,
-                     post.resv_for[dev] == b && reserved(d, post, dev));
-    }
+  if (!has_step_part(inv)) return ok;
+  if (has_device_step_part(inv)) {
+    const auto f = freed_for_step(d, pre, j, p, post);
+    for (int dev = 0; dev < pre.num_devices(); ++dev)
+      ok = ok && device_step(d, inv, pre, j, post, dev, f);
   }
-  for (int i = 0; i < pre.num_jobs(); ++i) {
-    const auto& a = pre.jobs[i];
-    const auto& b = post.jobs[i];
-    auto submitted = !is(d, a.state, JobState::kNew);
-    switch (inv) {
-      case Inv::kWorld:
-        ok = ok && d.implies(submitted, b.world == a.world && b.tier == a.tier &&
-                                            b.dtype == a.dtype && b.min_dev == a.min_dev &&
-                                            b.max_dev == a.max_dev && b.mem == a.mem);
-        break;
-      case Inv::kCkpt: {
-        // Progress moves back only on failure (leaving a holding state for Queued or Failed),
-        // and then exactly to the last committed checkpoint (or the start).
-        auto failure = holding_state(d, a.state) &&
-                       one_of(d, b.state, {JobState::kQueued, JobState::kFailed});
-        auto to_ckpt = b.progress == d.ite(d.k(0) <= a.ckpt, a.ckpt, d.k(0));
-        ok = ok && d.implies(submitted, a.ckpt <= b.ckpt &&
-                                            (a.progress <= b.progress || (failure && to_ckpt)));
-        break;
-      }
-      case Inv::kEpoch:
-        ok = ok && d.implies(submitted, a.epoch <= b.epoch &&
-                                            d.implies(starting_state(d, b.state) &&
-                                                          !(b.state == a.state),
-                                                      a.epoch < b.epoch));
-        break;
-      case Inv::kTier:
-        ok = ok && d.implies(preemptive(d, a, b), d.b(i == j) && favoured(d, pre, p.beneficiary, j));
-        break;
-      case Inv::kTerm:
-        ok = ok && d.implies(terminal_state(d, a.state), b.state == a.state);
-        break;
-      case Inv::kReserve:
-        // (c) Reservation generations never go back, and a job that stops waiting starts a new
-        // one, so the reservations made for it while it waited never come back to life.
-        ok = ok && a.resv_gen <= b.resv_gen &&
-             d.implies(waiting_state(d, a.state) && !waiting_state(d, b.state),
-                       a.resv_gen < b.resv_gen);
-        break;
-      case Inv::kGang:
-      case Inv::kExcl:
-      case Inv::kCap:
-      case Inv::kAdmit:
-      case Inv::kIndex:
-        return ok;  // state invariants only
-    }
-  }
+  for (int i = 0; i < pre.num_jobs(); ++i) ok = ok && job_step(d, inv, pre, j, p, post, i);
   return ok;
-}
-
-inline constexpr bool has_step_part(Inv inv) {
-  return inv == Inv::kWorld || inv == Inv::kCkpt || inv == Inv::kEpoch || inv == Inv::kTier ||
-         inv == Inv::kTerm || inv == Inv::kReserve;
 }
 
 }  // namespace orrery::spec

@@ -253,23 +253,53 @@ typename D::Bool exact_split(const D& d, const typename D::Int& world, const typ
          times_small(d, count, splice, kSpliceLimit) == world;
 }
 
-// The waiting job b may take resources from job v: b needs v's device type (anything else would
-// free devices b cannot use), and has a strictly higher tier, or the same tier and strictly less
-// attained service (the same-tier fair-share rule).
+// Job `ben` takes precedence over job `victim` for devices: it is waiting, needs the victim's
+// device type (anything else would free devices it cannot use), and has a strictly higher tier, or
+// the same tier and strictly less attained service (the same-tier fair-share rule).
+template <class D>
+typename D::Bool precedes(const D& d, const JobVars<D>& ben, const JobVars<D>& victim) {
+  return waiting_state(d, ben.state) && ben.dtype == victim.dtype &&
+         (ben.tier < victim.tier || (ben.tier == victim.tier && ben.attained < victim.attained));
+}
+
+// The job b (any value: it comes from a decision) may take resources from job v: another job that
+// takes precedence over v.
 template <class D>
 typename D::Bool favoured(const D& d, const ClusterVars<D>& s, const typename D::Int& b, int v) {
-  const auto& victim = s.jobs[v];
   auto no = d.b(false);
   return d.select(
       s.num_jobs(), b,
-      [&](int i) -> typename D::Bool {
-        if (i == v) return no;
-        const auto& ben = s.jobs[i];
-        return waiting_state(d, ben.state) && ben.dtype == victim.dtype &&
-               (ben.tier < victim.tier ||
-                (ben.tier == victim.tier && ben.attained < victim.attained));
-      },
+      [&](int i) -> typename D::Bool { return i == v ? no : precedes(d, s.jobs[i], s.jobs[v]); },
       no);
+}
+
+// Job j takes precedence over the job `holder` (any value: a device's reservation) — so a
+// reservation for `holder` does not keep j off the device: a reservation protects its job from the
+// jobs it outranks, never from those that outrank it.
+template <class D>
+typename D::Bool outranks(const D& d, const ClusterVars<D>& s, int j, const typename D::Int& holder) {
+  auto no = d.b(false);
+  return d.select(
+      s.num_jobs(), holder,
+      [&](int i) -> typename D::Bool { return i == j ? no : precedes(d, s.jobs[j], s.jobs[i]); },
+      no);
+}
+
+// Job b's workers fit, one at a time, on every device job v holds (device memory), so the devices a
+// preemption or shrink of v frees are of use to b (favoured() already asks for the device type).
+template <class D>
+typename D::Bool fits_devices_of(const D& d, const ClusterVars<D>& s, const typename D::Int& b,
+                                 int v) {
+  return d.select(
+      s.num_jobs(), b,
+      [&](int i) {
+        auto ok = d.b(true);
+        d.members(s.jobs[v].held, [&](int dev, const typename D::Bool& in) {
+          ok = ok && d.implies(in, s.jobs[i].mem <= s.dev_mem(dev));
+        });
+        return ok;
+      },
+      d.b(false));
 }
 
 }  // namespace orrery::spec

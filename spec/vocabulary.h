@@ -43,7 +43,7 @@ enum class EventKind : std::int64_t {
   kWorkerCrash = 14,
   kNodeLoss = 15,
   kCancel = 16,
-  kRelease = 17,        // give up the devices reserved for a waiting job (see INV-RESERVE)
+  kRelease = 17,        // give up the devices reserved for a waiting job (operators only)
 };
 inline constexpr int kNumEventKinds = 18;
 
@@ -53,10 +53,12 @@ inline constexpr int kNumEventKinds = 18;
 // event from an origin that may not decide it, so a planner cannot free devices by claiming a
 // worker crashed. (That a runtime report is authentic is the RPC layer's to ensure.)
 enum class Origin : std::int64_t {
-  kPlanner = 0,   // policies: Admit Place Resume Migrate ResizeUp ResizeDown Preempt Release
+  kPlanner = 0,   // policies: Admit Place Resume Migrate ResizeUp ResizeDown Preempt
   kRuntime = 1,   // node agents: Start Progress Checkpoint CheckpointDone RestoreDone Complete
                   //              WorkerCrash NodeLoss
-  kOperator = 2,  // users and administrators: trusted with every event (e.g. marking a node lost)
+  kOperator = 2,  // users and administrators: trusted with every event (e.g. marking a node lost,
+                  // giving up a reservation: a planner may not, or it could hand the devices a
+                  // preemption freed to a job the preemption's beneficiary outranks)
 };
 inline constexpr int kNumOrigins = 3;
 
@@ -69,7 +71,6 @@ constexpr bool planner_event(EventKind e) {
     case EventKind::kResizeUp:
     case EventKind::kResizeDown:
     case EventKind::kPreempt:
-    case EventKind::kRelease:
       return true;
     default:
       return false;
@@ -81,7 +82,8 @@ constexpr bool may_decide(Origin o, EventKind e) {
     case Origin::kPlanner:
       return planner_event(e);
     case Origin::kRuntime:
-      return !planner_event(e) && e != EventKind::kSubmit && e != EventKind::kCancel;
+      return !planner_event(e) && e != EventKind::kSubmit && e != EventKind::kCancel &&
+             e != EventKind::kRelease;
     case Origin::kOperator:
       return true;
   }

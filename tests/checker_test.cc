@@ -85,12 +85,13 @@ TEST(ProverTest, RealLifecycleTableIsProved) {
   const auto rows = lifecycle_rows();
   ASSERT_EQ(rows.size(), 45u);
   constexpr std::size_t kInvs = spec::kAllInvariants.size();
-  constexpr std::size_t kPerRow = kInvs + 2;  // every invariant, FRAME, DELTA
+  constexpr std::size_t kPerRow = kInvs + 3;  // every invariant, FRAME, DELTA, ENABLED
   auto r = prove(rows, kProofShape, kTimeoutMs);
   EXPECT_EQ(r.rows, 45);
   EXPECT_EQ(r.failed, 0);
-  // Init x 11 invariants, then per row 11 invariants, FRAME and DELTA, then one DETERMINISTIC per
-  // pair of rows sharing (source, event): the 5 failure sources x 2 failure events.
+  // Init x 11 invariants, then per row 11 invariants, FRAME, DELTA and ENABLED, then one
+  // DETERMINISTIC per pair of rows sharing (source, event): the 5 failure sources x 2 failure
+  // events.
   EXPECT_EQ(r.obligations.size(), kInvs + rows.size() * kPerRow + 10);
   EXPECT_EQ(r.proved, static_cast<int>(r.obligations.size()));
   for (const auto& ob : r.obligations) {
@@ -101,7 +102,7 @@ TEST(ProverTest, RealLifecycleTableIsProved) {
     EXPECT_TRUE(ob.local) << ob.row_label << " " << obligation_name(ob);
   }
   for (auto inv : spec::kAllInvariants) EXPECT_TRUE(unbounded(r, inv)) << spec::inv_id(inv);
-  // Init first, then every row in table order: every invariant, then FRAME, then DELTA.
+  // Init first, then every row in table order: every invariant, then FRAME, DELTA, ENABLED.
   for (std::size_t i = 0; i < kInvs + rows.size() * kPerRow; ++i) {
     const auto& ob = r.obligations[i];
     if (i < kInvs) {
@@ -117,7 +118,10 @@ TEST(ProverTest, RealLifecycleTableIsProved) {
       EXPECT_EQ(ob.kind, ObligationKind::kInvariant);
       EXPECT_EQ(ob.inv, spec::kAllInvariants[k % kPerRow]);
     } else {
-      EXPECT_EQ(ob.kind, k % kPerRow == kInvs ? ObligationKind::kFrame : ObligationKind::kDelta);
+      const auto want = k % kPerRow == kInvs       ? ObligationKind::kFrame
+                        : k % kPerRow == kInvs + 1 ? ObligationKind::kDelta
+                                                   : ObligationKind::kEnabled;
+      EXPECT_EQ(ob.kind, want);
     }
   }
   for (std::size_t i = kInvs + rows.size() * kPerRow; i < r.obligations.size(); ++i) {
@@ -183,8 +187,8 @@ TEST(ProverTest, MissingGuardFailsTierInvariant) {
   EXPECT_EQ(rows[0].guard, nullptr);
   auto r = prove(rows, kProofShape, kTimeoutMs);
   ExpectDecided(r);
-  // Init, the row's invariants, FRAME, DELTA.
-  EXPECT_EQ(r.obligations.size(), 2 * spec::kAllInvariants.size() + 2);
+  // Init, the row's invariants, FRAME, DELTA, ENABLED.
+  EXPECT_EQ(r.obligations.size(), 2 * spec::kAllInvariants.size() + 3);
   EXPECT_GT(r.failed, 0);
   EXPECT_EQ(failing_rows(r), std::set<int>{1});
   EXPECT_EQ(failed_on(r, 1), std::set<Inv>{Inv::kTier}) << ids(failed_on(r, 1));
@@ -363,6 +367,22 @@ TEST(ProverTest, MsmTableWithAGuardReplacedByNoneFailsNamingThatRow) {
   EXPECT_TRUE(contains(ob->counterexample, "violates INV-TIER")) << ob->counterexample;
 }
 
+// A shape too small for a row to fire makes that row's obligations vacuous: ENABLED fails on it.
+TEST(ProverTest, RowThatCannotFireOnTheShapeFailsEnabled) {
+  auto r = prove(lifecycle_rows(), Shape{1, 1, 1}, kTimeoutMs);
+  ExpectDecided(r);
+  std::set<int> not_enabled;
+  for (const auto& ob : r.obligations)
+    if (ob.kind == ObligationKind::kEnabled && !ob.proved) {
+      not_enabled.insert(ob.row);
+      EXPECT_TRUE(contains(ob.counterexample, "can never fire")) << ob.counterexample;
+    }
+  // One device: no job can grow or shrink; one job: no beneficiary to preempt for.
+  EXPECT_EQ(not_enabled, (std::set<int>{7, 8, 9}));
+  EXPECT_EQ(failing_rows(r), (std::set<int>{7, 8, 9}));
+  EXPECT_FALSE(unbounded(r, Inv::kTier));
+}
+
 // ---- Removing the counter update from any effect ---------------------------------------------
 
 // E with its counter update removed: whatever E does to the per-node and fleet counters is undone.
@@ -513,12 +533,20 @@ TEST(ProverTest, EffectsWithoutTheirReservationClausesFailReserveOnTheirRows) {
   for (auto& row : rows)
     if (row.event == EventKind::kCancel)
       row.effect = &WithoutNewGeneration<spec::EffectCancel>::apply<Z3Domain>;
+  // A preemption victim that fails or is cancelled before its checkpoint is committed: the
+  // devices it gives up must still be reserved for the job the preemption was for.
+  rows[25].effect = &WithoutReservationWrites<spec::EffectRequeue>::apply<Z3Domain>;  // #26
+  rows[26].effect = &WithoutReservationWrites<spec::EffectGiveUp>::apply<Z3Domain>;   // #27
+  rows[27].effect = &WithoutReservationWrites<spec::EffectRequeue>::apply<Z3Domain>;  // #28
+  rows[28].effect = &WithoutReservationWrites<spec::EffectGiveUp>::apply<Z3Domain>;   // #29
+  rows[41].effect = &WithoutReservationWrites<spec::EffectCancel>::apply<Z3Domain>;   // #42
+  for (int i : {25, 26, 27, 28, 41}) ASSERT_EQ(rows[i].src, spec::JobState::kCheckpointing);
   auto r = prove(rows, kProofShape, kTimeoutMs);
   ExpectDecided(r);
   // Cancellation must void the reservations of a job that is waiting (#39 from Queued, #43 from
   // Suspended); from any other state the job has no live reservation and the new generation is
-  // redundant.
-  const std::set<int> expected{3, 7, 8, 10, 11, 13, 39, 43};
+  // redundant (#42 fails for the reservation writes removed there).
+  const std::set<int> expected{3, 7, 8, 10, 11, 13, 26, 27, 28, 29, 39, 42, 43};
   EXPECT_EQ(failing_rows(r), expected);
   for (int index : expected) {
     SCOPED_TRACE(rows[index - 1].label());

@@ -475,6 +475,64 @@ TEST_F(SchedulerCoreTest, HostMemoryClauseDoesNotWrapAround) {
   }
 }
 
+// Reserved devices (INV-RESERVE): a reservation protects its job from the jobs it outranks, never
+// from those that outrank it; a preemption is only for a job that can use the devices; a victim
+// that fails before its checkpoint is committed still leaves the devices to the job they were
+// freed for; only an operator may give a reservation up.
+TEST_F(SchedulerCoreTest, ReservationsProtectTheBeneficiaryButNeverBlockAHigherTier) {
+  using E = EventKind;
+  ManualClock clock;
+  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
+  ASSERT_TRUE(core.ok());
+  auto& c = **core;
+  auto as_planner = [](Decision d) {
+    d.origin = spec::Origin::kPlanner;
+    return d;
+  };
+  auto must = [&](const Decision& d) {
+    auto r = c.commit(d);
+    EXPECT_TRUE(r.ok()) << d.describe() << ": " << r.reason();
+  };
+  auto refused = [&](const Decision& d, const std::string& why) {
+    auto r = c.commit(d);
+    ASSERT_FALSE(r.ok()) << d.describe() << " was accepted";
+    EXPECT_NE(r.reason().find(why), std::string::npos) << r.reason();
+  };
+  // Job 0, basic, holds all eight devices.
+  must(submit("victim", Tier::kBasic, 8, 8, 8));
+  must(as_planner(ev(E::kAdmit, 0)));
+  must(as_planner(on(E::kPlace, 0, {0, 1, 2, 3, 4, 5, 6, 7}, 1)));
+  must(ev(E::kStart, 0));
+  // Job 1 needs more device memory per worker than any device has: no preemption is for it.
+  must(submit("too-big", Tier::kStandard, 1, 1, 1, 100000));
+  must(as_planner(ev(E::kAdmit, 1)));
+  refused(as_planner(for_job(E::kPreempt, 0, 1)), "beneficiary's workers fit the devices");
+  // Job 2 fits: job 0 is preempted for it, and crashes before its checkpoint is committed.
+  must(submit("standard", Tier::kStandard, 2, 2, 2));
+  must(as_planner(ev(E::kAdmit, 2)));
+  must(as_planner(for_job(E::kPreempt, 0, 2)));
+  Decision crash = ev(E::kWorkerCrash, 0);
+  crash.origin = spec::Origin::kRuntime;
+  must(crash);
+  EXPECT_EQ(reserved_for(c.cluster()), std::vector<std::int64_t>(8, 2));
+  // A basic job may not take them, and a planner may not give the reservation up.
+  must(submit("other-basic", Tier::kBasic, 1, 1, 1));
+  must(as_planner(ev(E::kAdmit, 3)));
+  refused(as_planner(on(E::kPlace, 3, {0}, 1)), "devices not reserved for another job");
+  refused(as_planner(ev(E::kRelease, 2)), "a planner may not decide Release");
+  // A premium job outranks job 2: the reservation does not keep it waiting.
+  must(submit("premium", Tier::kPremium, 1, 1, 1));
+  must(as_planner(ev(E::kAdmit, 4)));
+  must(as_planner(on(E::kPlace, 4, {0}, 1)));
+  // Job 2 takes two of its devices: its reservations end, the others are free for anyone.
+  must(as_planner(on(E::kPlace, 2, {1, 2}, 1)));
+  EXPECT_EQ(reserved_for(c.cluster()), std::vector<std::int64_t>(8, -1));
+  must(as_planner(on(E::kPlace, 3, {3}, 1)));
+  EXPECT_EQ(c.rejected(), 3u);
+  for (auto inv : spec::kAllInvariants)
+    EXPECT_TRUE(spec::state_invariant(spec::Concrete{}, inv, c.cluster())) << spec::inv_id(inv);
+}
+
 // Attained service is what the same-tier fair-share rule compares: it must never wrap around to a
 // negative value (which would make a job that received the most service look the most deprived).
 TEST_F(SchedulerCoreTest, AttainedServiceDoesNotWrapAround) {

@@ -20,7 +20,9 @@ Proposal propose_gang(const SchedulerCore& core, int job, spec::EventKind event,
   std::vector<int> own(jv.held.begin(), jv.held.end());
   for (int dev = 0; dev < m; ++dev) {
     if (s.owner[dev] != -1 || s.dev_type(dev) != jv.dtype) continue;
-    if (spec::reserved(d, s, dev) && s.resv_for[dev] != job) continue;
+    if (spec::reserved(d, s, dev) && s.resv_for[dev] != job &&
+        !spec::outranks(d, s, job, s.resv_for[dev]))
+      continue;
     free_on[s.node_of(dev)].push_back(dev);
   }
   std::vector<int> order(s.nodes);

@@ -4,7 +4,8 @@
 // It picks the largest device count c in [min_devices, min(max_devices, want)] that divides W
 // with W / c <= kSpliceLimit and for which enough free devices of the job's type exist, taking
 // devices node by node from the node with the most free ones (fewest nodes, most NVLink locality).
-// Devices reserved for another job are not free to it; devices reserved for this job are.
+// Devices reserved for another job are not free to it, unless it outranks that job; devices
+// reserved for this job are.
 #pragma once
 
 #include <string>

@@ -17,6 +17,7 @@ std::optional<Decision> propose_preemption(const SchedulerCore& core, int benefi
   for (int v = 0; v < s.num_jobs(); ++v) {
     if (core.state(v) != spec::JobState::kRunning) continue;
     if (!spec::favoured(d, s, beneficiary, v)) continue;
+    if (!spec::fits_devices_of(d, s, beneficiary, v)) continue;  // its devices must be of use
     if (best < 0 || key(v) > key(best)) best = v;
   }
   if (best < 0) return std::nullopt;

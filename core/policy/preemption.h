@@ -2,8 +2,8 @@
 // Untrusted like every policy: the core's spec guard (GuardPreempt) decides.
 //
 // Candidates are running jobs the beneficiary is favoured over (strictly higher tier, or same
-// tier with strictly less attained service); it picks the lowest tier, then the most attained
-// service, then the most devices.
+// tier with strictly less attained service) whose devices have memory for its workers; it picks
+// the lowest tier, then the most attained service, then the most devices.
 #pragma once
 
 #include <optional>
