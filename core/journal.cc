@@ -344,12 +344,11 @@ struct ScanResult {
   std::string tail_error;
 };
 
-// Validates the header and every record; appends payloads to `out` when it is not null (the
-// writer only needs the count and where the good part ends). A bad record is a torn tail unless a
-// valid record follows it (see find_later_record): then the journal is damaged in the middle and
-// that is an error.
-Result<ScanResult> scan_journal(int fd, const std::string& path,
-                                std::vector<std::string>* out) {
+// Validates the header and every record; hands each good payload to `sink` when it is not empty
+// (the writer only needs the count and where the good part ends), stopping early when it returns
+// false. A bad record is a torn tail unless a valid record follows it (see find_later_record): then
+// the journal is damaged in the middle and that is an error.
+Result<ScanResult> scan_journal(int fd, const std::string& path, const RecordSink& sink) {
   ChunkReader in(fd, path);
   auto got = in.fill(kFileHeaderBytes);
   if (!got) return got.status();
@@ -407,10 +406,11 @@ Result<ScanResult> scan_journal(int fd, const std::string& path,
       claimed_next = res.good_bytes + need;
       break;
     }
-    if (out != nullptr) out->emplace_back(payload);
+    const bool more = !sink || sink(payload);
     in.consume(need);
     ++res.count;
     res.good_bytes += need;
+    if (!more) return res;
   }
   if (what.empty()) return res;
 
@@ -542,7 +542,7 @@ Result<std::unique_ptr<JournalWriter>> JournalWriter::open(const std::string& pa
     impl->tail_error = path + ": torn header (" + std::to_string(short_head.size()) +
                        " of 8 bytes) from an interrupted creation; journal reinitialised";
   } else {
-    auto scan = scan_journal(fd, path, nullptr);
+    auto scan = scan_journal(fd, path, RecordSink());
     if (!scan) return scan.status();  // damaged in the middle among others: the file is untouched
     if (!scan->clean) {
       if (::ftruncate(fd, static_cast<off_t>(scan->good_bytes)) != 0) {
@@ -606,11 +606,21 @@ std::uint64_t JournalWriter::durable_records() const { return impl_->durable; }
 const std::string& JournalWriter::recovered_tail_error() const { return impl_->tail_error; }
 
 Result<JournalContents> read_journal(const std::string& path) {
+  std::vector<std::string> records;
+  auto c = stream_journal(path, [&records](std::string_view payload) {
+    records.emplace_back(payload);
+    return true;
+  });
+  if (c) c->records = std::move(records);
+  return c;
+}
+
+Result<JournalContents> stream_journal(const std::string& path, const RecordSink& on_record) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return io_error("cannot open journal", path, errno);
-  JournalContents c;
-  auto scan = scan_journal(fd.get(), path, &c.records);
+  auto scan = scan_journal(fd.get(), path, on_record);
   if (!scan) return scan.status();
+  JournalContents c;
   c.good_bytes = scan->good_bytes;
   c.clean = scan->clean;
   c.tail_error = std::move(scan->tail_error);

@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -91,6 +92,18 @@ struct JournalContents {
 // damaged in the middle, not torn at the end; refusing to recover"). A torn tail is reported in the
 // result, not as an error.
 Result<JournalContents> read_journal(const std::string& path);
+
+// Receives one record's payload (valid only during the call); returns false to stop reading.
+using RecordSink = std::function<bool(std::string_view payload)>;
+
+// The streaming read path, for journals too large to hold in memory (orrery-check replay): hands
+// every good record to `on_record`, in file order, with exactly read_journal's checks, keeping
+// only one read chunk (1 MiB, or one record when larger) in memory whatever the journal's size.
+// The result is read_journal's with `records` empty; when `on_record` stops the read early,
+// good_bytes ends after the last record it saw. One difference: damage in the middle is found only
+// when the scan reaches it, so the records before the bad one have been handed over already when
+// that error is returned.
+Result<JournalContents> stream_journal(const std::string& path, const RecordSink& on_record);
 
 // CRC-32C (Castagnoli) of data.
 std::uint32_t crc32c(std::string_view data);
