@@ -10,8 +10,10 @@
 // through SchedulerCore::commit with the journal in kNever (or kGroup) mode, and must commit.
 //
 // Usage: replay_bench [--records N] [--devices N] [--journal PATH] [--fsync never|group]
-//                     [--full-every N[,N...]] [--keep] [--seed N]
-//        replay_bench --replay PATH [--full-every N[,N...]]   (replay an existing journal only)
+//                     [--full-every N[,N...]] [--check-every K] [--keep] [--seed N] [--one-thread]
+//        replay_bench --replay PATH [--full-every N[,N...]] [--check-every K] [--one-thread]
+//   --replay replays an existing journal only; --one-thread decodes on the replaying thread;
+//   --check-every K checks every K-th decision incrementally (ReplayOptions::check_every).
 //   defaults: 10,000,000 records, 100,000 devices, /tmp/orrery_replay_bench_<pid>.journal,
 //   never, full-every 0,1000000 (one replay per value), the journal deleted afterwards.
 #include <sys/resource.h>
@@ -307,6 +309,8 @@ int main(int argc, char** argv) {
   std::vector<std::uint64_t> full_every = {0, checker::kDefaultFullEvery};
   bool keep = false;
   bool write = true;
+  bool pipelined = true;
+  std::uint64_t check_every = 1;
   std::uint64_t seed = 42;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -323,6 +327,8 @@ int main(int argc, char** argv) {
     else if (a == "--fsync") fsync = next();
     else if (a == "--seed") seed = std::stoull(next());
     else if (a == "--keep") keep = true;
+    else if (a == "--one-thread") pipelined = false;
+    else if (a == "--check-every") check_every = std::stoull(next());
     else if (a == "--replay") {
       path = next();
       write = false;
@@ -340,8 +346,10 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: replay_bench [--records N] [--devices N] [--journal PATH] "
-                   "[--fsync never|group] [--full-every N[,N...]] [--keep] [--seed N]\n"
-                "       replay_bench --replay PATH [--full-every N[,N...]]\n");
+                   "[--fsync never|group] [--full-every N[,N...]] [--keep] [--seed N] "
+                "[--check-every K] [--one-thread]\n"
+                "       replay_bench --replay PATH [--full-every N[,N...]] [--check-every K] "
+                "[--one-thread]\n");
       return 1;
     }
   }
@@ -399,14 +407,18 @@ int main(int argc, char** argv) {
   for (auto n : full_every) {
     checker::ReplayOptions opts;
     opts.full_every = n;
+    opts.pipelined = pipelined;
+    opts.check_every = check_every;
     auto r = checker::replay_journal(path, opts);
     const double rate = static_cast<double>(r.records) / r.seconds;
-    std::printf("replay --full-every %llu: %s, %llu records in %.2f s = %.0f records/s; %llu "
-                "invariant checks; %llu full checks, %.3f s in them (%.1f ms each); peak RSS %.0f "
-                "MiB\n",
-                static_cast<unsigned long long>(n),
+    std::printf("replay --full-every %llu --check-every %llu%s: %s, %llu records in %.2f s = %.0f "
+                "records/s; %llu decisions checked incrementally, %llu invariant checks; %llu full "
+                "checks, %.3f s in them (%.1f ms each); peak RSS %.0f MiB\n",
+                static_cast<unsigned long long>(n), static_cast<unsigned long long>(check_every),
+                pipelined ? "" : " (one thread)",
                 r.ok ? "OK" : "FAILED", static_cast<unsigned long long>(r.records), r.seconds,
-                rate, static_cast<unsigned long long>(r.checks),
+                rate, static_cast<unsigned long long>(r.checked_decisions),
+                static_cast<unsigned long long>(r.checks),
                 static_cast<unsigned long long>(r.full_checks), r.full_check_seconds,
                 r.full_checks ? 1000.0 * r.full_check_seconds / r.full_checks : 0.0,
                 peak_rss_mib());

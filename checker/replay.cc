@@ -150,7 +150,12 @@ class Replayer {
       rep_.violations.push_back(where() + ": " + params.reason());
       shadow_ = core_->cluster();  // nothing to check against: start over from here
     } else {
-      incremental(c->job, dec.event, *params, where);
+      named_devices(c->job, dec.event, *params);
+      if (rep_.decisions % std::max<std::uint64_t>(options_.check_every, 1) == 0) {
+        ++rep_.checked_decisions;
+        incremental(c->job, *params, where);
+      }
+      sync_shadow(c->job);
     }
     if (options_.full_every != 0 && rep_.decisions % options_.full_every == 0)
       full_check("full check after record " + std::to_string(index_));
@@ -163,22 +168,14 @@ class Replayer {
 
   // The checks after one decision, job j acting with parameters p: O(|named devices|).
   template <class Where>
-  void incremental(int j, spec::EventKind event, const spec::Params<Concrete>& p, Where&& where) {
+  void incremental(int j, const spec::Params<Concrete>& p, Where&& where) {
     const Cluster& pre = shadow_;
     const Cluster& post = core_->cluster();
 
-    // What FRAME lets the decision change: job j, the devices it held and those it selects, and
-    // their nodes' counters. The checks also visit the devices j holds after (a subset, unless
-    // FRAME is broken) and every job that owned one of those devices before or after. Held sets
-    // and selections are sorted, so these are merges, not sorts.
-    const auto& held_before = pre.jobs[j].held;
+    // The checks visit the named devices and those j holds after (a subset, unless FRAME is
+    // broken), every job that owned one of them before or after, and their nodes. Held sets are
+    // sorted, so this is a merge, not a sort.
     const auto& held_after = post.jobs[j].held;
-    named_.clear();
-    if (takes_selection(event))
-      std::set_union(held_before.begin(), held_before.end(), p.sel.begin(), p.sel.end(),
-                     std::back_inserter(named_));
-    else
-      named_.assign(held_before.begin(), held_before.end());
     devs_.clear();
     if (held_after == named_)  // the common case: a decision that keeps the job's devices
       devs_ = named_;
@@ -226,9 +223,24 @@ class Replayer {
         rep_.violations.push_back(where() + ": " + std::string(spec::inv_id(inv)) + " (step: " +
                                   std::string(spec::inv_summary(inv)) + ")");
     }
+  }
 
-    // The shadow becomes the state before the next decision: only what FRAME lets change is
-    // copied, so a change anywhere else shows at the next full check.
+  // What FRAME lets a decision change: job j, the devices it held and those it selects, and their
+  // nodes' counters (named_, from the shadow: the state before the decision).
+  void named_devices(int j, spec::EventKind event, const spec::Params<Concrete>& p) {
+    const auto& held_before = shadow_.jobs[j].held;
+    named_.clear();
+    if (takes_selection(event))
+      std::set_union(held_before.begin(), held_before.end(), p.sel.begin(), p.sel.end(),
+                     std::back_inserter(named_));
+    else
+      named_.assign(held_before.begin(), held_before.end());
+  }
+
+  // The shadow becomes the state before the next decision: only what FRAME lets change is copied,
+  // so a change anywhere else shows at the next full check.
+  void sync_shadow(int j) {
+    const Cluster& post = core_->cluster();
     shadow_.jobs[j] = post.jobs[j];
     for (int dev : named_) {
       shadow_.owner[dev] = post.owner[dev];

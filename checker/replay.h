@@ -32,6 +32,11 @@ struct ReplayOptions {
   // A full check after every `full_every` decisions; 0: only on the initial state and after the
   // last decision; 1: after every decision (what replay did before it was incremental).
   std::uint64_t full_every = kDefaultFullEvery;
+  // Sampling of the incremental checks: after every `check_every`-th decision only (>= 1; 1, the
+  // default, checks every decision). The shadow state is kept after every decision either way, so
+  // a decision that is checked is checked against its true state before; the state invariants of
+  // the decisions in between are still covered by the full checks, their step invariants are not.
+  std::uint64_t check_every = 1;
   // Read, checksum and decode the journal on a second thread while this one commits and checks
   // (the results are the same; only the time differs).
   bool pipelined = true;
@@ -53,6 +58,7 @@ struct ReplayReport {
   double seconds = 0;
   // Sampling (see ReplayOptions).
   std::uint64_t full_every = 0;      // as asked
+  std::uint64_t checked_decisions = 0;  // decisions checked incrementally (see check_every)
   std::uint64_t full_checks = 0;     // whole-state checks run (the initial state and the end too)
   double full_check_seconds = 0;     // time spent in them
 };
