@@ -135,22 +135,34 @@ class Replayer {
     if (rec->kind != core::RecordKind::kDecision) return stop(at() + ": a second fleet record");
     const core::Decision& dec = rec->decision;
     clock_.set(rec->time_ms);
+    // The parameters and what the decision may change, from the state before it. A decision whose
+    // parameters are bad does not commit either (the core computes the same parameters).
+    auto params = core_->params_for(dec);
+    const bool submit = dec.event == spec::EventKind::kSubmit;
+    const bool known = submit || (dec.job >= 0 && dec.job < shadow_.num_jobs());
+    if (params && known) {
+      const int j = submit ? shadow_.num_jobs() : static_cast<int>(dec.job);
+      if (submit) spec::add_job_slot(d_, shadow_);  // the slot it fills
+      named_devices(j, dec.event, *params);
+      if (!submit) frame_since_sync(j);
+    }
     auto c = core_->commit(dec);
-    if (!c) return stop(at() + " (" + dec.describe() + ") does not replay: " + c.reason());
+    if (!c) {
+      if (submit && params) shadow_.jobs.pop_back();  // the slot was not filled after all
+      return stop(at() + " (" + dec.describe() + ") does not replay: " + c.reason());
+    }
     ++rep_.decisions;
     last_record_ = index_;
-    if (dec.event == spec::EventKind::kSubmit) spec::add_job_slot(d_, shadow_);  // the slot it filled
     auto where = [&] {
       return "record " + std::to_string(index_) + " (" + dec.describe() + ", " +
              std::string(spec::state_name(c->from)) + " -> " +
              std::string(spec::state_name(c->to)) + ")";
     };
-    auto params = core_->params_for(dec);
-    if (!params) {
-      rep_.violations.push_back(where() + ": " + params.reason());
+    if (!params || !known) {  // committed all the same: a bug in the core or in this replay
+      rep_.violations.push_back(where() + ": the core committed a decision it has no parameters "
+                                "or job for");
       shadow_ = core_->cluster();  // nothing to check against: start over from here
     } else {
-      named_devices(c->job, dec.event, *params);
       if (rep_.decisions % std::max<std::uint64_t>(options_.check_every, 1) == 0) {
         ++rep_.checked_decisions;
         incremental(c->job, *params, where);
@@ -159,6 +171,47 @@ class Replayer {
     }
     if (options_.full_every != 0 && rep_.decisions % options_.full_every == 0)
       full_check("full check after record " + std::to_string(index_));
+  }
+
+  // Before job j's decision commits: what it may change (its variables, the named devices, their
+  // nodes' counters, the fleet counter) must still be as the shadow has it. Anything else means an
+  // earlier decision changed them outside its own frame (FRAME), which the sync after this decision
+  // would otherwise hide from the next full check; the shadow takes the real values, so that this
+  // decision is checked against its true state before.
+  void frame_since_sync(int j) {
+    const Cluster& s = core_->cluster();
+    std::string what;
+    auto& a = shadow_.jobs[j];
+    const auto& b = s.jobs[j];
+    constexpr auto fields = spec::job_fields<Concrete>();
+    for (const auto& [name, member] : fields)
+      if (what.empty() && a.*member != b.*member)
+        what = "j" + std::to_string(j) + "." + std::string(name);
+    if (what.empty() && a.held != b.held) what = "j" + std::to_string(j) + ".held";
+    if (!what.empty()) a = b;
+    for (int dev : named_) {
+      const auto d = static_cast<std::size_t>(dev);
+      const auto n = static_cast<std::size_t>(node_of_[d]);
+      if (shadow_.owner[d] != s.owner[d] || shadow_.owner_epoch[d] != s.owner_epoch[d] ||
+          shadow_.resv_for[d] != s.resv_for[d] || shadow_.resv_gen[d] != s.resv_gen[d] ||
+          shadow_.node_held[n] != s.node_held[n] || shadow_.node_swap[n] != s.node_swap[n]) {
+        if (what.empty()) what = "device " + std::to_string(dev) + " or its node's counters";
+        shadow_.owner[d] = s.owner[d];
+        shadow_.owner_epoch[d] = s.owner_epoch[d];
+        shadow_.resv_for[d] = s.resv_for[d];
+        shadow_.resv_gen[d] = s.resv_gen[d];
+        shadow_.node_held[n] = s.node_held[n];
+        shadow_.node_swap[n] = s.node_swap[n];
+      }
+    }
+    if (shadow_.premium_admitted != s.premium_admitted) {
+      if (what.empty()) what = "premium_admitted";
+      shadow_.premium_admitted = s.premium_admitted;
+    }
+    if (!what.empty())
+      rep_.violations.push_back("before record " + std::to_string(index_) + ": FRAME (" + what +
+                                " changed since the decision that last named it, outside any "
+                                "decision's own job and devices)");
   }
 
   void stop(std::string error) {

@@ -15,6 +15,10 @@
 //     and FRAME over the interval: the state outside the acting jobs, named devices and their
 //     nodes is what it was at the last full check (the shadow copy the incremental checks use as
 //     the state before each decision is compared with the core's state).
+//   FRAME, before every decision: what it may change (its job, the named devices, their nodes'
+//     counters, the fleet counter) is still as the shadow has it, i.e. no earlier decision changed
+//     them outside its own frame (the copy into the shadow after this decision would otherwise
+//     hide such a change from the next full check).
 #pragma once
 
 #include <cstdint>
