@@ -148,8 +148,9 @@ int main(int argc, char** argv) {
               per(nodes, devices), c.nodes, sizeof(core::Node));
   std::printf("   per device, all of the above                            %10.1f B\n",
               per(per_device + groups + nodes, devices));
-  std::printf("   per job: JobVars<Concrete> (vector capacity %zu)        %10.1f B  (sizeof %zu B)\n",
-              c.jobs.capacity(), per(job_vars, nj), sizeof(spec::JobVars<spec::Concrete>));
+  std::printf("   per job: JobVars<Concrete>                              %10.1f B  (sizeof %zu B, "
+              "vector capacity %zu)\n",
+              per(job_vars, nj), sizeof(spec::JobVars<spec::Concrete>), c.jobs.capacity());
   std::printf("   per job: held device sets' heap blocks                  %10.1f B\n", per(held, nj));
   std::printf("   per job: JobInfo (same capacity)                        %10.1f B  (sizeof %zu B)\n",
               per(infos, nj), sizeof(core::JobInfo));
