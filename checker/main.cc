@@ -103,6 +103,18 @@ int main(int argc, char** argv) {
   replay->add_option("--junit", junit_path,
                      "also write a JUnit XML report (one testcase: the replay) to FILE")
       ->type_name("FILE");
+  ReplayOptions replay_options;
+  replay->add_option("--full-every", replay_options.full_every,
+                     "check the whole state after every N decisions (0: only on the initial state "
+                     "and after the last one), besides the incremental checks")
+      ->capture_default_str()
+      ->type_name("N");
+  replay->add_option("--check-every", replay_options.check_every,
+                     "check only every K-th decision incrementally (1: every decision); the full "
+                     "checks still cover the state invariants of the others, not their steps")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000000))
+      ->type_name("K");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -137,7 +149,7 @@ int main(int argc, char** argv) {
   if (replay->parsed()) {
     ReplayReport r;
     try {
-      r = replay_journal(journal);
+      r = replay_journal(journal, replay_options);
     } catch (const std::exception& e) {
       return give_up("orrery-check.replay", std::string("internal error: ") + e.what(),
                      kExitFailed);

@@ -580,6 +580,11 @@ void print_replay(std::ostream& out, const std::string& path, const ReplayReport
   if (!r.error.empty()) out << "  ERROR: " << r.error << "\n";
   out << "  records: " << r.records << " good (" << r.decisions << " decisions replayed), "
       << r.checks << " invariant checks\n";
+  out << "  checked incrementally: " << r.checked_decisions << " of " << r.decisions
+      << " decisions; full checks: " << r.full_checks << " (every "
+      << (r.full_every ? std::to_string(r.full_every) + " decisions" : std::string("replay"))
+      << " and at both ends, " << std::fixed << std::setprecision(3) << r.full_check_seconds
+      << " s in all)\n";
   if (!r.clean_tail) out << "  torn/corrupt tail ignored: " << r.tail_error << "\n";
   for (const auto& v : r.violations) out << "  VIOLATION " << v << "\n";
   out << "  " << (r.ok ? "OK: every state satisfies every invariant" : "FAILED") << " ("
@@ -591,7 +596,11 @@ void print_replay_json(std::ostream& out, const std::string& path, const ReplayR
       << ", \"error\": " << json_escape(r.error) << ", \"records\": " << r.records
       << ", \"decisions\": " << r.decisions << ", \"checks\": " << r.checks
       << ", \"clean_tail\": " << (r.clean_tail ? "true" : "false")
-      << ", \"tail_error\": " << json_escape(r.tail_error) << ", \"violations\": [";
+      << ", \"tail_error\": " << json_escape(r.tail_error)
+      << ", \"checked_decisions\": " << r.checked_decisions << ", \"full_every\": " << r.full_every
+      << ", \"full_checks\": " << r.full_checks
+      << ", \"full_check_seconds\": " << std::fixed << std::setprecision(3) << r.full_check_seconds
+      << ", \"violations\": [";
   for (std::size_t i = 0; i < r.violations.size(); ++i)
     out << (i ? ", " : "") << json_escape(r.violations[i]);
   out << "], \"seconds\": " << std::fixed << std::setprecision(3) << r.seconds << "}\n";

@@ -96,6 +96,12 @@ struct ClusterVars {
   int num_groups() const { return static_cast<int>(group_node.size()); }
   const Int& reserve() const { return premium_reserve.front(); }
   int group_of(int dev) const {
+    // Fleets are mostly runs of equal size (a node's devices): the proportional guess is right
+    // in O(1) then, and a binary search finds any other.
+    const int groups = num_groups();
+    const auto guess =
+        static_cast<int>(static_cast<std::int64_t>(dev) * groups / num_devices());
+    if (guess < groups && group_first[guess] <= dev && dev < group_first[guess + 1]) return guess;
     auto it = std::upper_bound(group_first.begin(), group_first.end() - 1, dev);
     return static_cast<int>(it - group_first.begin()) - 1;
   }

@@ -715,6 +715,27 @@ TEST_F(ReplayTest, JournalOfACoreRunReplaysCleanly) {
   EXPECT_TRUE(r.tail_error.empty());
 }
 
+// The sampling options change what is checked when, never the verdict on a good journal.
+TEST_F(ReplayTest, FullAndSampledChecksAgreeOnAGoodJournal) {
+  const auto n = write_journal();
+  ASSERT_EQ(n, 14u);
+  ReplayOptions every;
+  every.full_every = 1;  // the whole state after every decision, as replay did before
+  auto r = replay_journal(path_, every);
+  EXPECT_TRUE(r.ok) << r.error << (r.violations.empty() ? "" : r.violations.front());
+  EXPECT_EQ(r.full_checks, n + 1);  // the initial state and after each decision
+  EXPECT_EQ(r.checked_decisions, n);
+  ReplayOptions ends;
+  ends.full_every = 0;  // only on the initial state and after the last decision
+  ends.check_every = 3;
+  ends.pipelined = false;
+  auto s = replay_journal(path_, ends);
+  EXPECT_TRUE(s.ok) << s.error;
+  EXPECT_EQ(s.full_checks, 2u);
+  EXPECT_EQ(s.checked_decisions, n / 3);  // the 3rd, 6th, 9th and 12th
+  EXPECT_EQ(s.decisions, n);
+}
+
 TEST_F(ReplayTest, MissingFileIsAnError) {
   auto r = replay_journal(dir_ + "/no-such.jrnl");
   EXPECT_FALSE(r.ok);
