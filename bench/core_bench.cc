@@ -29,38 +29,16 @@ Fleet fleet_of(int nodes) {
   return std::move(Fleet::parse(text).value());
 }
 
-Decision submit(std::int64_t world, std::int64_t lo, std::int64_t hi) {
-  Decision d;
-  d.event = EventKind::kSubmit;
-  d.name = "bench";
-  d.tier = spec::Tier::kStandard;
-  d.device_type = "H100-80G";
-  d.world = world;
-  d.min_devices = lo;
-  d.max_devices = hi;
-  d.mem_mib = 1024;
-  return d;
-}
-
-Decision simple(EventKind e, int job, std::int64_t step = 0) {
-  Decision d;
-  d.event = e;
-  d.job = job;
-  d.step = step;
-  d.gpu_ms = 1;
-  return d;
-}
-
 // Brings `jobs` jobs to Running, each on 8 devices of its own node.
 void start_jobs(SchedulerCore& core, int jobs) {
   for (int j = 0; j < jobs; ++j) {
-    core.commit(submit(8, 8, 8));
-    core.commit(simple(EventKind::kAdmit, j));
-    Decision place = simple(EventKind::kPlace, j);
+    core.commit(bench::submit_decision(8, 8, 8));
+    core.commit(bench::job_decision(EventKind::kAdmit, j));
+    Decision place = bench::job_decision(EventKind::kPlace, j);
     place.splice = 1;
     for (int k = 0; k < 8; ++k) place.devices.push_back(8 * j + k);
     core.commit(place);
-    core.commit(simple(EventKind::kStart, j));
+    core.commit(bench::job_decision(EventKind::kStart, j));
   }
 }
 
@@ -123,7 +101,8 @@ void BM_CommitProgress(benchmark::State& state) {
   std::int64_t step = 0;
   for (auto _ : state) {
     ++step;
-    auto c = core->commit(simple(EventKind::kProgress, static_cast<int>(step % jobs), step));
+    auto c =
+        core->commit(bench::job_decision(EventKind::kProgress, static_cast<int>(step % jobs), step));
     if (!c) state.SkipWithError(c.reason().c_str());
   }
   state.SetItemsProcessed(state.iterations());
@@ -138,14 +117,14 @@ void BM_CommitPlaceCancel(benchmark::State& state) {
   auto core = std::move(SchedulerCore::create(fleet_of(nodes), clock, nullptr).value());
   for (auto _ : state) {
     int j = core->num_jobs();
-    core->commit(submit(16, 8, 8));
-    core->commit(simple(EventKind::kAdmit, j));
-    Decision place = simple(EventKind::kPlace, j);
+    core->commit(bench::submit_decision(16, 8, 8));
+    core->commit(bench::job_decision(EventKind::kAdmit, j));
+    Decision place = bench::job_decision(EventKind::kPlace, j);
     place.splice = 2;
     for (int k = 0; k < 8; ++k) place.devices.push_back(k);
     auto c = core->commit(place);
     if (!c) state.SkipWithError(c.reason().c_str());
-    core->commit(simple(EventKind::kCancel, j));
+    core->commit(bench::job_decision(EventKind::kCancel, j));
   }
   state.SetItemsProcessed(state.iterations() * 4);
 }
@@ -214,7 +193,7 @@ void BM_CommitProgressJournaled(benchmark::State& state) {
     start_jobs(*core, 1);
     std::int64_t step = 0;
     for (auto _ : state) {
-      auto c = core->commit(simple(EventKind::kProgress, 0, ++step));
+      auto c = core->commit(bench::job_decision(EventKind::kProgress, 0, ++step));
       if (!c) state.SkipWithError(c.reason().c_str());
     }
     journal->flush();
