@@ -8,9 +8,10 @@
 //      and counted: a rejected proposal is a policy bug, never a broken invariant;
 //   3. appends the decision to the journal;
 //   4. fires the Boost.MSM machine from the job's state, which runs the row's spec effect.
-// Each step costs O(|devices the decision names| + |devices the job holds|), whatever the number
-// of jobs and devices: the guards and effects read the spec's per-device owners and per-node
-// counters, never a sum over jobs.
+// Each step costs O(|devices the decision names| + |devices the job holds|) (each device's group,
+// hence node, type and memory, found in O(1) for fleets of equal runs, O(log groups) otherwise),
+// whatever the number of jobs: the guards and effects read the spec's per-device owners and
+// per-node counters, never a sum over jobs.
 // The core is deterministic: its state is a function of the committed decisions (and the injected
 // clock, which only stamps journal records), so replaying a journal rebuilds it exactly.
 //

@@ -25,7 +25,8 @@
 // the very same template text is evaluated by the core and proved by the checker.
 //
 // Cost: with the concrete domain a formula that visits only `members` of a decision's selection
-// and of the acting job's held set costs O(|selection| + |held|), whatever the fleet's size.
+// and of the acting job's held set costs O(|selection| + |held|) visits, whatever the fleet's size
+// (each finding its device's group: see ClusterVars::group_of).
 #pragma once
 
 #include <algorithm>
