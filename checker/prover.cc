@@ -83,20 +83,6 @@ z3::expr frame(const Z3Domain& d, const SymCluster& pre, int j, const SymParams&
   return same && pre.reserve() == post.reserve();
 }
 
-// Each counter changes by exactly the acting job's change of share.
-z3::expr delta(const Z3Domain& d, const SymCluster& pre, int j, const SymCluster& post) {
-  const auto n = static_cast<std::size_t>(pre.nodes);
-  std::vector<z3::expr> pre_h(n, d.k(0)), pre_s(n, d.k(0)), post_h(n, d.k(0)), post_s(n, d.k(0));
-  spec::add_node_shares(d, pre, j, pre_h, pre_s);
-  spec::add_node_shares(d, post, j, post_h, post_s);
-  auto ok = post.premium_admitted.front() - pre.premium_admitted.front() ==
-            spec::premium_share(d, post.jobs[j]) - spec::premium_share(d, pre.jobs[j]);
-  for (std::size_t i = 0; i < n; ++i)
-    ok = ok && post.node_held[i] - pre.node_held[i] == post_h[i] - pre_h[i] &&
-         post.node_swap[i] - pre.node_swap[i] == post_s[i] - pre_s[i];
-  return ok;
-}
-
 }  // namespace
 
 std::string obligation_name(const Obligation& ob) {
@@ -234,7 +220,7 @@ ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned 
     de.kind = ObligationKind::kDelta;
     de.row = row.index;
     de.row_label = row.label();
-    decide(solver, !delta(d, pre, j, post), de,
+    decide(solver, !spec::counters_follow_shares(d, pre, j, post), de,
            explain_for("a counter did not change by exactly the acting job's change of share"));
     de.local = de.proved;
     report.obligations.push_back(de);

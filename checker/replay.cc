@@ -116,11 +116,6 @@ class Replayer {
     }
     core_ = std::move(*core);
     shadow_ = core_->cluster();
-    const auto nodes = static_cast<std::size_t>(shadow_.nodes);
-    pre_held_.assign(nodes, 0);
-    pre_swap_.assign(nodes, 0);
-    post_held_.assign(nodes, 0);
-    post_swap_.assign(nodes, 0);
     node_of_.resize(static_cast<std::size_t>(shadow_.num_devices()));
     for (int g = 0; g < shadow_.num_groups(); ++g)
       for (int dev = shadow_.group_first[g]; dev < shadow_.group_first[g + 1]; ++dev)
@@ -257,7 +252,7 @@ class Replayer {
         for (int n : nodes_) ok = ok && spec::node_invariant(d_, inv, post, n);
       if (spec::has_fleet_part(inv)) ok = ok && spec::fleet_invariant(d_, inv, post);
       // INV-INDEX's sums by DELTA; INV-EXCL's count is implied by INV-INDEX's parts above.
-      if (inv == spec::Inv::kIndex) ok = delta(pre, j, post) && ok;
+      if (inv == spec::Inv::kIndex) ok = spec::counters_follow_shares(d_, pre, j, post) && ok;
       ++rep_.checks;
       if (!ok)
         rep_.violations.push_back(where() + ": " + std::string(spec::inv_id(inv)) + " (" +
@@ -307,22 +302,6 @@ class Replayer {
     shadow_.premium_admitted = post.premium_admitted;
   }
 
-  // DELTA, as checker/prover.cc proves it for every row: each counter changed by exactly job j's
-  // change of share (spec::premium_share, spec::add_node_shares), here on the touched nodes. The
-  // per-node scratch vectors are all zero between calls.
-  bool delta(const Cluster& pre, int j, const Cluster& post) {
-    spec::add_node_shares(d_, pre, j, pre_held_, pre_swap_);
-    spec::add_node_shares(d_, post, j, post_held_, post_swap_);
-    bool ok = post.premium_admitted.front() - pre.premium_admitted.front() ==
-              spec::premium_share(d_, post.jobs[j]) - spec::premium_share(d_, pre.jobs[j]);
-    for (int n : nodes_) {
-      ok = ok && post.node_held[n] - pre.node_held[n] == post_held_[n] - pre_held_[n] &&
-           post.node_swap[n] - pre.node_swap[n] == post_swap_[n] - pre_swap_[n];
-      pre_held_[n] = pre_swap_[n] = post_held_[n] = post_swap_[n] = 0;
-    }
-    return ok;
-  }
-
   // Every state invariant over the whole state, and FRAME since the last full check.
   void full_check(const std::string& where) {
     const auto t0 = SteadyClock::now();
@@ -360,7 +339,6 @@ class Replayer {
   bool stopped_ = false;                // a record did not replay: the rest is only counted
   // Scratch, reused from decision to decision.
   std::vector<int> named_, devs_, jobs_, nodes_;
-  std::vector<std::int64_t> pre_held_, pre_swap_, post_held_, post_swap_;
   std::vector<int> node_of_;  // device -> node (ClusterVars::node_of without its binary search)
 };
 

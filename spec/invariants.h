@@ -305,6 +305,36 @@ typename D::Bool index_sums(const D& d, const ClusterVars<D>& s) {
   return ok;
 }
 
+// DELTA: from `pre` to `post` (job j acting) every counter changed by exactly job j's change of
+// share — what keeps index_sums for any number of jobs (docs/spec.md). The checker proves it for
+// every row (checker/prover.cc), replay checks it after every decision (checker/replay.cc). The
+// node counters are compared on the nodes where job j held devices before or after: with the
+// concrete domain's sparse node sums those nodes only, O(|held before| + |held after|); with the
+// checker's dense ones every node.
+template <class D>
+typename D::Bool counters_follow_shares(const D& d, const ClusterVars<D>& pre, int j,
+                                        const ClusterVars<D>& post) {
+  using Bool = typename D::Bool;
+  const auto& a = pre.jobs[j];
+  const auto& b = post.jobs[j];
+  auto old_swap = swap_per_device(d, a.splice, a.mem);
+  auto new_swap = swap_per_device(d, b.splice, b.mem);
+  auto sums = d.node_sums(pre.nodes);
+  d.members(a.held, [&](int dev, const Bool& in) {
+    sums.add(pre.node_of(dev), -indicator(d, in), d.ite(in, d.k(0) - old_swap, d.k(0)));
+  });
+  d.members(b.held, [&](int dev, const Bool& in) {
+    sums.add(post.node_of(dev), indicator(d, in), d.ite(in, new_swap, d.k(0)));
+  });
+  auto ok = post.premium_admitted.front() - pre.premium_admitted.front() ==
+            premium_share(d, b) - premium_share(d, a);
+  sums.for_each([&](int n, const typename D::Int& devs, const typename D::Int& swap) {
+    ok = ok && post.node_held[n] - pre.node_held[n] == devs &&
+         post.node_swap[n] - pre.node_swap[n] == swap;
+  });
+  return ok;
+}
+
 template <class D>
 typename D::Bool sums_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
   using Bool = typename D::Bool;
