@@ -87,60 +87,45 @@ Sparse::DevSet to_list(const Dense::DevSet& mask) {
   return s;
 }
 
-DCluster to_dense(const Cluster& s) {
-  DCluster d;
-  d.group_first = s.group_first;
-  d.group_node = s.group_node;
-  d.nodes = s.nodes;
-  d.group_type = s.group_type;
-  d.group_mem = s.group_mem;
-  d.node_devs = s.node_devs;
-  d.host_mem = s.host_mem;
-  d.premium_reserve = s.premium_reserve;
-  d.owner = s.owner;
-  d.owner_epoch = s.owner_epoch;
-  d.resv_for = s.resv_for;
-  d.resv_gen = s.resv_gen;
-  d.node_held = s.node_held;
-  d.node_swap = s.node_swap;
-  d.premium_admitted = s.premium_admitted;
-  constexpr auto sf = spec::job_fields<Sparse>();
-  constexpr auto df = spec::job_fields<Dense>();
+// The same state with every device set converted by `set` (sparse <-> dense); every other field
+// is copied as it is.
+template <class To, class From, class ConvertSet>
+spec::ClusterVars<To> with_sets(const spec::ClusterVars<From>& s, ConvertSet set) {
+  spec::ClusterVars<To> t;
+  t.group_first = s.group_first;
+  t.group_node = s.group_node;
+  t.nodes = s.nodes;
+  t.group_type = s.group_type;
+  t.group_mem = s.group_mem;
+  t.node_devs = s.node_devs;
+  t.host_mem = s.host_mem;
+  t.premium_reserve = s.premium_reserve;
+  t.owner = s.owner;
+  t.owner_epoch = s.owner_epoch;
+  t.resv_for = s.resv_for;
+  t.resv_gen = s.resv_gen;
+  t.node_held = s.node_held;
+  t.node_swap = s.node_swap;
+  t.premium_admitted = s.premium_admitted;
+  constexpr auto from = spec::job_fields<From>();
+  constexpr auto to = spec::job_fields<To>();
   for (const auto& job : s.jobs) {
-    spec::JobVars<Dense> dj;
-    for (std::size_t i = 0; i < sf.size(); ++i) dj.*(df[i].second) = job.*(sf[i].second);
-    dj.held = to_mask(job.held, s.num_devices());
-    d.jobs.push_back(std::move(dj));
+    spec::JobVars<To> tj;
+    for (std::size_t i = 0; i < from.size(); ++i) tj.*(to[i].second) = job.*(from[i].second);
+    tj.held = set(job.held);
+    t.jobs.push_back(std::move(tj));
   }
-  return d;
+  return t;
+}
+
+DCluster to_dense(const Cluster& s) {
+  return with_sets<Dense>(s, [&](const Sparse::DevSet& held) {
+    return to_mask(held, s.num_devices());
+  });
 }
 
 Cluster to_sparse(const DCluster& d) {
-  Cluster s;
-  s.group_first = d.group_first;
-  s.group_node = d.group_node;
-  s.nodes = d.nodes;
-  s.group_type = d.group_type;
-  s.group_mem = d.group_mem;
-  s.node_devs = d.node_devs;
-  s.host_mem = d.host_mem;
-  s.premium_reserve = d.premium_reserve;
-  s.owner = d.owner;
-  s.owner_epoch = d.owner_epoch;
-  s.resv_for = d.resv_for;
-  s.resv_gen = d.resv_gen;
-  s.node_held = d.node_held;
-  s.node_swap = d.node_swap;
-  s.premium_admitted = d.premium_admitted;
-  constexpr auto sf = spec::job_fields<Sparse>();
-  constexpr auto df = spec::job_fields<Dense>();
-  for (const auto& job : d.jobs) {
-    spec::JobVars<Sparse> sj;
-    for (std::size_t i = 0; i < sf.size(); ++i) sj.*(sf[i].second) = job.*(df[i].second);
-    sj.held = to_list(job.held);
-    s.jobs.push_back(std::move(sj));
-  }
-  return s;
+  return with_sets<Sparse>(d, [](const Dense::DevSet& held) { return to_list(held); });
 }
 
 DParams to_dense(const SParams& p, int m) {
@@ -613,19 +598,12 @@ void print_stats(std::ostream& os) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  long states = 3000;
-  if (const char* env = std::getenv("ORRERY_EQUIVALENCE_STATES"); env && *env) {
-    char* end = nullptr;
-    states = std::strtol(env, &end, 10);
-    if (*end != '\0' || states < 1) {
-      std::cerr << "ORRERY_EQUIVALENCE_STATES must be a positive integer, got '" << env << "'\n";
-      return 2;
-    }
-  }
+  const auto states = orrery::proptest::count_from_env("ORRERY_EQUIVALENCE_STATES", 3000);
+  if (!states) return 2;
   // RapidCheck reads RC_PARAMS once, on first use: complete it before any property runs.
   std::string params = std::getenv("RC_PARAMS") ? std::getenv("RC_PARAMS") : "";
   if (params.find("max_success") == std::string::npos)
-    params += " max_success=" + std::to_string(states);
+    params += " max_success=" + std::to_string(*states);
   setenv("RC_PARAMS", params.c_str(), 1);
 
   int rc = RUN_ALL_TESTS();

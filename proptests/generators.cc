@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <functional>
 #include <initializer_list>
+#include <iostream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -652,6 +654,18 @@ Step next_step(const RefModel& m) {
     r -= w;
   }
   return step;  // unreachable: r < total
+}
+
+std::optional<long> count_from_env(const char* name, long dflt) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return dflt;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n < 1) {
+    std::cerr << name << " must be a positive integer, got '" << env << "'\n";
+    return std::nullopt;
+  }
+  return n;
 }
 
 }  // namespace orrery::proptest

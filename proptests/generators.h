@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,5 +62,10 @@ std::string show_decision(const core::Decision& d);
 
 // Devices reserved for job j now, per the model.
 std::vector<int> reserved_devices(const RefModel& m, int j);
+
+// How many sequences or states a property test runs: environment variable `name` when set (a
+// positive integer), else `dflt`; nullopt, with the reason on stderr, when it is set to anything
+// else (the test's main then exits 2).
+std::optional<long> count_from_env(const char* name, long dflt);
 
 }  // namespace orrery::proptest

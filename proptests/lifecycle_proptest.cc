@@ -494,19 +494,12 @@ void print_stats(std::ostream& os) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  long sequences = 10000;
-  if (const char* env = std::getenv("ORRERY_PROPTEST_SEQUENCES"); env && *env) {
-    char* end = nullptr;
-    sequences = std::strtol(env, &end, 10);
-    if (*end != '\0' || sequences < 1) {
-      std::cerr << "ORRERY_PROPTEST_SEQUENCES must be a positive integer, got '" << env << "'\n";
-      return 2;
-    }
-  }
+  const auto sequences = orrery::proptest::count_from_env("ORRERY_PROPTEST_SEQUENCES", 10000);
+  if (!sequences) return 2;
   // RapidCheck reads RC_PARAMS once, on first use: complete it before any property runs.
   std::string params = std::getenv("RC_PARAMS") ? std::getenv("RC_PARAMS") : "";
   if (params.find("max_success") == std::string::npos)
-    params += " max_success=" + std::to_string(sequences);
+    params += " max_success=" + std::to_string(*sequences);
   // Sequences of 1 to 201 commands (RapidCheck spreads sizes evenly over [0, max_size]): long
   // enough to reach retries exhausted and preempt-suspend-resume or migrate-then-resize chains.
   // 10,000 sequences (about 480,000 decisions) take 10-20 s on the 2-core build machines.
