@@ -90,6 +90,53 @@ constexpr bool may_decide(Origin o, EventKind e) {
   return false;
 }
 
+// The node lifecycle (the second verified machine, core/node_machine_table.h). A fresh core has
+// every configured node Down; an agent's registration brings it to Joining, and the service
+// readies it once reconciled. Draining takes no new devices; Lost means heartbeats were missed and
+// the jobs holding its devices are being failed over; FailedOver returns it to Down once none is
+// held, after which the agent may register again (rejoin).
+enum class NodeState : std::int64_t {
+  kDown = 0,
+  kJoining = 1,
+  kUp = 2,
+  kDraining = 3,
+  kLost = 4,
+};
+inline constexpr int kNumNodeStates = 5;
+
+enum class NodeEvent : std::int64_t {
+  kRegister = 0,       // Down -> Joining: an agent registered its devices (runtime)
+  kReady = 1,          // Joining -> Up: reconciled with what the agent runs (runtime)
+  kDrain = 2,          // Up -> Draining (operator)
+  kUndrain = 3,        // Draining -> Up (operator)
+  kHeartbeatLost = 4,  // Joining | Up | Draining -> Lost (runtime)
+  kFailedOver = 5,     // Lost -> Down once no device of the node is held (runtime)
+};
+inline constexpr int kNumNodeEvents = 6;
+
+// Planners decide no node event; drains are operators'; the rest are runtime facts.
+constexpr bool may_decide_node(Origin o, NodeEvent e) {
+  switch (o) {
+    case Origin::kPlanner: return false;
+    case Origin::kRuntime: return e != NodeEvent::kDrain && e != NodeEvent::kUndrain;
+    case Origin::kOperator: return true;
+  }
+  return false;
+}
+
+constexpr std::string_view node_state_name(NodeState s) {
+  constexpr std::string_view names[] = {"Down", "Joining", "Up", "Draining", "Lost"};
+  auto i = static_cast<std::int64_t>(s);
+  return (i >= 0 && i < kNumNodeStates) ? names[i] : "?";
+}
+
+constexpr std::string_view node_event_name(NodeEvent e) {
+  constexpr std::string_view names[] = {"Register",  "Ready",        "Drain",
+                                        "Undrain",   "HeartbeatLost", "FailedOver"};
+  auto i = static_cast<std::int64_t>(e);
+  return (i >= 0 && i < kNumNodeEvents) ? names[i] : "?";
+}
+
 enum class Tier : std::int64_t { kPremium = 0, kStandard = 1, kBasic = 2 };
 inline constexpr int kNumTiers = 3;
 
