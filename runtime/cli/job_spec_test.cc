@@ -1,0 +1,179 @@
+#include "runtime/cli/job_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace orrery::cli {
+namespace {
+
+using service::JobSpec;
+
+JobSpec parse_ok(const std::string& text) {
+  auto r = parse_job_spec(text, "job.toml");
+  EXPECT_TRUE(r.ok()) << r.reason();
+  return r.ok() ? *r : JobSpec{};
+}
+
+std::string parse_error(const std::string& text) {
+  auto r = parse_job_spec(text, "job.toml");
+  EXPECT_FALSE(r.ok()) << "accepted:\n" << text;
+  return r.reason();
+}
+
+TEST(JobSpec, MinimalSpecTakesDocumentedDefaults) {
+  JobSpec s = parse_ok("name = \"a\"\nworld = 4\n");
+  EXPECT_EQ(s.name, "a");
+  EXPECT_EQ(s.world, 4);
+  EXPECT_EQ(s.tier, spec::Tier::kStandard);
+  EXPECT_EQ(s.device_type, "host");
+  EXPECT_EQ(s.max_devices, 4);  // one worker per device
+  EXPECT_EQ(s.min_devices, 4);  // not elastic unless asked
+  EXPECT_EQ(s.mem_mib, 64);
+  EXPECT_EQ(s.steps, 100);
+  EXPECT_EQ(s.checkpoint_every, 0);
+  EXPECT_EQ(s.workload, "mlp");
+  EXPECT_TRUE(s.args.empty());
+}
+
+TEST(JobSpec, EveryKey) {
+  JobSpec s = parse_ok(R"(
+name = "train-b.2"
+tier = "premium"
+device_type = "cuda"
+world = 16
+min_devices = 2
+max_devices = 8
+mem_mib = 1024
+steps = 5000
+checkpoint_every = 250
+workload = "mlp"
+args = ["--hidden", "512", "--lr=0.01"]
+)");
+  EXPECT_EQ(s.name, "train-b.2");
+  EXPECT_EQ(s.tier, spec::Tier::kPremium);
+  EXPECT_EQ(s.device_type, "cuda");
+  EXPECT_EQ(s.world, 16);
+  EXPECT_EQ(s.min_devices, 2);
+  EXPECT_EQ(s.max_devices, 8);
+  EXPECT_EQ(s.mem_mib, 1024);
+  EXPECT_EQ(s.steps, 5000);
+  EXPECT_EQ(s.checkpoint_every, 250);
+  EXPECT_EQ(s.args, (std::vector<std::string>{"--hidden", "512", "--lr=0.01"}));
+}
+
+TEST(JobSpec, MinDevicesAloneKeepsMaxAtWorld) {
+  JobSpec s = parse_ok("name = \"a\"\nworld = 8\nmin_devices = 2\n");
+  EXPECT_EQ(s.min_devices, 2);
+  EXPECT_EQ(s.max_devices, 8);
+}
+
+TEST(JobSpec, ShippedExamplesParse) {
+  for (const char* f : {"premium", "standard-elastic", "basic"}) {
+    auto r = load_job_spec(std::string(ORRERY_SOURCE_DIR) + "/examples/jobs/" + f + ".toml");
+    ASSERT_TRUE(r.ok()) << f << ": " << r.reason();
+  }
+  auto e = load_job_spec(std::string(ORRERY_SOURCE_DIR) + "/examples/jobs/standard-elastic.toml");
+  EXPECT_EQ(e->min_devices, 2);
+  EXPECT_EQ(e->max_devices, 8);
+  EXPECT_EQ(e->world, 8);
+}
+
+TEST(JobSpec, RoundTripsThroughToToml) {
+  JobSpec s = parse_ok(
+      "name = \"x\"\ntier = \"basic\"\nworld = 6\nmin_devices = 1\nmax_devices = 3\n"
+      "args = [\"a\\\"b\", \"tab\\there\", \"back\\\\slash\"]\n");
+  JobSpec t = parse_ok(to_toml(s));
+  EXPECT_EQ(t.name, s.name);
+  EXPECT_EQ(t.tier, s.tier);
+  EXPECT_EQ(t.world, s.world);
+  EXPECT_EQ(t.min_devices, s.min_devices);
+  EXPECT_EQ(t.max_devices, s.max_devices);
+  EXPECT_EQ(t.mem_mib, s.mem_mib);
+  EXPECT_EQ(t.steps, s.steps);
+  EXPECT_EQ(t.args, s.args);
+  EXPECT_EQ(t.args[1], "tab\there");
+}
+
+TEST(JobSpec, MissingRequiredKeys) {
+  EXPECT_EQ(parse_error("world = 2\n"), "job.toml: name: required key missing (a string)");
+  EXPECT_EQ(parse_error("name = \"a\"\n"), "job.toml: world: required key missing (an integer)");
+}
+
+TEST(JobSpec, UnknownKeyNamesKeyAndPlace) {
+  std::string e = parse_error("name = \"a\"\nworld = 2\n  wrold = 3\n");
+  EXPECT_EQ(e.rfind("job.toml:3:3: wrold: unknown key", 0), 0u) << e;
+  e = parse_error("name = \"a\"\nworld = 2\n[workload]\nname = \"mlp\"\n");
+  EXPECT_EQ(e, "job.toml:3:1: workload: expected a string, got a table");
+}
+
+TEST(JobSpec, WrongTypes) {
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = \"4\"\n"),
+            "job.toml:2:9: world: expected an integer, got a string");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4.0\n"),
+            "job.toml:2:9: world: expected an integer, got a float");
+  EXPECT_EQ(parse_error("name = 7\nworld = 4\n"), "job.toml:1:8: name: expected a string, got an integer");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nargs = \"--x\"\n"),
+            "job.toml:3:8: args: expected an array of strings, got a string");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nargs = [\"--x\", 3]\n"),
+            "job.toml:3:16: args[1]: expected a string, got an integer");
+}
+
+TEST(JobSpec, OutOfRange) {
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 0\n"),
+            "job.toml:2:9: world: 0 out of range [1, 1048576]");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 2000000\n"),
+            "job.toml:2:9: world: 2000000 out of range [1, 1048576]");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nmax_devices = 5\n"),
+            "job.toml:3:15: max_devices: 5 out of range [1, 4]");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nmax_devices = 2\nmin_devices = 3\n"),
+            "job.toml:4:15: min_devices: 3 out of range [1, 2]");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nmem_mib = 0\n"),
+            "job.toml:3:11: mem_mib: 0 out of range [1, 1099511627776]");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nsteps = -1\n"),
+            "job.toml:3:9: steps: -1 out of range [1, 1099511627776]");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\ncheckpoint_every = -5\n"),
+            "job.toml:3:20: checkpoint_every: -5 out of range [0, 1099511627776]");
+  EXPECT_EQ(parse_error("name = \"a\"\ntier = \"gold\"\nworld = 4\n"),
+            "job.toml:2:8: tier: must be premium, standard or basic, got \"gold\"");
+}
+
+TEST(JobSpec, BadNames) {
+  EXPECT_NE(parse_error("name = \"\"\nworld = 1\n").find("name: must be 1 to 64 characters"),
+            std::string::npos);
+  EXPECT_NE(parse_error("name = \"a b\"\nworld = 1\n").find("got \"a b\""), std::string::npos);
+  EXPECT_NE(parse_error("name = \"-a\"\nworld = 1\n").find("job.toml:1:8: name:"), std::string::npos);
+  EXPECT_NE(parse_error("name = \"" + std::string(65, 'x') + "\"\nworld = 1\n").find("name:"),
+            std::string::npos);
+  EXPECT_NE(parse_error("name = \"a\"\nworld = 1\nworkload = \"../x\"\n").find("workload:"),
+            std::string::npos);
+}
+
+TEST(JobSpec, InfeasibleSplitIsTheCoresGuard) {
+  // 9 workers on 1..1 devices would need 9 per device (limit 8).
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 9\nmax_devices = 1\n"),
+            "job.toml:2:9: world 9 does not split evenly over any device count in [1, 1] with at "
+            "most 8 workers per device: the job could never be placed");
+  // 7 workers (prime) on 2..6 devices: no even split.
+  EXPECT_NE(parse_error("name = \"a\"\nworld = 7\nmin_devices = 2\nmax_devices = 6\n")
+                .find("job.toml:3:15: world 7 does not split evenly over any device count in [2, 6]"),
+            std::string::npos);
+}
+
+TEST(JobSpec, TomlSyntaxErrorsNamePlace) {
+  std::string e = parse_error("name = \"a\"\nworld = = 4\n");
+  EXPECT_EQ(e.rfind("job.toml:2:", 0), 0u) << e;
+  e = parse_error("name = \"a\nworld = 4\n");
+  EXPECT_EQ(e.rfind("job.toml:1:", 0), 0u) << e;
+  e = parse_error("name = \"a\"\nname = \"b\"\nworld = 1\n");
+  EXPECT_EQ(e.rfind("job.toml:2:", 0), 0u) << e;
+}
+
+TEST(JobSpec, MissingFile) {
+  auto r = load_job_spec("/nonexistent/x.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.reason(), "/nonexistent/x.toml: cannot open the job spec");
+}
+
+}  // namespace
+}  // namespace orrery::cli
