@@ -1,0 +1,96 @@
+# The client protocol of `orrery-core serve`: what `orrery` (the CLI) speaks. The C++ side of it
+# is core/service/client_api.h; rpc/client_connection.h hands a client an implementation of that
+# interface backed by a connection, rpc/client_server.* serves it from the Service.
+#
+# Every call is an operator request: the service turns it into decisions (origin operator, with
+# devices chosen by the placement policy) and commits them through the core's spec guards, so a
+# request the spec forbids fails with the guard's reason. A call returns once its decision is
+# durable in the journal.
+@0xef33a764ab8106cb;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("orrery::rpc::wire");
+
+using Common = import "common.capnp";
+
+# A job as submitted. Values are checked by the service (and the spec's GuardSubmit): a world
+# outside [1, 2^20], min/max devices outside [1, world], a non-positive memory, an unknown device
+# type, workload or tier, or negative steps are refused with the field's name.
+struct JobSpec {
+  name @0 :Text;
+  tier @1 :Common.Tier = standard;
+  deviceType @2 :Text;            # a device type of the fleet, e.g. "host", "H100-80G"
+  world @3 :Int64 = 1;            # W workers, fixed for the job's whole life
+  minDevices @4 :Int64 = 1;       # elastic range of device counts (replica splicing below W)
+  maxDevices @5 :Int64 = 1;
+  memMib @6 :Int64 = 64;          # device memory per worker
+  workload @7 :Text;              # a workload of runtime/workloads ("mlp")
+  args @8 :List(Text);            # the workload's arguments
+  steps @9 :Int64 = 100;          # training steps to run
+  checkpointEvery @10 :Int64;     # periodic checkpoint every N steps, 0: none
+}
+
+struct JobStatus {
+  job @0 :Int32;
+  name @1 :Text;
+  tier @2 :Common.Tier;
+  state @3 :Common.JobState;
+  epoch @4 :Int64;                # incarnation; every (re)start takes a larger one
+  world @5 :Int64;
+  devices @6 :Int64;              # held now
+  splice @7 :Int64;               # workers per device now
+  progress @8 :Int64;             # last committed step
+  steps @9 :Int64;
+  checkpoint @10 :Int64;          # step of the last committed checkpoint, -1 when none
+  nodes @11 :List(Text);          # nodes of the devices held
+  ageMs @12 :Int64;               # since submission
+  note @13 :Text;                 # why it waits, why it failed, the final weights' digest
+}
+
+struct NodeStatus {
+  name @0 :Text;
+  state @1 :Common.NodeState;
+  devices @2 :Int32;
+  held @3 :Int32;                 # devices held by jobs
+  heartbeatAgeMs @4 :Int64;       # -1 when the node never registered with this core
+}
+
+# One line of the cluster's timeline.
+struct ClusterEvent {
+  seq @0 :UInt64;                 # the committed decision's seq; 0 for a report committing nothing
+  timeMs @1 :Int64;
+  job @2 :Int32 = -1;             # -1 for node events
+  node @3 :Text;
+  text @4 :Text;                  # "job 2 train-a Running -> Checkpointing: Preempt job 2 for job 3"
+}
+
+# Where `watch` delivers events: the client passes one of these. Returning more = false ends the
+# watch; so does dropping the Watch handle or the connection.
+interface EventSink {
+  push @0 (event :ClusterEvent) -> (more :Bool);
+}
+
+# Held by the watcher; dropping it ends the watch.
+interface Watch {}
+
+interface ClientApi {
+  submit @0 (spec :JobSpec) -> (job :Int32);
+  cancel @1 (job :Int32) -> ();
+  jobs @2 () -> (jobs :List(JobStatus));
+  nodes @3 () -> (nodes :List(NodeStatus));
+  # Preempt `job` for the waiting job `beneficiary` (-1: the most favoured one the spec allows).
+  preempt @4 (job :Int32, beneficiary :Int32 = -1) -> ();
+  # Move `job` to other devices (on `toNode` when not empty): a checkpoint at a barrier, then a new
+  # incarnation restores it there.
+  migrate @5 (job :Int32, toNode :Text) -> ();
+  # Change the device count at fixed world size; shrinking is for a waiting favoured job
+  # (`beneficiary`, -1: the service picks one).
+  resize @6 (job :Int32, devices :Int32, beneficiary :Int32 = -1) -> ();
+  drain @7 (node :Text) -> ();
+  undrain @8 (node :Text) -> ();
+  # The timeline from `afterSeq` on (exclusive), then every new event as it happens, pushed to
+  # `sink` one at a time (the next push waits for the previous one's answer).
+  watch @9 (afterSeq :UInt64, sink :EventSink) -> (handle :Watch);
+  # A job's timeline and report lines, the last `maxLines`.
+  logs @10 (job :Int32, maxLines :Int32 = 100) -> (lines :List(Text));
+}
