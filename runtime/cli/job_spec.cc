@@ -170,6 +170,146 @@ class Parser {
   const toml::table& root_;
 };
 
+// toml++ 3.3 (Debian's) has undefined behaviour on some non-ASCII characters: its generated
+// is_non_ascii_horizontal_whitespace() reaches TOML_UNREACHABLE (__builtin_unreachable) for code
+// points in U+00A1..U+0499 and a few other ranges (found by job_spec_fuzz: "\xEF\xBB\x9F["). It
+// asks that question of characters outside strings, of quoted keys, and of the character after a
+// line-ending backslash in a multi-line basic string; not of value strings or comments. So before
+// handing text to toml++, non-ASCII bytes are allowed only where toml++ never classifies them:
+// comments, and strings in value position outside inline tables. Anywhere else a job spec has no
+// use for them (every key is ASCII), so they are an error naming the place.
+Status check_non_ascii(std::string_view text, std::string_view source) {
+  enum class In { kCode, kComment, kBasic, kLiteral, kMlBasic, kMlLiteral };
+  In in = In::kCode;
+  bool value = false;     // after '=' on this logical line: strings here are values
+  int brackets = 0;       // array depth (arrays may span lines)
+  int braces = 0;         // inline-table depth (quoted keys inside)
+  bool escaped = false;   // basic strings: the previous byte was a backslash
+  bool skipping = false;  // multi-line basic: after a line-ending backslash, before content
+  unsigned char last = '\n';  // the last non-blank byte outside strings and comments
+  bool bare = false;          // inside a bare token (key, number, boolean, date)
+  std::size_t line = 1, col = 1;
+  auto fail = [&]() {
+    return Status::Error(std::string(source) + ":" + std::to_string(line) + ":" +
+                         std::to_string(col) +
+                         ": non-ASCII character outside a string value or comment");
+  };
+  auto end_line = [&]() {
+    if (brackets == 0 && braces == 0) value = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const bool ascii = c < 0x80;
+    auto starts = [&](std::string_view s) { return text.substr(i, s.size()) == s; };
+    std::size_t skip = 0;  // extra bytes of a three-quote delimiter
+    // A quote opens a string only where toml++ expects a key or a value to begin.
+    const bool opens = last == '\n' || last == '=' || last == '[' || last == ',' ||
+                       last == '{' || last == '.';
+    switch (in) {
+      case In::kCode: {
+        if (!ascii) return fail();
+        const bool terminator = c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ']' ||
+                                c == '}' || c == ',' || c == '#';
+        if (bare && !terminator) break;  // toml++ scans a bare token up to a value terminator,
+        bare = false;                    // quotes, brackets and '=' inside it included
+        if (c == '#') {
+          in = In::kComment;
+        } else if (c == '=') {
+          value = true;
+        } else if (c == '[') {
+          if (value) ++brackets;
+        } else if (c == ']') {
+          if (brackets > 0) --brackets;
+        } else if (c == '{') {
+          ++braces;
+        } else if (c == '}') {
+          if (braces > 0) --braces;
+        } else if (c == '\n') {
+          end_line();
+        } else if (c == ' ' || c == '\t' || c == '\r' || c == ',') {
+        } else if (!opens) {
+          bare = true;  // a quote right after a closed string: toml++ stops there
+        } else if (starts("\"\"\"")) {
+          in = In::kMlBasic;
+          skip = 2;
+        } else if (starts("\'\'\'")) {
+          in = In::kMlLiteral;
+          skip = 2;
+        } else if (c == '"') {
+          in = In::kBasic;
+        } else if (c == '\'') {
+          in = In::kLiteral;
+        } else {
+          bare = true;
+        }
+        if (c != ' ' && c != '\t' && c != '\r') last = c;
+        break;
+      }
+      case In::kComment:
+        if (c == '\n') {
+          in = In::kCode;
+          last = c;
+          end_line();
+        }
+        break;
+      case In::kBasic:
+      case In::kLiteral:
+        if (!ascii && (!value || braces > 0)) return fail();
+        if (c == '\n') {  // toml++ reports the unterminated string
+          in = In::kCode;
+          last = c;
+          end_line();
+        } else if (in == In::kBasic && escaped) {
+          escaped = false;
+        } else if (in == In::kBasic && c == '\\') {
+          escaped = true;
+        } else if ((in == In::kBasic && c == '"') || (in == In::kLiteral && c == '\'')) {
+          in = In::kCode;
+          last = c;
+        }
+        break;
+      case In::kMlBasic: {
+        if (!ascii && (!value || braces > 0 || escaped || skipping)) return fail();
+        const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+        if (escaped) {
+          escaped = false;
+          skipping = space;
+        } else if (skipping && space) {
+          // still skipping the whitespace after a line-ending backslash
+        } else if (c == '\\') {
+          skipping = false;
+          escaped = true;
+        } else {
+          skipping = false;
+          if (starts("\"\"\"")) {
+            in = In::kCode;
+            last = c;
+            skip = 2;
+          }
+        }
+        break;
+      }
+      case In::kMlLiteral:
+        if (!ascii && (!value || braces > 0)) return fail();
+        if (starts("'''")) {
+          in = In::kCode;
+          last = c;
+          skip = 2;
+        }
+        break;
+    }
+    if (c == '\n') {
+      ++line;
+      col = 1;
+    } else if ((c & 0xC0) != 0x80) {
+      ++col;  // columns count characters, as toml++'s do
+    }
+    i += skip;
+    col += skip;
+  }
+  return Status::Ok();
+}
+
 void quoted(std::ostream& o, const std::string& s) {
   o << '"';
   for (unsigned char c : s) {
@@ -188,6 +328,7 @@ void quoted(std::ostream& o, const std::string& s) {
 }  // namespace
 
 Result<service::JobSpec> parse_job_spec(std::string_view text, std::string_view source) {
+  if (auto st = check_non_ascii(text, source); !st.ok()) return st;
   toml::table root;
   try {
     root = toml::parse(text, source);

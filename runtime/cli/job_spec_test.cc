@@ -177,3 +177,55 @@ TEST(JobSpec, MissingFile) {
 
 }  // namespace
 }  // namespace orrery::cli
+
+namespace orrery::cli {
+namespace {
+
+// Regression (job_spec_fuzz, crash-297726bb...): toml++ 3.3 reaches __builtin_unreachable when it
+// classifies U+FEDF (and U+00A1..U+0499, ...) as whitespace. The parser refuses such characters
+// wherever toml++ would classify them, and keeps them where it does not (value strings, comments).
+TEST(JobSpec, FuzzRegressionNonAsciiWheretomlppWouldClassifyIt) {
+  EXPECT_EQ(parse_error("\xEF\xBB\x9F["),
+            "job.toml:1:1: non-ASCII character outside a string value or comment");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1 \xC3\xA9\n"),
+            "job.toml:2:11: non-ASCII character outside a string value or comment");
+  EXPECT_EQ(parse_error("\"caf\xC3\xA9\" = 1\n"),
+            "job.toml:1:5: non-ASCII character outside a string value or comment");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\nx = { \"\xC3\xA9\" = 1 }\n"),
+            "job.toml:3:8: non-ASCII character outside a string value or comment");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\nargs = [\"\"\"\\\n \xC3\xA9\"\"\"]\n"),
+            "job.toml:4:2: non-ASCII character outside a string value or comment");
+  EXPECT_EQ(parse_error("[t\xC3\xA9]\n"),
+            "job.toml:1:3: non-ASCII character outside a string value or comment");
+}
+
+TEST(JobSpec, NonAsciiInValueStringsAndComments) {
+  JobSpec s = parse_ok(
+      "# caf\xC3\xA9 \xEF\xBB\x9F\nname = \"a\" # \xC3\xA9\nworld = 1\n"
+      "args = [\n  \"caf\xC3\xA9\",  # \xC3\xA9\n  'na\xC3\xAFve',\n  \"\"\"\n\xC3\xA9\"\"\",\n"
+      "  '''\xEF\xBB\x9F'''\n]\n");
+  EXPECT_EQ(s.args, (std::vector<std::string>{"caf\xC3\xA9", "na\xC3\xAFve", "\xC3\xA9",
+                                              "\xEF\xBB\x9F"}));
+  EXPECT_EQ(parse_error("name = \"caf\xC3\xA9\"\nworld = 1\n").rfind("job.toml:1:8: name: must be", 0), 0u);
+}
+
+}  // namespace
+}  // namespace orrery::cli
+
+namespace orrery::cli {
+namespace {
+
+// Regression (job_spec_fuzz, crash-0b95276d...): a quote inside a bare token opens no string for
+// toml++, which scans on through what follows it, non-ASCII included.
+TEST(JobSpec, FuzzRegressionQuoteInsideBareToken) {
+  EXPECT_EQ(parse_error("steps = 00\"0000e\xC6\x96R\n"),
+            "job.toml:1:17: non-ASCII character outside a string value or comment");
+  EXPECT_EQ(parse_error("a\"b\xC3\xA9\" = 1\n"),
+            "job.toml:1:4: non-ASCII character outside a string value or comment");
+  // crash-bb8dab43...: a bracket and a quote inside the bare token "+[[[...".
+  EXPECT_EQ(parse_error("A=+[[[[[[i[[[\"''4[trlas\xEF\xBA\xBF=\n"),
+            "job.toml:1:24: non-ASCII character outside a string value or comment");
+}
+
+}  // namespace
+}  // namespace orrery::cli
