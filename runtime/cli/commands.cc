@@ -1,0 +1,256 @@
+#include "runtime/cli/commands.h"
+
+#include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <ostream>
+
+#include "runtime/cli/format.h"
+#include "runtime/cli/job_spec.h"
+#include "runtime/cli/local_cluster.h"
+
+namespace orrery::cli {
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+// A failed call: the connection's failures are exit 2, the core's refusals exit 3 (rpc/
+// client_connection.h: a lost connection reads "connection to ADDR lost: ...").
+int failed(const CliContext& ctx, const std::string& what, const std::string& reason) {
+  *ctx.err << "orrery " << what << ": " << reason << "\n";
+  return reason.rfind("connection to ", 0) == 0 ? kExitUnreachable : kExitRefused;
+}
+
+struct Session {
+  const CliContext& ctx;
+  std::string core;
+  std::string secret_file;
+  std::unique_ptr<service::ClientApi> api;
+
+  // Connects on first use. false (message printed) when the core cannot be reached.
+  bool open(const std::string& what) {
+    if (api) return true;
+    if (secret_file.empty()) {
+      *ctx.err << "orrery " << what
+               << ": no secret: pass --secret-file FILE or set ORRERY_SECRET_FILE (orrery up "
+                  "prints it)\n";
+      return false;
+    }
+    auto r = ctx.connect(core, secret_file);
+    if (!r.ok()) {
+      *ctx.err << "orrery " << what << ": " << r.reason() << "\n";
+      return false;
+    }
+    api = std::move(*r);
+    return true;
+  }
+
+  // A job named by id or by name (the newest job of that name).
+  Result<int> job(const std::string& ref) {
+    int id = -1;
+    auto [p, ec] = std::from_chars(ref.data(), ref.data() + ref.size(), id);
+    if (ec == std::errc() && p == ref.data() + ref.size() && id >= 0) return id;
+    auto jobs = api->jobs();
+    if (!jobs.ok()) return jobs.status();
+    int found = -1;
+    for (const auto& j : *jobs)
+      if (j.name == ref) found = std::max(found, j.job);
+    if (found < 0) return Status::Error("no job named \"" + ref + "\"");
+    return found;
+  }
+};
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
+  CLI::App app{"orrery: submit and operate training jobs on an orrery cluster", "orrery"};
+  app.require_subcommand(1);
+  app.failure_message(CLI::FailureMessage::help);
+  Session s{ctx, env_or("ORRERY_CORE", kDefaultCore), env_or("ORRERY_SECRET_FILE", ""), nullptr};
+  app.add_option("--core", s.core, "address of orrery-core serve (env ORRERY_CORE)")
+      ->capture_default_str();
+  app.add_option("--secret-file", s.secret_file,
+                 "file holding the cluster's shared secret (env ORRERY_SECRET_FILE)");
+
+  std::string job_file, job_ref, job2_ref, node;
+  bool dry_run = false;
+  int devices = 0, lines = 100;
+  std::int64_t after = 0, count = -1;
+  std::vector<std::string> watch_jobs;
+
+  auto* submit = app.add_subcommand("submit", "submit a job spec (TOML, docs/runtime.md)");
+  submit->add_option("JOB.toml", job_file, "job spec file")->required();
+  submit->add_flag("--dry-run", dry_run, "check the spec and print it with its defaults; submit nothing");
+  auto* ls = app.add_subcommand("ls", "list jobs");
+  auto* nodes = app.add_subcommand("nodes", "list nodes");
+  auto* preempt = app.add_subcommand("preempt", "checkpoint and suspend a job for a waiting one");
+  preempt->add_option("JOB", job_ref, "job id or name")->required();
+  preempt->add_option("--for", job2_ref, "the waiting job it makes room for (default: the core picks)");
+  auto* migrate = app.add_subcommand("migrate", "checkpoint a job and restore it on other devices");
+  migrate->add_option("JOB", job_ref, "job id or name")->required();
+  migrate->add_option("--to", node, "target node (default: the core picks)");
+  auto* resize = app.add_subcommand("resize", "change a job's device count (same world size)");
+  resize->add_option("JOB", job_ref, "job id or name")->required();
+  resize->add_option("N", devices, "device count")->required()->check(CLI::PositiveNumber);
+  resize->add_option("--for", job2_ref, "when shrinking: the waiting job it makes room for");
+  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  cancel->add_option("JOB", job_ref, "job id or name")->required();
+  auto* drain = app.add_subcommand("drain", "take no new devices on a node; move its jobs off");
+  drain->add_option("NODE", node, "node name")->required();
+  auto* undrain = app.add_subcommand("undrain", "return a drained node to service");
+  undrain->add_option("NODE", node, "node name")->required();
+  auto* watch = app.add_subcommand("watch", "follow the cluster's timeline");
+  watch->add_option("--after", after, "start after this decision seq (0: the whole timeline)")
+      ->capture_default_str();
+  watch->add_option("--job", watch_jobs, "only these jobs (ids or names)");
+  watch->add_option("--count", count, "stop after this many events (default: follow forever)");
+  auto* logs = app.add_subcommand("logs", "a job's timeline and its workers' output");
+  logs->add_option("JOB", job_ref, "job id or name")->required();
+  logs->add_option("-n,--lines", lines, "last N lines")->capture_default_str()->check(
+      CLI::PositiveNumber);
+  UpOptions up_opts;
+  auto* up = app.add_subcommand("up", "run a local cluster (core + nodes) until Ctrl-C");
+  up->add_option("--nodes", up_opts.nodes, "node agents")->capture_default_str()->check(
+      CLI::Range(1, 64));
+  up->add_option("--devices", up_opts.devices, "host devices per node")->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  up->add_option("--device-mem-mib", up_opts.device_mem_mib, "memory per device, MiB")
+      ->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  up->add_option("--data", up_opts.data, "data directory (default: a temporary one, removed on exit)");
+  up->add_option("--listen", up_opts.listen, "core address")->capture_default_str();
+  up->add_option("--metrics", up_opts.metrics, "core /metrics address (default: none)");
+  up->add_option("--grace-ms", up_opts.grace_ms, "SIGTERM to SIGKILL on shutdown")
+      ->capture_default_str()->check(CLI::Range(0, 600000));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    *ctx.out << app.help();
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp& e) {
+    *ctx.out << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own codes (106, 109, ...) are not ours: every usage error is exit 1.
+    if (e.get_exit_code() == 0) {
+      app.exit(e, *ctx.out, *ctx.err);
+      return kExitOk;
+    }
+    *ctx.err << "orrery: " << e.what() << "\n";
+    const CLI::App* sub = app.get_subcommands().empty() ? &app : app.get_subcommands().front();
+    *ctx.err << "run `orrery " << (sub == &app ? "" : sub->get_name() + " ") << "--help` for usage\n";
+    return kExitUsage;
+  }
+
+  if (submit->parsed()) {
+    auto spec = load_job_spec(job_file);
+    if (!spec.ok()) {
+      *ctx.err << "orrery submit: " << spec.reason() << "\n";
+      return kExitUsage;
+    }
+    if (dry_run) {
+      *ctx.out << to_toml(*spec);
+      return kExitOk;
+    }
+    if (!s.open("submit")) return kExitUnreachable;
+    auto id = s.api->submit(*spec);
+    if (!id.ok()) return failed(ctx, "submit", id.reason());
+    *ctx.out << "submitted job " << *id << " (" << spec->name << ")\n";
+    return kExitOk;
+  }
+  if (up->parsed()) {
+    up_opts.bin_dir = std::filesystem::path(ctx.self_path).parent_path().string();
+    return run_up(up_opts, *ctx.out, *ctx.err);
+  }
+
+  const std::string cmd = app.get_subcommands().front()->get_name();
+  if (!s.open(cmd)) return kExitUnreachable;
+  auto resolve = [&](const std::string& ref, int& out_id) -> int {
+    auto r = s.job(ref);
+    if (!r.ok()) return failed(ctx, cmd, r.reason());
+    out_id = *r;
+    return kExitOk;
+  };
+  auto done = [&](const Status& st, const std::string& what) -> int {
+    if (!st.ok()) return failed(ctx, cmd, st.reason());
+    *ctx.out << what << "\n";
+    return kExitOk;
+  };
+  int job = -1, job2 = -1;
+  if (!job_ref.empty())
+    if (int rc = resolve(job_ref, job)) return rc;
+  if (!job2_ref.empty())
+    if (int rc = resolve(job2_ref, job2)) return rc;
+
+  if (ls->parsed()) {
+    auto jobs = s.api->jobs();
+    if (!jobs.ok()) return failed(ctx, cmd, jobs.reason());
+    *ctx.out << format_jobs(*jobs);
+    return kExitOk;
+  }
+  if (nodes->parsed()) {
+    auto ns = s.api->nodes();
+    if (!ns.ok()) return failed(ctx, cmd, ns.reason());
+    *ctx.out << format_nodes(*ns);
+    return kExitOk;
+  }
+  if (preempt->parsed())
+    return done(s.api->preempt(job, job2),
+                "preempting job " + std::to_string(job) +
+                    (job2 >= 0 ? " for job " + std::to_string(job2) : ""));
+  if (migrate->parsed())
+    return done(s.api->migrate(job, node.empty() ? std::nullopt : std::optional(node)),
+                "migrating job " + std::to_string(job) + (node.empty() ? "" : " to " + node));
+  if (resize->parsed())
+    return done(s.api->resize(job, devices, job2),
+                "resizing job " + std::to_string(job) + " to " + std::to_string(devices) +
+                    " devices" + (job2 >= 0 ? " for job " + std::to_string(job2) : ""));
+  if (cancel->parsed()) return done(s.api->cancel(job), "cancelling job " + std::to_string(job));
+  if (drain->parsed()) return done(s.api->drain(node), "draining node " + node);
+  if (undrain->parsed()) return done(s.api->undrain(node), "node " + node + " back in service");
+  if (logs->parsed()) {
+    auto l = s.api->logs(job, lines);
+    if (!l.ok()) return failed(ctx, cmd, l.reason());
+    for (const auto& line : *l) *ctx.out << line << "\n";
+    return kExitOk;
+  }
+  if (watch->parsed()) {
+    std::vector<int> only;
+    for (const auto& ref : watch_jobs) {
+      int id = -1;
+      if (int rc = resolve(ref, id)) return rc;
+      only.push_back(id);
+    }
+    std::int64_t seen = 0;
+    bool bar_open = false;  // a progress bar is on the current terminal line
+    auto st = s.api->watch(static_cast<std::uint64_t>(after), [&](const service::ClusterEvent& e) {
+      if (!only.empty() && std::find(only.begin(), only.end(), e.job) == only.end()) return true;
+      auto p = find_progress(e.text);
+      if (ctx.out_is_tty && p && e.seq == 0) {
+        // A progress report (commits nothing): redraw the bar in place.
+        *ctx.out << "\r\033[K" << "job " << e.job << " " << progress_bar(*p) << std::flush;
+        bar_open = p->done < p->total;
+        if (!bar_open) *ctx.out << "\n";
+      } else {
+        if (bar_open) *ctx.out << "\n";
+        bar_open = false;
+        *ctx.out << format_event(e) << "\n" << std::flush;
+      }
+      ++seen;
+      return count < 0 || seen < count;
+    });
+    if (bar_open) *ctx.out << "\n";
+    if (!st.ok()) return failed(ctx, cmd, st.reason());
+    return kExitOk;
+  }
+  *ctx.err << "orrery: no command\n";
+  return kExitUsage;
+}
+
+}  // namespace orrery::cli
