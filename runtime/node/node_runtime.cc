@@ -1,0 +1,531 @@
+#include "runtime/node/node_runtime.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "runtime/proxy/collective.h"
+#include "runtime/proxy/ring.h"
+#include "runtime/proxy/shard.h"
+#include "runtime/worker/worker.h"
+
+extern char** environ;
+
+namespace orrery::runtime {
+
+std::string workload_binary(std::string_view workload) {
+  if (workload == "mlp") return "orrery-train-mlp";
+  return "";
+}
+
+std::string default_collective_name(int job, std::int64_t epoch) {
+  return "/orrery-coll-j" + std::to_string(job) + "-e" + std::to_string(epoch);
+}
+
+namespace {
+
+std::string last_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+std::string exit_text(int status) {
+  if (WIFSIGNALED(status)) {
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  }
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "stopped";
+}
+
+// posix_spawn with stdout and stderr appended to `log`; the environment is ours plus `extra`.
+Result<pid_t> spawn(const std::string& bin, const std::vector<std::string>& args,
+                    const std::vector<std::string>& extra_env, const std::string& log) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(bin.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "ORRERY_", 7) != 0) env_store.emplace_back(*e);
+  }
+  for (const auto& e : extra_env) env_store.push_back(e);
+  std::vector<char*> envp;
+  for (auto& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return Status::Error("cannot start " + bin + ": " + std::strerror(rc));
+  return pid;
+}
+
+std::string sanitize(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
+  return out.empty() ? "node" : out;
+}
+
+struct ProxyProc {
+  int device = 0;
+  pid_t pid = -1;
+  std::string shm;
+  std::string log;
+  ShmMapping map;
+  ProxySegment* seg = nullptr;
+  bool dead = false;
+};
+
+struct RankProc {
+  int rank = 0;
+  int device = 0;
+  pid_t pid = -1;
+  bool exited = false;
+  int status = 0;
+  int slot = -1;  // in its proxy's segment, once found
+  std::int64_t steps = 0, ckpt = -1, busy_ns = 0;
+  bool hello = false;
+  std::string result;
+  std::string log;
+};
+
+struct JobRun {
+  int job = 0;
+  std::int64_t epoch = 0;
+  int world = 0;
+  std::string collective;
+  std::vector<RankProc> ranks;
+  std::int64_t reported_steps = 0;
+  std::int64_t reported_ckpt = -1;
+  std::int64_t reported_busy_ns = 0;
+  bool started = false;
+};
+
+class LocalNodeRuntime final : public NodeRuntime {
+ public:
+  explicit LocalNodeRuntime(NodeRuntimeOptions o) : opt_(std::move(o)) {}
+  ~LocalNodeRuntime() override;
+
+  Status start_proxies();
+  Status launch(const LaunchSpec& spec) override;
+  Status checkpoint(int job, std::int64_t epoch, std::int64_t at_step, bool then_stop) override;
+  Status stop(int job, std::int64_t epoch) override;
+  std::vector<std::pair<int, std::int64_t>> running() const override;
+  std::vector<JobEvent> poll() override;
+  std::string shard_path(int job, std::int64_t step, int rank) const override {
+    return shard_file(opt_.data_dir + "/ckpt", job, step, rank);
+  }
+
+ private:
+  Status fence(int job, std::int64_t epoch, const char* what) const;
+  Status send(ProxyProc& p, const Command& c);
+  void end_run(JobRun& run, bool kill_workers);
+  void refresh(JobRun& run);
+  void emit(JobEvent::Kind k, const JobRun& run, std::int64_t step, std::string detail,
+            std::int64_t gpu_ms = 0) {
+    events_.push_back(JobEvent{k, run.job, run.epoch, step, gpu_ms, std::move(detail)});
+  }
+
+  NodeRuntimeOptions opt_;
+  mutable std::mutex mu_;
+  std::vector<ProxyProc> proxies_;
+  std::map<int, JobRun> runs_;
+  std::map<int, std::int64_t> newest_;
+  std::deque<JobEvent> events_;
+};
+
+LocalNodeRuntime::~LocalNodeRuntime() {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [j, run] : runs_) end_run(run, true);
+  runs_.clear();
+  for (auto& p : proxies_) {
+    if (p.pid > 0 && !p.dead) {
+      ::kill(p.pid, SIGTERM);
+      int st = 0;
+      for (int i = 0; i < 200 && ::waitpid(p.pid, &st, WNOHANG) == 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (i == 199) {
+          ::kill(p.pid, SIGKILL);
+          ::waitpid(p.pid, &st, 0);
+        }
+      }
+    }
+    ::shm_unlink(p.shm.c_str());
+  }
+}
+
+Status LocalNodeRuntime::start_proxies() {
+  if (opt_.devices <= 0 || opt_.devices > 64) return Status::Error("devices must be in 1..64");
+  if (opt_.device_mem_mib <= 0) return Status::Error("device_mem_mib must be positive");
+  if (opt_.data_dir.empty()) return Status::Error("data_dir is empty");
+  std::error_code ec;
+  std::filesystem::create_directories(opt_.data_dir + "/logs", ec);
+  std::filesystem::create_directories(opt_.data_dir + "/ckpt", ec);
+  if (ec) return Status::Error("cannot create " + opt_.data_dir + ": " + ec.message());
+  const std::string bin = opt_.bin_dir + "/" + kProxyBinary;
+  if (::access(bin.c_str(), X_OK) != 0) return Status::Error(bin + " is not an executable");
+  const std::string base = "/orrery-" + sanitize(opt_.node_name) + "-" + std::to_string(::getpid());
+  for (int d = 0; d < opt_.devices; ++d) {
+    ProxyProc p;
+    p.device = d;
+    p.shm = base + "-dev" + std::to_string(d);
+    p.log = opt_.data_dir + "/logs/proxy-dev" + std::to_string(d) + ".log";
+    ::shm_unlink(p.shm.c_str());  // a leftover of a crashed runtime of the same pid
+    auto pid = spawn(bin,
+                     {"--shm", p.shm, "--device", std::to_string(d), "--mem-mib",
+                      std::to_string(opt_.device_mem_mib), "--backend", opt_.backend,
+                      "--ckpt-dir", opt_.data_dir + "/ckpt"},
+                     {}, p.log);
+    if (!pid) return pid.status();
+    p.pid = *pid;
+    proxies_.push_back(std::move(p));
+  }
+  // Wait until each segment is there and ready.
+  for (auto& p : proxies_) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      auto m = ShmMapping::open(p.shm, sizeof(ProxySegment));
+      if (m.ok()) {
+        auto* seg = static_cast<ProxySegment*>(m->data());
+        if (seg->header.ready.load(std::memory_order_acquire) == 1 &&
+            seg->header.pid == static_cast<std::int32_t>(p.pid)) {
+          p.map = std::move(m.value());
+          p.seg = seg;
+          break;
+        }
+      }
+      int st = 0;
+      if (::waitpid(p.pid, &st, WNOHANG) == p.pid) {
+        p.dead = true;
+        return Status::Error("orrery-proxy for device " + std::to_string(p.device) + " " +
+                             exit_text(st) + ": " + last_line(p.log));
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        return Status::Error("orrery-proxy for device " + std::to_string(p.device) +
+                             " not ready within 10 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  return Status::Ok();
+}
+
+Status LocalNodeRuntime::fence(int job, std::int64_t epoch, const char* what) const {
+  auto it = newest_.find(job);
+  if (it != newest_.end() && epoch < it->second) {
+    return Status::Error(std::string(what) + " refused: job " + std::to_string(job) + " epoch " +
+                         std::to_string(epoch) + " is older than epoch " +
+                         std::to_string(it->second) + " (fenced)");
+  }
+  return Status::Ok();
+}
+
+Status LocalNodeRuntime::send(ProxyProc& p, const Command& c) {
+  if (p.dead || p.seg == nullptr) return Status::Error("the proxy of device " + std::to_string(p.device) + " is gone");
+  ProxyHeader& h = p.seg->header;
+  const std::uint32_t head = h.cmd_head.load(std::memory_order_relaxed);
+  if (head - h.cmd_tail.load(std::memory_order_acquire) >= static_cast<std::uint32_t>(kCommandDepth)) {
+    return Status::Error("the proxy of device " + std::to_string(p.device) + " is not taking commands");
+  }
+  h.cmds[head % kCommandDepth] = c;
+  h.cmd_head.store(head + 1, std::memory_order_release);
+  h.doorbell.fetch_add(1, std::memory_order_seq_cst);
+  if (h.proxy_sleeping.load(std::memory_order_seq_cst) != 0) futex_wake(&h.doorbell);
+  return Status::Ok();
+}
+
+Status LocalNodeRuntime::launch(const LaunchSpec& spec) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (auto s = fence(spec.job, spec.epoch, "launch"); !s) return s;
+  // Every (re)start has a new, larger epoch: launching an epoch already launched here would run
+  // an incarnation twice.
+  if (auto it = newest_.find(spec.job); it != newest_.end() && spec.epoch == it->second) {
+    return Status::Error("launch refused: job " + std::to_string(spec.job) + " epoch " +
+                         std::to_string(spec.epoch) + " was launched here already (fenced)");
+  }
+  if (auto it = runs_.find(spec.job); it != runs_.end()) {
+    return Status::Error("launch refused: job " + std::to_string(spec.job) + " epoch " +
+                         std::to_string(it->second.epoch) + " still runs here");
+  }
+  if (spec.job < 0) return Status::Error("launch: job id must not be negative");
+  if (spec.world <= 0 || spec.world > 4096) return Status::Error("launch: world must be in 1..4096");
+  const std::string wbin = workload_binary(spec.workload);
+  if (wbin.empty()) return Status::Error("launch: unknown workload '" + spec.workload + "'");
+  const std::string bin = opt_.bin_dir + "/" + wbin;
+  if (::access(bin.c_str(), X_OK) != 0) return Status::Error("launch: " + bin + " is not an executable");
+  if (spec.local.empty()) return Status::Error("launch: no local placement");
+  std::set<int> seen_ranks, seen_devices;
+  for (const auto& lp : spec.local) {
+    if (lp.device < 0 || lp.device >= static_cast<int>(proxies_.size())) {
+      return Status::Error("launch: device " + std::to_string(lp.device) + " out of range (this node has " +
+                           std::to_string(proxies_.size()) + ")");
+    }
+    if (!seen_devices.insert(lp.device).second) return Status::Error("launch: device listed twice");
+    if (lp.ranks.empty()) return Status::Error("launch: a device with no ranks");
+    for (int r : lp.ranks) {
+      if (r < 0 || r >= spec.world) return Status::Error("launch: rank " + std::to_string(r) + " out of range");
+      if (!seen_ranks.insert(r).second) return Status::Error("launch: rank " + std::to_string(r) + " placed twice");
+      if (spec.restore_step >= 0 && ::access(shard_path(spec.job, spec.restore_step, r).c_str(), R_OK) != 0) {
+        return Status::Error("launch: no checkpoint shard " + shard_path(spec.job, spec.restore_step, r));
+      }
+    }
+    if (proxies_[lp.device].dead) return Status::Error("launch: the proxy of device " + std::to_string(lp.device) + " is gone");
+  }
+  std::string coll = spec.collective.empty() ? default_collective_name(spec.job, spec.epoch) : spec.collective;
+  if (coll.size() < 2 || coll[0] != '/' || coll.find('/', 1) != std::string::npos || coll.size() > 200) {
+    return Status::Error("launch: collective name '" + coll + "' is not a shm name like /name");
+  }
+  JobRun run;
+  run.job = spec.job;
+  run.epoch = spec.epoch;
+  run.world = spec.world;
+  run.collective = coll;
+  run.reported_steps = spec.restore_step > 0 ? spec.restore_step : 0;
+  run.reported_ckpt = spec.restore_step;
+  for (const auto& lp : spec.local) {
+    std::string splice;
+    for (std::size_t i = 0; i < lp.ranks.size(); ++i) splice += (i ? "," : "") + std::to_string(lp.ranks[i]);
+    for (int r : lp.ranks) {
+      RankProc rp;
+      rp.rank = r;
+      rp.device = lp.device;
+      rp.steps = run.reported_steps;
+      rp.ckpt = spec.restore_step;
+      rp.log = opt_.data_dir + "/logs/job-" + std::to_string(spec.job) + "-epoch-" +
+               std::to_string(spec.epoch) + "-rank-" + std::to_string(r) + ".log";
+      auto pid = spawn(bin, spec.args,
+                       {"ORRERY_PROXY=" + proxies_[lp.device].shm,
+                        "ORRERY_JOB=" + std::to_string(spec.job),
+                        "ORRERY_EPOCH=" + std::to_string(spec.epoch),
+                        "ORRERY_RANK=" + std::to_string(r),
+                        "ORRERY_WORLD=" + std::to_string(spec.world),
+                        "ORRERY_SPLICE=" + splice, "ORRERY_COLLECTIVE=" + coll,
+                        "ORRERY_RESTORE_STEP=" + std::to_string(spec.restore_step)},
+                       rp.log);
+      if (!pid) {
+        end_run(run, true);
+        return pid.status();
+      }
+      rp.pid = *pid;
+      run.ranks.push_back(rp);
+    }
+  }
+  newest_[spec.job] = spec.epoch;
+  runs_.emplace(spec.job, std::move(run));
+  return Status::Ok();
+}
+
+Status LocalNodeRuntime::checkpoint(int job, std::int64_t epoch, std::int64_t at_step, bool then_stop) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (auto s = fence(job, epoch, "checkpoint"); !s) return s;
+  auto it = runs_.find(job);
+  if (it == runs_.end() || it->second.epoch != epoch) {
+    return Status::Error("checkpoint: job " + std::to_string(job) + " epoch " + std::to_string(epoch) +
+                         " does not run here");
+  }
+  std::set<int> devices;
+  for (const auto& r : it->second.ranks) devices.insert(r.device);
+  Command c{CommandKind::kCheckpoint, job, epoch, at_step, then_stop ? 1u : 0u};
+  for (int d : devices) {
+    if (auto s = send(proxies_[d], c); !s) return s;
+  }
+  return Status::Ok();
+}
+
+Status LocalNodeRuntime::stop(int job, std::int64_t epoch) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (auto s = fence(job, epoch, "stop"); !s) return s;
+  auto it = runs_.find(job);
+  if (it == runs_.end() || it->second.epoch != epoch) {
+    return Status::Error("stop: job " + std::to_string(job) + " epoch " + std::to_string(epoch) +
+                         " does not run here");
+  }
+  JobRun& run = it->second;
+  refresh(run);
+  end_run(run, true);
+  emit(JobEvent::Kind::kStopped, run, run.reported_steps, "killed on request (no checkpoint)");
+  runs_.erase(it);
+  return Status::Ok();
+}
+
+std::vector<std::pair<int, std::int64_t>> LocalNodeRuntime::running() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::pair<int, std::int64_t>> out;
+  for (const auto& [j, r] : runs_) out.emplace_back(j, r.epoch);
+  return out;
+}
+
+void LocalNodeRuntime::end_run(JobRun& run, bool kill_workers) {
+  for (auto& r : run.ranks) {
+    if (r.pid > 0 && !r.exited) {
+      if (kill_workers) ::kill(r.pid, SIGKILL);
+      int st = 0;
+      ::waitpid(r.pid, &st, 0);
+      r.exited = true;
+      r.status = st;
+    }
+  }
+  std::set<int> devices;
+  for (const auto& r : run.ranks) devices.insert(r.device);
+  for (int d : devices) {
+    (void)send(proxies_[d], Command{CommandKind::kFreeJob, run.job, run.epoch, -1, 0});
+  }
+  // Release the slots this incarnation's workers held (their result has been read).
+  for (auto& r : run.ranks) {
+    if (r.slot >= 0 && !proxies_[r.device].dead) {
+      WorkerSlot& ws = proxies_[r.device].seg->slots[r.slot];
+      std::uint32_t closed = static_cast<std::uint32_t>(SlotState::kClosed);
+      if (ws.job == run.job && ws.epoch == run.epoch && ws.rank == r.rank) {
+        ws.state.compare_exchange_strong(closed, static_cast<std::uint32_t>(SlotState::kFree));
+      }
+    }
+  }
+  Collective::unlink(run.collective);
+}
+
+void LocalNodeRuntime::refresh(JobRun& run) {
+  for (auto& r : run.ranks) {
+    ProxyProc& p = proxies_[r.device];
+    if (p.dead) continue;
+    if (r.slot < 0) {
+      for (int i = 0; i < kMaxWorkers; ++i) {
+        const WorkerSlot& ws = p.seg->slots[i];
+        if (ws.state.load(std::memory_order_acquire) != 0 && ws.job == run.job &&
+            ws.epoch == run.epoch && ws.rank == r.rank && ws.pid == r.pid) {
+          r.slot = i;
+          break;
+        }
+      }
+      if (r.slot < 0) continue;
+    }
+    const WorkerSlot& ws = p.seg->slots[r.slot];
+    if (ws.pid != r.pid || ws.job != run.job || ws.epoch != run.epoch) continue;  // reused
+    r.hello = r.hello || ws.hello_done.load(std::memory_order_acquire) == 1;
+    r.steps = std::max<std::int64_t>(r.steps, ws.steps_done.load(std::memory_order_acquire));
+    r.ckpt = std::max<std::int64_t>(r.ckpt, ws.checkpointed.load(std::memory_order_acquire));
+    r.busy_ns = std::max<std::int64_t>(r.busy_ns, ws.busy_ns.load(std::memory_order_relaxed));
+    if (ws.result[0] != '\0') r.result.assign(ws.result, strnlen(ws.result, sizeof ws.result));
+  }
+}
+
+std::vector<JobEvent> LocalNodeRuntime::poll() {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& p : proxies_) {
+    int st = 0;
+    if (!p.dead && p.pid > 0 && ::waitpid(p.pid, &st, WNOHANG) == p.pid) {
+      p.dead = true;
+      for (auto it = runs_.begin(); it != runs_.end();) {
+        bool uses = false;
+        for (const auto& r : it->second.ranks) uses = uses || r.device == p.device;
+        if (uses) {
+          emit(JobEvent::Kind::kCrashed, it->second, it->second.reported_steps,
+               "the proxy of device " + std::to_string(p.device) + " " + exit_text(st));
+          end_run(it->second, true);
+          it = runs_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    JobRun& run = it->second;
+    for (auto& r : run.ranks) {
+      int st = 0;
+      if (!r.exited && ::waitpid(r.pid, &st, WNOHANG) == r.pid) {
+        r.exited = true;
+        r.status = st;
+      }
+    }
+    refresh(run);
+    bool all_hello = true, all_exited = true;
+    std::int64_t min_steps = INT64_MAX, min_ckpt = INT64_MAX, busy = 0;
+    const RankProc* crashed = nullptr;
+    for (const auto& r : run.ranks) {
+      all_hello = all_hello && (r.hello || r.exited);
+      all_exited = all_exited && r.exited;
+      min_steps = std::min(min_steps, r.steps);
+      min_ckpt = std::min(min_ckpt, r.ckpt);
+      busy += r.busy_ns;
+      const bool clean = r.exited && WIFEXITED(r.status) &&
+                         (WEXITSTATUS(r.status) == 0 || WEXITSTATUS(r.status) == kExitStopped);
+      if (r.exited && !clean && crashed == nullptr) crashed = &r;
+    }
+    if (!run.started && all_hello && crashed == nullptr) {
+      run.started = true;
+      emit(JobEvent::Kind::kStarted, run, run.reported_steps, "");
+    }
+    if (min_ckpt > run.reported_ckpt && min_ckpt >= 0) {
+      run.reported_ckpt = min_ckpt;
+      emit(JobEvent::Kind::kCheckpointed, run, min_ckpt, shard_path(run.job, min_ckpt, 0));
+    }
+    if (min_steps > run.reported_steps) {
+      run.reported_steps = min_steps;
+      emit(JobEvent::Kind::kProgress, run, min_steps, "", (busy - run.reported_busy_ns) / 1'000'000);
+      run.reported_busy_ns = busy;
+    }
+    bool done = false;
+    if (crashed != nullptr) {
+      std::string detail = "rank " + std::to_string(crashed->rank) + " (pid " +
+                           std::to_string(crashed->pid) + ") " + exit_text(crashed->status);
+      const std::string tail = last_line(crashed->log);
+      if (!tail.empty()) detail += ": " + tail;
+      emit(JobEvent::Kind::kCrashed, run, run.reported_steps, detail);
+      done = true;
+    } else if (all_exited) {
+      bool stopped = false;
+      for (const auto& r : run.ranks) stopped = stopped || WEXITSTATUS(r.status) == kExitStopped;
+      if (stopped) {
+        emit(JobEvent::Kind::kStopped, run, run.reported_steps, "stopped after the checkpoint of step " +
+                                                                     std::to_string(run.reported_ckpt));
+      } else {
+        const RankProc* first = &run.ranks[0];
+        for (const auto& r : run.ranks) first = r.rank < first->rank ? &r : first;
+        emit(JobEvent::Kind::kCompleted, run, run.reported_steps, first->result);
+      }
+      done = true;
+    }
+    if (done) {
+      end_run(run, true);
+      it = runs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::vector<JobEvent> out(events_.begin(), events_.end());
+  events_.clear();
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<NodeRuntime>> start_node_runtime(const NodeRuntimeOptions& options) {
+  auto rt = std::make_unique<LocalNodeRuntime>(options);
+  if (auto s = rt->start_proxies(); !s) return s;
+  return std::unique_ptr<NodeRuntime>(std::move(rt));
+}
+
+}  // namespace orrery::runtime

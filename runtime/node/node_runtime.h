@@ -1,0 +1,35 @@
+// The local implementation of NodeRuntime (job_runner.h): one orrery-proxy child process per
+// device, worker processes launched from LaunchSpecs, supervision by waitpid and by the counters
+// each worker's slot in its proxy's segment carries (ring.h). No thread of its own: poll() reaps
+// children and turns what changed into events, so the caller decides how often to look.
+//
+// Files under NodeRuntimeOptions::data_dir:
+//   ckpt/job-J/step-S/rank-R.ckpt     checkpoint shards (written and read by the proxies)
+//   logs/proxy-devD.log               each proxy's stdout and stderr
+//   logs/job-J-epoch-E-rank-R.log     each worker's stdout and stderr
+// Binaries in bin_dir: orrery-proxy, and per workload: "mlp" -> orrery-train-mlp.
+// Worker environment: see runtime/worker/worker.h.
+//
+// Epoch fencing here: launch, checkpoint and stop with an epoch older than the newest this node
+// has seen for the job are rejected, and so is a launch of an epoch launched here before or while
+// an incarnation of the job runs.
+// A crashed worker takes its incarnation down: the other local ranks are killed and their device
+// memory freed (they would wait forever in the allreduce), and kCrashed says who died and how.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "runtime/node/job_runner.h"
+
+namespace orrery::runtime {
+
+inline constexpr const char* kProxyBinary = "orrery-proxy";
+
+// The binary of a registered workload, or "" when there is none by that name.
+std::string workload_binary(std::string_view workload);
+
+// The collective name all nodes derive for an incarnation when LaunchSpec::collective is empty.
+std::string default_collective_name(int job, std::int64_t epoch);
+
+}  // namespace orrery::runtime

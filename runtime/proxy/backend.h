@@ -1,0 +1,74 @@
+// The device seam of orrery-proxy: everything the proxy does to a device goes through this
+// interface, so a CUDA backend (cuMemAddressReserve/cuMemMap for the fixed addresses, cudaMemcpy,
+// a kernel table of its own) can be added without touching the proxy's protocol, the worker
+// library, the node runtime or the core.
+//
+// Addresses are *device* addresses chosen by the proxy (a deterministic function of the job and
+// the rank's allocation sequence, see address_space.h); the backend maps memory exactly there or
+// fails. The proxy validates every address and length against the calling worker's own
+// allocations before it reaches a backend: a backend may assume its arguments are in range.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+
+namespace orrery::runtime {
+
+struct MemInfo {
+  std::uint64_t total_bytes = 0;  // the device's memory (host backend: the emulated size)
+  std::uint64_t used_bytes = 0;   // mapped now (resident allocations of every job)
+};
+
+// Device memory parked in host memory while its owner is swapped out (splicing). Opaque to the
+// proxy: a backend may copy into a buffer or move pages (the host backend moves them).
+class ParkedMemory {
+ public:
+  virtual ~ParkedMemory() = default;
+  virtual std::uint64_t size() const = 0;
+  // The bytes, readable on the host (for checkpoints of a swapped-out rank).
+  virtual const void* data() const = 0;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual std::string name() const = 0;
+  virtual MemInfo mem_info() const = 0;
+
+  // Maps `bytes` of device memory at exactly `addr` (page aligned), zero-filled. Fails when the
+  // range is taken or the device is full.
+  virtual Status allocate(std::uint64_t addr, std::uint64_t bytes) = 0;
+  virtual Status free(std::uint64_t addr, std::uint64_t bytes) = 0;
+
+  virtual Status copy_h2d(std::uint64_t dst, const void* src, std::uint64_t n) = 0;
+  virtual Status copy_d2h(void* dst, std::uint64_t src, std::uint64_t n) = 0;
+  virtual Status copy_d2d(std::uint64_t dst, std::uint64_t src, std::uint64_t n) = 0;
+
+  // Runs a kernel of the registry (kernels.h) by name; pointer arguments are device addresses.
+  virtual Status launch(std::string_view kernel, const std::uint64_t* args, int nargs) = 0;
+  // Waits for every launched kernel and copy (the host backend runs them inline).
+  virtual Status synchronize() = 0;
+
+  // Snapshot of a range into host memory and its inverse (checkpoint and restore write and read
+  // these bytes; the addresses are the same on every device, so restore needs no translation).
+  virtual Status snapshot(std::uint64_t addr, std::uint64_t n, void* host) = 0;
+  virtual Status restore(std::uint64_t addr, std::uint64_t n, const void* host) = 0;
+  // A host-readable view of device memory when the device memory *is* host memory (host
+  // backend), else nullptr: lets a checkpoint write straight from it without a staging copy.
+  virtual const void* host_view(std::uint64_t addr, std::uint64_t n) const = 0;
+
+  // Splicing: moves an allocation's contents out of device memory (unmapping `addr`) into host
+  // memory, and back to the same address later.
+  virtual Result<std::unique_ptr<ParkedMemory>> park(std::uint64_t addr, std::uint64_t bytes) = 0;
+  virtual Status unpark(std::uint64_t addr, std::unique_ptr<ParkedMemory> parked) = 0;
+};
+
+// The backend named `name` ("host"; "cuda" where built) over `device` with `mem_bytes` of memory.
+Result<std::unique_ptr<DeviceBackend>> make_backend(std::string_view name, int device,
+                                                    std::uint64_t mem_bytes);
+
+}  // namespace orrery::runtime

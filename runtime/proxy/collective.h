@@ -1,0 +1,46 @@
+// The job's allreduce within one machine: a POSIX shm segment per job incarnation, named by
+// LaunchSpec::collective, where the proxies of all the job's ranks meet (the first to arrive
+// creates it). Each rank writes its contribution into its own slot; the rank that completes the
+// set sums the slots in rank order ((r0 + r1) + r2) + ... (sum_in_rank_order), so the result never
+// depends on which proxy or which arrival order produced it, and publishes it with the OR of all
+// ranks' flags (checkpoint / stop requests ride on the same exchange). Two phases (step parity):
+// a rank contributes step s+1 only after reading the result of s, so the result of s stays
+// readable until every rank has it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "core/result.h"
+#include "runtime/proxy/ring.h"
+
+namespace orrery::runtime {
+
+class Collective {
+ public:
+  // Opens (or creates) the segment for `world` ranks and buffers of up to `capacity` floats.
+  static Result<Collective> open(const std::string& name, int world, std::uint64_t capacity);
+  static void unlink(const std::string& name);
+
+  // Adds rank's contribution for `step` (count <= capacity) with its flags.
+  Status contribute(int rank, std::int64_t step, const float* data, std::uint64_t count,
+                    std::uint64_t flags);
+  // The result of `step` if every rank has contributed, else nullptr. `flags` gets the OR.
+  const float* result(std::int64_t step, std::uint64_t* flags) const;
+  // Sleeps until the result of `step` may be there, at most timeout_ns.
+  void wait(std::int64_t step, long timeout_ns) const;
+
+  int world() const;
+  static std::size_t header_size();
+  std::uint64_t capacity() const;
+
+ private:
+  struct Header;
+  Header* h() const { return static_cast<Header*>(map_.data()); }
+  float* slot(int parity, int rank) const;
+  float* result_buf(int parity) const;
+  ShmMapping map_;
+};
+
+}  // namespace orrery::runtime

@@ -1,0 +1,401 @@
+// End-to-end tests of the device side with real processes: orrery-proxy children, workers
+// (the test process itself through the worker library, or orrery-train-mlp launched by the
+// NodeRuntime), shared-memory rings and collectives, checkpoint shards on disk.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/node/node_runtime.h"
+#include "runtime/proxy/address_space.h"
+#include "runtime/proxy/ring.h"
+#include "runtime/proxy/shard.h"
+#include "runtime/worker/worker.h"
+#include "runtime/workloads/mlp_job.h"
+
+namespace orrery::runtime {
+namespace {
+
+using Kind = JobEvent::Kind;
+
+class Dir {
+ public:
+  Dir() {
+    std::string t = "/tmp/orrery_device_test.XXXXXX";
+    path_ = ::mkdtemp(t.data());
+  }
+  ~Dir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string unique(const std::string& what) {
+  static int n = 0;
+  return "/orrery-t-" + what + "-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
+}
+
+// One orrery-proxy child, killed when the test ends.
+class ProxyChild {
+ public:
+  ProxyChild(const std::string& shm, const std::string& ckpt) : shm_(shm) {
+    const std::string bin = std::string(ORRERY_BIN_DIR) + "/orrery-proxy";
+    std::vector<std::string> args = {bin, "--shm", shm, "--device", "0", "--mem-mib", "64",
+                                     "--ckpt-dir", ckpt};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(posix_spawn(&pid_, bin.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+    for (int i = 0; i < 500; ++i) {
+      auto m = ShmMapping::open(shm, sizeof(ProxySegment));
+      if (m.ok() && static_cast<ProxySegment*>(m->data())->header.ready.load() == 1) {
+        map_ = std::move(m.value());
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ADD_FAILURE() << "proxy not ready";
+  }
+  ~ProxyChild() {
+    ::kill(pid_, SIGTERM);
+    int st;
+    ::waitpid(pid_, &st, 0);
+    ::shm_unlink(shm_.c_str());
+  }
+  ProxySegment* seg() const { return static_cast<ProxySegment*>(map_.data()); }
+  // What the node runtime does: a command on the proxy's command ring.
+  void command(const Command& c) {
+    ProxyHeader& h = seg()->header;
+    const std::uint32_t head = h.cmd_head.load();
+    h.cmds[head % kCommandDepth] = c;
+    h.cmd_head.store(head + 1);
+    h.doorbell.fetch_add(1);
+    futex_wake(&h.doorbell);
+  }
+
+ private:
+  std::string shm_;
+  pid_t pid_ = -1;
+  ShmMapping map_;
+};
+
+WorkerEnv env_for(const std::string& proxy, int job, int rank, int world, std::int64_t restore = -1) {
+  WorkerEnv e;
+  e.proxy = proxy;
+  e.collective = unique("coll");
+  e.job = job;
+  e.epoch = 1;
+  e.rank = rank;
+  e.world = world;
+  e.restore_step = restore;
+  return e;
+}
+
+TEST(DeviceProxy, RingRoundTripMovesBytesBothWays) {
+  Dir dir;
+  const std::string shm = unique("ring");
+  ProxyChild proxy(shm, dir.path() + "/ckpt");
+  auto w = Worker::connect(env_for(shm, 3, 0, 1));
+  ASSERT_TRUE(w.ok()) << w.reason();
+  // 3.5 MiB: more than the ring's 1 MiB data area, so copies travel in several requests.
+  const std::size_t n = 3 * kDataBytes + kDataBytes / 2;
+  auto p = (*w)->alloc(n);
+  ASSERT_TRUE(p.ok()) << p.reason();
+  EXPECT_EQ(*p, job_window(3));  // the first allocation of the job sits at its window's base
+  std::vector<unsigned char> out(n), back(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<unsigned char>(i * 7 + (i >> 12));
+  ASSERT_TRUE((*w)->copy_h2d(*p, out.data(), n).ok());
+  ASSERT_TRUE((*w)->copy_d2h(back.data(), *p, n).ok());
+  EXPECT_EQ(out, back);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE((*w)->nop().ok());
+  auto q = (*w)->alloc(100);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(*q, job_window(3) + round_granule(n));  // a function of the allocation sequence
+}
+
+TEST(DeviceProxy, ForeignHandleIsRefusedNeverDereferenced) {
+  Dir dir;
+  const std::string shm = unique("foreign");
+  ProxyChild proxy(shm, dir.path() + "/ckpt");
+  auto a = Worker::connect(env_for(shm, 11, 0, 1));
+  auto b = Worker::connect(env_for(shm, 12, 0, 1));
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto pa = (*a)->alloc(4096);
+  auto pb = (*b)->alloc(4096);
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  const float secret[4] = {1, 2, 3, 4};
+  ASSERT_TRUE((*a)->copy_h2d(*pa, secret, sizeof secret).ok());
+  float stolen[4] = {};
+  Status s = (*b)->copy_d2h(stolen, *pa, sizeof stolen);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.reason().find("not within an allocation of job 12"), std::string::npos) << s.reason();
+  s = (*b)->launch("fill", {*pa, 4, float_arg(0.f)});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.reason().find("argument 0"), std::string::npos) << s.reason();
+  EXPECT_FALSE((*b)->copy_d2d(*pb, *pa, 16).ok());
+  EXPECT_FALSE((*b)->free(*pa).ok());
+  // Its own buffer, but reaching past its end, is refused too.
+  EXPECT_FALSE((*b)->launch("fill", {*pb, 1u << 20, float_arg(0.f)}).ok());
+  float check[4] = {};
+  ASSERT_TRUE((*a)->copy_d2h(check, *pa, sizeof check).ok());
+  EXPECT_EQ(std::memcmp(check, secret, sizeof secret), 0);
+}
+
+TEST(DeviceProxy, RestoreOnAnotherProxyKeepsAddressesContentsAndHostState) {
+  Dir dir;
+  const std::string ckpt = dir.path() + "/ckpt";
+  const int job = 21;
+  DevPtr a = 0, b = 0;
+  std::vector<float> pa(50'000), pb(1000);
+  for (std::size_t i = 0; i < pa.size(); ++i) pa[i] = static_cast<float>(i) * 0.5f;
+  for (std::size_t i = 0; i < pb.size(); ++i) pb[i] = static_cast<float>(i) + 0.25f;
+  {
+    const std::string shm = unique("ckpt-a");
+    ProxyChild proxy(shm, ckpt);
+    auto w = Worker::connect(env_for(shm, job, 0, 1));
+    ASSERT_TRUE(w.ok()) << w.reason();
+    a = *(*w)->alloc(pa.size() * 4);
+    b = *(*w)->alloc(pb.size() * 4);
+    ASSERT_TRUE((*w)->copy_h2d(a, pa.data(), pa.size() * 4).ok());
+    ASSERT_TRUE((*w)->copy_h2d(b, pb.data(), pb.size() * 4).ok());
+    std::int64_t state = 777;
+    ASSERT_TRUE((*w)->register_host_state(&state, sizeof state).ok());
+    proxy.command(Command{CommandKind::kCheckpoint, job, 1, -1, 0});
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto flags = (*w)->allreduce(b, pb.size(), 0);
+    ASSERT_TRUE(flags.ok()) << flags.reason();
+    EXPECT_EQ(*flags & kFlagCheckpoint, kFlagCheckpoint);
+    auto bd = (*w)->step_boundary(1);
+    ASSERT_TRUE(bd.ok()) << bd.reason();
+    EXPECT_TRUE(bd->checkpointed);
+    EXPECT_FALSE(bd->stop);
+  }
+  ASSERT_TRUE(std::filesystem::exists(shard_file(ckpt, job, 1, 0)));
+  const std::string shm = unique("ckpt-b");
+  ProxyChild other(shm, ckpt);  // another device (another process)
+  auto w = Worker::connect(env_for(shm, job, 0, 1, 1));
+  ASSERT_TRUE(w.ok()) << w.reason();
+  ASSERT_TRUE((*w)->restored());
+  EXPECT_EQ((*w)->restored_step(), 1);
+  EXPECT_EQ(*(*w)->alloc(pa.size() * 4), a);
+  EXPECT_EQ(*(*w)->alloc(pb.size() * 4), b);
+  std::int64_t state = 0;
+  ASSERT_TRUE((*w)->register_host_state(&state, sizeof state).ok());
+  EXPECT_EQ(state, 777);
+  std::vector<float> qa(pa.size()), qb(pb.size());
+  ASSERT_TRUE((*w)->copy_d2h(qa.data(), a, qa.size() * 4).ok());
+  ASSERT_TRUE((*w)->copy_d2h(qb.data(), b, qb.size() * 4).ok());
+  EXPECT_EQ(qa, pa);
+  EXPECT_EQ(qb, pb);  // allreduce over one rank leaves it as it was
+  // A later allocation continues after the restored ones.
+  EXPECT_EQ(*(*w)->alloc(10), b + round_granule(pb.size() * 4));
+}
+
+// ---- through the NodeRuntime, with orrery-train-mlp workers ----
+
+const std::vector<std::string> kArgs = {"--steps=24", "--batch=16", "--din=16", "--hidden=32",
+                                        "--dout=4", "--seed=5"};
+
+std::string reference_digest(int world) {
+  std::vector<std::string> a = kArgs;
+  auto cfg = parse_mlp_args(a);
+  EXPECT_TRUE(cfg.ok());
+  cfg->world = world;
+  char b[32];
+  std::snprintf(b, sizeof b, "digest=%016llx",
+                static_cast<unsigned long long>(run_mlp_reference(*cfg).digest));
+  return b;
+}
+
+std::unique_ptr<NodeRuntime> start(const Dir& dir, int devices) {
+  NodeRuntimeOptions o;
+  o.node_name = "test";
+  o.devices = devices;
+  o.device_mem_mib = 64;
+  o.data_dir = dir.path();
+  o.bin_dir = ORRERY_BIN_DIR;
+  auto rt = start_node_runtime(o);
+  EXPECT_TRUE(rt.ok()) << rt.reason();
+  return rt.ok() ? std::move(rt.value()) : nullptr;
+}
+
+// Polls until an event of `kind` for `job` (or a crash), at most `seconds`.
+std::vector<JobEvent> wait_for(NodeRuntime& rt, int job, Kind kind, double seconds = 30) {
+  std::vector<JobEvent> seen;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (auto& e : rt.poll()) {
+      seen.push_back(e);
+      if (e.job == job && (e.kind == kind || e.kind == Kind::kCrashed)) return seen;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ADD_FAILURE() << "no event of kind " << static_cast<int>(kind) << " for job " << job;
+  return seen;
+}
+
+const JobEvent* find(const std::vector<JobEvent>& ev, Kind k) {
+  for (const auto& e : ev) {
+    if (e.kind == k) return &e;
+  }
+  return nullptr;
+}
+
+LaunchSpec spec(int job, std::int64_t epoch, int world, std::vector<LocalPlacement> local,
+                std::vector<std::string> extra = {}) {
+  LaunchSpec s;
+  s.job = job;
+  s.epoch = epoch;
+  s.world = world;
+  s.local = std::move(local);
+  s.args = kArgs;
+  for (auto& e : extra) s.args.push_back(e);
+  s.collective = unique("coll");
+  return s;
+}
+
+TEST(NodeRuntime, SplicedRunsGiveTheUnsplicedAndReferenceDigest) {
+  Dir dir;
+  auto rt = start(dir, 4);
+  ASSERT_TRUE(rt);
+  const std::string ref = reference_digest(4);
+  const std::vector<std::vector<LocalPlacement>> placements = {
+      {{0, {0}}, {1, {1}}, {2, {2}}, {3, {3}}},  // unspliced
+      {{0, {0, 1}}, {1, {2, 3}}},                // W=4 on 2 devices
+      {{2, {0, 1, 2, 3}}},                       // W=4 on 1 device
+      {{1, {3, 0}}, {3, {2, 1}}},                // other devices, other orders
+  };
+  int job = 100;
+  for (const auto& pl : placements) {
+    ++job;
+    ASSERT_TRUE(rt->launch(spec(job, 1, 4, pl)).ok());
+    auto ev = wait_for(*rt, job, Kind::kCompleted);
+    ASSERT_EQ(ev.back().kind, Kind::kCompleted) << ev.back().detail;
+    EXPECT_NE(ev.back().detail.find(ref), std::string::npos)
+        << "placement " << job - 100 << ": " << ev.back().detail << " vs " << ref;
+    EXPECT_EQ(ev.back().step, 24);
+    EXPECT_NE(find(ev, Kind::kStarted), nullptr);
+    EXPECT_NE(find(ev, Kind::kProgress), nullptr);
+  }
+  EXPECT_TRUE(rt->running().empty());
+}
+
+TEST(NodeRuntime, CheckpointThenRestoreOnOtherDevicesGivesTheSameDigest) {
+  Dir dir;
+  auto rt = start(dir, 4);
+  ASSERT_TRUE(rt);
+  const int job = 200;
+  ASSERT_TRUE(rt->launch(spec(job, 1, 4, {{0, {0, 1}}, {1, {2, 3}}}, {"--step-delay-us=3000"})).ok());
+  auto ev = wait_for(*rt, job, Kind::kProgress);
+  ASSERT_EQ(ev.back().kind, Kind::kProgress);
+  ASSERT_TRUE(rt->checkpoint(job, 1, -1, true).ok());
+  ev = wait_for(*rt, job, Kind::kStopped);
+  ASSERT_EQ(ev.back().kind, Kind::kStopped) << ev.back().detail;
+  const JobEvent* ck = find(ev, Kind::kCheckpointed);
+  ASSERT_NE(ck, nullptr);
+  const std::int64_t step = ck->step;
+  ASSERT_GT(step, 0);
+  ASSERT_LT(step, 24);
+  for (int r = 0; r < 4; ++r) {
+    auto rd = ShardReader::open(rt->shard_path(job, step, r));
+    ASSERT_TRUE(rd.ok()) << rd.reason();
+    EXPECT_EQ(rd->meta().allocs.front().addr, job_window(job));  // stable addresses
+  }
+  // Fencing: the old incarnation can no longer be launched, checkpointed or stopped.
+  EXPECT_FALSE(rt->checkpoint(job, 0, -1, false).ok());
+  LaunchSpec again = spec(job, 2, 4, {{3, {0}}, {2, {1}}, {1, {2}}, {0, {3}}});
+  again.restore_step = step;
+  ASSERT_TRUE(rt->launch(again).ok());
+  EXPECT_FALSE(rt->launch(spec(job, 1, 4, {{0, {0, 1, 2, 3}}})).ok());
+  ev = wait_for(*rt, job, Kind::kCompleted);
+  ASSERT_EQ(ev.back().kind, Kind::kCompleted) << ev.back().detail;
+  EXPECT_NE(ev.back().detail.find(reference_digest(4)), std::string::npos) << ev.back().detail;
+  EXPECT_NE(ev.back().detail.find("restored_from=" + std::to_string(step)), std::string::npos);
+}
+
+// The pid of a child of this process running orrery-train-mlp as `rank` of `job`.
+pid_t find_worker(int job, int rank) {
+  DIR* d = ::opendir("/proc");
+  pid_t found = -1;
+  while (dirent* e = ::readdir(d)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream env("/proc/" + std::to_string(pid) + "/environ");
+    std::string all((std::istreambuf_iterator<char>(env)), {});
+    if (all.find("ORRERY_JOB=" + std::to_string(job) + '\0') != std::string::npos &&
+        all.find(std::string("ORRERY_RANK=") + std::to_string(rank) + '\0') != std::string::npos &&
+        all.find("ORRERY_PROXY=/orrery-test-" + std::to_string(::getpid())) != std::string::npos) {
+      found = pid;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
+TEST(NodeRuntime, KilledWorkerIsReportedCrashed) {
+  Dir dir;
+  auto rt = start(dir, 2);
+  ASSERT_TRUE(rt);
+  const int job = 300;
+  ASSERT_TRUE(rt->launch(spec(job, 1, 2, {{0, {0}}, {1, {1}}}, {"--step-delay-us=20000"})).ok());
+  auto ev = wait_for(*rt, job, Kind::kStarted);
+  ASSERT_EQ(ev.back().kind, Kind::kStarted);
+  const pid_t victim = find_worker(job, 1);
+  ASSERT_GT(victim, 0);
+  ::kill(victim, SIGKILL);
+  ev = wait_for(*rt, job, Kind::kCrashed);
+  ASSERT_EQ(ev.back().kind, Kind::kCrashed);
+  EXPECT_NE(ev.back().detail.find("rank 1"), std::string::npos) << ev.back().detail;
+  EXPECT_NE(ev.back().detail.find("signal 9"), std::string::npos) << ev.back().detail;
+  EXPECT_TRUE(rt->running().empty());
+  // The devices are free again: a new incarnation runs to completion.
+  ASSERT_TRUE(rt->launch(spec(job, 2, 2, {{1, {0, 1}}})).ok());
+  ev = wait_for(*rt, job, Kind::kCompleted);
+  EXPECT_EQ(ev.back().kind, Kind::kCompleted) << ev.back().detail;
+}
+
+TEST(NodeRuntime, CorruptShardIsAClearError) {
+  Dir dir;
+  auto rt = start(dir, 1);
+  ASSERT_TRUE(rt);
+  const int job = 400;
+  ASSERT_TRUE(rt->launch(spec(job, 1, 1, {{0, {0}}}, {"--step-delay-us=2000"})).ok());
+  wait_for(*rt, job, Kind::kProgress);
+  ASSERT_TRUE(rt->checkpoint(job, 1, -1, true).ok());
+  auto ev = wait_for(*rt, job, Kind::kStopped);
+  const JobEvent* ck = find(ev, Kind::kCheckpointed);
+  ASSERT_NE(ck, nullptr);
+  const std::string shard = rt->shard_path(job, ck->step, 0);
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(300);
+    f.put('\x01');
+  }
+  LaunchSpec again = spec(job, 2, 1, {{0, {0}}});
+  again.restore_step = ck->step;
+  EXPECT_FALSE(rt->launch(spec(job, 1, 1, {{0, {0}}})).ok());  // fenced
+  LaunchSpec missing = again;
+  missing.restore_step = ck->step + 1000;
+  EXPECT_FALSE(rt->launch(missing).ok());  // no shard: nothing starts
+  ASSERT_TRUE(rt->launch(again).ok());
+  ev = wait_for(*rt, job, Kind::kCrashed);
+  ASSERT_EQ(ev.back().kind, Kind::kCrashed);
+  EXPECT_NE(ev.back().detail.find("checksum mismatch"), std::string::npos) << ev.back().detail;
+}
+
+}  // namespace
+}  // namespace orrery::runtime

@@ -1,0 +1,84 @@
+// orrery-proxy: one process per device. Usage:
+//   orrery-proxy --shm /NAME --device N [--mem-mib M] [--backend host] [--ckpt-dir DIR]
+//                [--spin-us U]
+// Creates the shared-memory segment /NAME (workers attach with ORRERY_PROXY=/NAME), prints one
+// "ready" line and serves until SIGTERM/SIGINT or a shutdown command; exits 0 after removing the
+// segment and printing its counters, 2 on bad arguments, 1 if it cannot start.
+#include <signal.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "runtime/proxy/backend.h"
+#include "runtime/proxy/proxy_server.h"
+
+namespace {
+volatile std::sig_atomic_t g_stop = 0;  // the only thing a signal handler may touch
+void on_signal(int) { g_stop = 1; }
+
+int usage(const char* why) {
+  std::fprintf(stderr,
+               "orrery-proxy: %s\nusage: orrery-proxy --shm /NAME --device N [--mem-mib M] "
+               "[--backend host] [--ckpt-dir DIR] [--spin-us U]\n",
+               why);
+  return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  orrery::runtime::ProxyOptions o;
+  long long mem_mib = 256;
+  std::string backend = "host";
+  o.ckpt_dir = "ckpt";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&](const char* name) -> const char* {
+      if (a == name && i + 1 < argc) return argv[++i];
+      const std::string pre = std::string(name) + "=";
+      if (a.rfind(pre, 0) == 0) return argv[i] + pre.size();
+      return nullptr;
+    };
+    if (const char* v = val("--shm")) o.shm_name = v;
+    else if (const char* v = val("--device")) o.device = std::atoi(v);
+    else if (const char* v = val("--mem-mib")) mem_mib = std::atoll(v);
+    else if (const char* v = val("--backend")) backend = v;
+    else if (const char* v = val("--ckpt-dir")) o.ckpt_dir = v;
+    else if (const char* v = val("--spin-us")) o.spin_ns = std::atol(v) * 1000;
+    else return usage(("unknown argument " + a).c_str());
+  }
+  if (o.shm_name.size() < 2 || o.shm_name[0] != '/' || o.shm_name.find('/', 1) != std::string::npos) {
+    return usage("--shm must be a name like /orrery-node-dev0");
+  }
+  if (mem_mib <= 0 || mem_mib > (1 << 24)) return usage("--mem-mib out of range");
+  o.stop_flag = &g_stop;
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+
+  auto be = orrery::runtime::make_backend(backend, o.device,
+                                          static_cast<std::uint64_t>(mem_mib) << 20);
+  if (!be) {
+    std::fprintf(stderr, "orrery-proxy: %s\n", be.reason().c_str());
+    return 1;
+  }
+  auto server = orrery::runtime::ProxyServer::create(o, std::move(be.value()));
+  if (!server) {
+    std::fprintf(stderr, "orrery-proxy: %s\n", server.reason().c_str());
+    return 1;
+  }
+  std::printf("orrery-proxy: ready shm=%s device=%d backend=%s mem_mib=%lld pid=%d\n",
+              o.shm_name.c_str(), o.device, backend.c_str(), mem_mib, static_cast<int>(::getpid()));
+  std::fflush(stdout);
+  (*server)->run();
+  const auto& st = (*server)->stats();
+  std::printf("orrery-proxy: exit device=%d requests=%llu splice_switches=%llu switch_us=%llu "
+              "ckpt_bytes=%llu ckpt_us=%llu restore_bytes=%llu restore_us=%llu\n",
+              o.device, (unsigned long long)st.requests, (unsigned long long)st.switches,
+              (unsigned long long)(st.switch_ns / 1000), (unsigned long long)st.ckpt_bytes,
+              (unsigned long long)(st.ckpt_ns / 1000), (unsigned long long)st.restore_bytes,
+              (unsigned long long)(st.restore_ns / 1000));
+  return 0;
+}

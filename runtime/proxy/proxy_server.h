@@ -1,0 +1,130 @@
+// orrery-proxy's logic: owns one device through a DeviceBackend and serves the workers attached
+// to its shared-memory segment (ring.h), one request at a time on one thread.
+//
+// Per job it keeps a session: the ranks spliced on this device (in the order the node runtime
+// gave), which one is resident, and each rank's allocations. Only the resident rank is served;
+// when it reaches its safe point (it has contributed to the step's allreduce) the proxy parks its
+// allocations in host memory and makes the next rank resident, round robin. Every address a
+// request names is checked against the calling rank's own allocations first.
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "runtime/proxy/backend.h"
+#include "runtime/proxy/collective.h"
+#include "runtime/proxy/ring.h"
+
+namespace orrery::runtime {
+
+struct ProxyOptions {
+  std::string shm_name;   // the segment workers attach to ("/orrery-...")
+  int device = 0;
+  std::string ckpt_dir;   // shards: <ckpt_dir>/job-J/step-S/rank-R.ckpt
+  long spin_ns = 50'000;  // how long the proxy spins before sleeping on its doorbell
+  const volatile std::sig_atomic_t* stop_flag = nullptr;  // set by main()'s SIGTERM handler
+};
+
+struct ProxyStats {
+  std::uint64_t requests = 0;
+  std::uint64_t switches = 0;      // splice switches
+  std::uint64_t switch_ns = 0;     // time spent parking and unparking
+  std::uint64_t ckpt_bytes = 0, ckpt_ns = 0;
+  std::uint64_t restore_bytes = 0, restore_ns = 0;
+};
+
+class ProxyServer {
+ public:
+  // Creates the segment (fails if the name exists) and marks it ready.
+  static Result<std::unique_ptr<ProxyServer>> create(const ProxyOptions& options,
+                                                     std::unique_ptr<DeviceBackend> backend);
+  ~ProxyServer();
+  // Serves until a kShutdown command or request_stop().
+  void run();
+  void request_stop();
+  const ProxyStats& stats() const { return stats_; }
+
+ private:
+  struct Alloc {
+    std::uint64_t size = 0, seq = 0;
+    std::unique_ptr<ParkedMemory> parked;  // set while the rank is swapped out
+  };
+  struct Rank {
+    int rank = -1;
+    int slot = -1;
+    int pid = 0;
+    bool gone = false;
+    bool hello_done = false;
+    std::map<std::uint64_t, Alloc> allocs;
+    std::uint64_t next_offset = 0, alloc_seq = 0;
+    std::int64_t restore_step = -1;
+    std::uint64_t replay_seq = 0;  // allocations handed back after a restore
+    std::vector<std::string> restored_states;
+    bool in_reduce = false;
+    std::int64_t reduce_step = -1;
+    std::uint64_t reduce_buf = 0, reduce_count = 0;
+    std::uint64_t last_flags = 0;
+    std::int64_t last_reduce_step = -1;
+  };
+  struct Session {
+    int job = -1;
+    std::int64_t epoch = 0;
+    int world = 0;
+    std::vector<int> order;
+    std::map<int, Rank> ranks;
+    std::size_t cur = 0;  // index into order of the resident rank
+    std::string collective;
+    std::optional<Collective> coll;
+  };
+  struct PendingCheckpoint {
+    std::int64_t epoch = 0, at_step = -1;
+    bool then_stop = false;
+  };
+
+  ProxyServer(const ProxyOptions& o, std::unique_ptr<DeviceBackend> b) : opt_(o), be_(std::move(b)) {}
+
+  bool process_commands();
+  bool discover_slots();
+  bool serve_session(Session& s);
+  void check_dead_workers();
+  void idle_wait(std::uint32_t doorbell_seen);
+
+  Status hello(int slot, const Request& r);
+  // Serves one request of the resident rank; returns false if the response is deferred.
+  bool serve(Session& s, Rank& rk, const Request& r, Response* out);
+  Status switch_to_next(Session& s);
+  Status make_resident(Session& s, Rank& rk);
+  Status park_rank(Rank& rk);
+  void free_rank(Rank& rk);
+  void drop_session(int job, const std::string& why);
+  void finish_rank(Session& s, Rank& rk, const std::string& why);
+  Result<std::uint64_t> check_range(const Session& s, const Rank& rk, std::uint64_t addr,
+                                    std::uint64_t len, const std::string& what) const;
+  Status restore_rank(Session& s, Rank& rk);
+  Status write_checkpoint(Session& s, Rank& rk, std::int64_t boundary, const WorkerSlot& slot,
+                          std::uint64_t nstates);
+  std::uint64_t flags_for(const Session& s, std::int64_t step);
+
+  ProxyOptions opt_;
+  std::unique_ptr<DeviceBackend> be_;
+  ShmMapping map_;
+  ProxySegment* seg_ = nullptr;
+  bool stop_ = false;
+  std::map<int, Session> sessions_;
+  std::map<int, PendingCheckpoint> pending_;
+  std::map<int, std::int64_t> newest_epoch_;
+  struct SlotOwner {
+    int job = -1, rank = -1;
+  };
+  SlotOwner owner_[kMaxWorkers];
+  ProxyStats stats_;
+  std::uint64_t loops_ = 0;
+};
+
+}  // namespace orrery::runtime

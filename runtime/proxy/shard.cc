@@ -1,0 +1,227 @@
+#include "runtime/proxy/shard.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "runtime/proxy/crc32c_fast.h"
+
+namespace orrery::runtime {
+namespace {
+
+constexpr char kMagic[8] = {'O', 'R', 'Y', 'S', 'H', 'R', 'D', '1'};
+constexpr char kEnd[4] = {'E', 'N', 'D', '!'};
+constexpr std::uint32_t kVersion = 1;
+constexpr std::uint64_t kFixed = 8 + 4 * 4 + 8 * 3 + 4 * 2 + 8 * 2;
+constexpr std::uint32_t kMaxEntries = 1u << 20;
+
+template <class T>
+void put(std::string& b, T v) {
+  b.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <class T>
+T get(const unsigned char*& p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  p += sizeof v;
+  return v;
+}
+
+Status write_all(int fd, const void* p, std::uint64_t n, const std::string& path) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = ::write(fd, c, n > (1u << 30) ? (1u << 30) : n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::Error("write " + path + ": " + std::strerror(errno));
+    }
+    c += w;
+    n -= static_cast<std::uint64_t>(w);
+  }
+  return Status::Ok();
+}
+
+Status read_all(int fd, void* p, std::uint64_t n, const std::string& path) {
+  char* c = static_cast<char*>(p);
+  while (n > 0) {
+    ssize_t r = ::read(fd, c, n > (1u << 30) ? (1u << 30) : n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return Status::Error(path + ": truncated shard");
+    c += r;
+    n -= static_cast<std::uint64_t>(r);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string shard_file(const std::string& ckpt_dir, std::int64_t job, std::int64_t step, int rank) {
+  return ckpt_dir + "/job-" + std::to_string(job) + "/step-" + std::to_string(step) + "/rank-" +
+         std::to_string(rank) + ".ckpt";
+}
+
+Result<std::uint64_t> write_shard(const std::string& path, const ShardMeta& m,
+                                  const std::vector<const void*>& alloc_data,
+                                  const std::vector<const void*>& states) {
+  std::string head;
+  head.append(kMagic, 8);
+  put<std::uint32_t>(head, kVersion);
+  put<std::uint32_t>(head, static_cast<std::uint32_t>(m.allocs.size()));
+  put<std::uint32_t>(head, static_cast<std::uint32_t>(m.state_lens.size()));
+  put<std::uint32_t>(head, 0);
+  put(head, m.job);
+  put(head, m.epoch);
+  put(head, m.step);
+  put(head, m.rank);
+  put(head, m.world);
+  put(head, m.next_offset);
+  put(head, m.alloc_seq);
+  for (const auto& a : m.allocs) {
+    put(head, a.addr);
+    put(head, a.size);
+    put(head, a.seq);
+  }
+  for (auto l : m.state_lens) put(head, l);
+
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec) return Status::Error("cannot create the directory of " + path + ": " + ec.message());
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Error("open " + tmp + ": " + std::strerror(errno));
+  std::uint32_t crc = crc32c_fast_extend(0, head.data(), head.size());
+  std::uint64_t total = head.size();
+  Status s = write_all(fd, head.data(), head.size(), tmp);
+  for (std::size_t i = 0; s && i < m.allocs.size(); ++i) {
+    crc = crc32c_fast_extend(crc, alloc_data[i], m.allocs[i].size);
+    s = write_all(fd, alloc_data[i], m.allocs[i].size, tmp);
+    total += m.allocs[i].size;
+  }
+  for (std::size_t i = 0; s && i < m.state_lens.size(); ++i) {
+    crc = crc32c_fast_extend(crc, states[i], m.state_lens[i]);
+    s = write_all(fd, states[i], m.state_lens[i], tmp);
+    total += m.state_lens[i];
+  }
+  if (s) {
+    std::string tail;
+    put(tail, crc);
+    tail.append(kEnd, 4);
+    s = write_all(fd, tail.data(), tail.size(), tmp);
+    total += tail.size();
+  }
+  if (s && ::fdatasync(fd) != 0) s = Status::Error("fdatasync " + tmp + ": " + std::strerror(errno));
+  ::close(fd);
+  if (s && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    s = Status::Error("rename to " + path + ": " + std::strerror(errno));
+  }
+  if (!s) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  return total;
+}
+
+ShardReader::ShardReader(ShardReader&& o) noexcept
+    : path_(std::move(o.path_)), fd_(o.fd_), meta_(std::move(o.meta_)), crc_(o.crc_) {
+  o.fd_ = -1;
+}
+
+ShardReader::~ShardReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<ShardReader> ShardReader::open(const std::string& path) {
+  ShardReader r;
+  r.path_ = path;
+  r.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (r.fd_ < 0) return Status::Error("checkpoint shard " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  ::fstat(r.fd_, &st);
+  const std::uint64_t file_size = static_cast<std::uint64_t>(st.st_size);
+  unsigned char fixed[kFixed];
+  if (file_size < kFixed + 8 || !read_all(r.fd_, fixed, kFixed, path)) {
+    return Status::Error("checkpoint shard " + path + ": too short to be a shard");
+  }
+  if (std::memcmp(fixed, kMagic, 8) != 0) {
+    return Status::Error("checkpoint shard " + path + ": bad magic (not a shard)");
+  }
+  const unsigned char* p = fixed + 8;
+  const auto version = get<std::uint32_t>(p);
+  const auto nallocs = get<std::uint32_t>(p);
+  const auto nstates = get<std::uint32_t>(p);
+  get<std::uint32_t>(p);
+  if (version != kVersion) {
+    return Status::Error("checkpoint shard " + path + ": version " + std::to_string(version));
+  }
+  if (nallocs > kMaxEntries || nstates > kMaxEntries) {
+    return Status::Error("checkpoint shard " + path + ": corrupt (entry counts out of range)");
+  }
+  ShardMeta& m = r.meta_;
+  m.job = get<std::int64_t>(p);
+  m.epoch = get<std::int64_t>(p);
+  m.step = get<std::int64_t>(p);
+  m.rank = get<std::int32_t>(p);
+  m.world = get<std::int32_t>(p);
+  m.next_offset = get<std::uint64_t>(p);
+  m.alloc_seq = get<std::uint64_t>(p);
+  const std::uint64_t table = nallocs * 24ull + nstates * 8ull;
+  if (kFixed + table + 8 > file_size) {
+    return Status::Error("checkpoint shard " + path + ": corrupt (table beyond the file)");
+  }
+  std::vector<unsigned char> t(table);
+  if (!read_all(r.fd_, t.data(), table, path)) return Status::Error(path + ": truncated");
+  const unsigned char* q = t.data();
+  std::uint64_t payload = 0;
+  for (std::uint32_t i = 0; i < nallocs; ++i) {
+    ShardAlloc a;
+    a.addr = get<std::uint64_t>(q);
+    a.size = get<std::uint64_t>(q);
+    a.seq = get<std::uint64_t>(q);
+    payload += a.size;
+    if (a.size > file_size) return Status::Error("checkpoint shard " + path + ": corrupt sizes");
+    m.allocs.push_back(a);
+  }
+  for (std::uint32_t i = 0; i < nstates; ++i) {
+    m.state_lens.push_back(get<std::uint64_t>(q));
+    if (m.state_lens.back() > file_size) {
+      return Status::Error("checkpoint shard " + path + ": corrupt sizes");
+    }
+    payload += m.state_lens.back();
+  }
+  if (kFixed + table + payload + 8 != file_size) {
+    return Status::Error("checkpoint shard " + path + ": corrupt (sizes add up to " +
+                         std::to_string(kFixed + table + payload + 8) + " bytes, the file has " +
+                         std::to_string(file_size) + ")");
+  }
+  r.crc_ = crc32c_fast_extend(0, fixed, kFixed);
+  r.crc_ = crc32c_fast_extend(r.crc_, t.data(), t.size());
+  return r;
+}
+
+Status ShardReader::read_next(void* dst, std::uint64_t n) {
+  if (auto s = read_all(fd_, dst, n, path_); !s) return s;
+  crc_ = crc32c_fast_extend(crc_, dst, n);
+  return Status::Ok();
+}
+
+Status ShardReader::finish() {
+  unsigned char tail[8];
+  if (auto s = read_all(fd_, tail, 8, path_); !s) return s;
+  std::uint32_t stored;
+  std::memcpy(&stored, tail, 4);
+  if (std::memcmp(tail + 4, kEnd, 4) != 0) {
+    return Status::Error("checkpoint shard " + path_ + ": corrupt (no end marker)");
+  }
+  if (stored != crc_) {
+    char b[96];
+    std::snprintf(b, sizeof b, " (stored 0x%08x, computed 0x%08x)", stored, crc_);
+    return Status::Error("checkpoint shard " + path_ + ": checksum mismatch" + std::string(b));
+  }
+  return Status::Ok();
+}
+
+}  // namespace orrery::runtime

@@ -1,0 +1,102 @@
+// The worker library: what a training process links to reach its device. Every call travels
+// over the worker's shared-memory ring to its orrery-proxy (runtime/proxy/ring.h); the process
+// never touches the device. Device pointers (DevPtr) are stable addresses: the same after a
+// restore, a migration or a splice switch, so the workload may keep them in its host state.
+//
+// Cooperation asked of a workload, and nothing more:
+//   - register its host state (the bytes it needs to continue: step counter, RNG state ...),
+//   - call allreduce once per step (the safe point: splicing switches ranks there, and the
+//     checkpoint/stop flags travel with it) and step_boundary after the step's update,
+//   - skip its initialisation when restored() (its device memory and host state are back).
+//
+// Environment (set by the node runtime, runtime/node/node_runtime.h):
+//   ORRERY_PROXY         shm name of the proxy's segment, e.g. /orrery-n1-123-dev0
+//   ORRERY_JOB, ORRERY_EPOCH, ORRERY_RANK, ORRERY_WORLD
+//   ORRERY_SPLICE        ranks time-sliced on the same device, in order, e.g. "0,1" (default: rank)
+//   ORRERY_COLLECTIVE    shm name of the job incarnation's collective segment
+//   ORRERY_RESTORE_STEP  >= 0: restore this rank from that step's shard (default -1)
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "runtime/proxy/ring.h"
+
+namespace orrery::runtime {
+
+using DevPtr = std::uint64_t;
+
+// Exit status of a worker that stopped on request after its checkpoint (not a failure).
+inline constexpr int kExitStopped = 3;
+
+struct WorkerEnv {
+  std::string proxy;
+  std::string collective;
+  int job = -1, rank = 0, world = 1;
+  std::int64_t epoch = 0;
+  std::int64_t restore_step = -1;
+  std::vector<int> splice;  // empty: {rank}
+};
+
+Result<WorkerEnv> worker_env_from_environment();
+
+struct StepBoundary {
+  bool checkpointed = false;  // this boundary's shard was written
+  bool stop = false;          // the job is asked to stop here: exit with kExitStopped
+};
+
+class Worker {
+ public:
+  static Result<std::unique_ptr<Worker>> connect(const WorkerEnv& env);
+  static Result<std::unique_ptr<Worker>> connect_from_env();
+  ~Worker();  // says goodbye: the proxy frees this rank's memory
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  const WorkerEnv& env() const { return env_; }
+  int rank() const { return env_.rank; }
+  int world() const { return env_.world; }
+  bool restored() const { return restored_; }
+  std::int64_t restored_step() const { return restored_ ? env_.restore_step : -1; }
+
+  Result<DevPtr> alloc(std::uint64_t bytes);
+  Status free(DevPtr p);
+  Status copy_h2d(DevPtr dst, const void* src, std::uint64_t n);
+  Status copy_d2h(void* dst, DevPtr src, std::uint64_t n);
+  Status copy_d2d(DevPtr dst, DevPtr src, std::uint64_t n);
+  Status launch(std::string_view kernel, std::initializer_list<std::uint64_t> args);
+  Status synchronize();
+  // Sum of `count` floats at buf across the job's ranks, in rank order, in place. One per step
+  // (`step` counts from 0); the safe point of splicing. Returns the agreed flags (ring.h).
+  Result<std::uint64_t> allreduce(DevPtr buf, std::uint64_t count, std::int64_t step);
+  // Registers host bytes to checkpoint; after a restore, fills them with the restored bytes
+  // (registrations must come in the same order and sizes as before the checkpoint).
+  Status register_host_state(void* p, std::uint64_t n);
+  // The boundary after `steps_done` steps: writes the checkpoint if one was agreed for it.
+  Result<StepBoundary> step_boundary(std::int64_t steps_done);
+  // The workload's final line, readable by the node runtime (kCompleted's detail).
+  Status report(std::string_view text);
+  Status nop();  // one round trip (benchmarks)
+
+ private:
+  Worker() = default;
+  Response call(Request& r);
+  Status status_of(const Response& r, const char* what);
+
+  WorkerEnv env_;
+  ShmMapping map_;
+  ProxySegment* seg_ = nullptr;
+  std::unique_ptr<WorkerRing> ring_;
+  bool restored_ = false;
+  std::uint64_t restored_states_ = 0;
+  bool dead_ = false;
+  std::uint64_t last_flags_ = 0;
+  std::vector<std::pair<void*, std::uint64_t>> states_;
+};
+
+}  // namespace orrery::runtime
