@@ -91,7 +91,7 @@ TEST(Cli, UpWithoutBinariesExitsTwo) {
   Outcome r = run({"up"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(r.err, "orrery up: /nonexistent/orrery-core not found (orrery up runs the binaries "
-                   "built beside orrery)\n");
+                   "beside orrery; --core-bin, --node-bin)\n");
 }
 
 TEST(Format, JobsTable) {

@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
@@ -125,6 +127,8 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   up->add_option("--data", up_opts.data, "data directory (default: a temporary one, removed on exit)");
   up->add_option("--listen", up_opts.listen, "core address")->capture_default_str();
   up->add_option("--metrics", up_opts.metrics, "core /metrics address (default: none)");
+  up->add_option("--core-bin", up_opts.core_bin, "orrery-core to run (default: beside orrery)");
+  up->add_option("--node-bin", up_opts.node_bin, "orrery-node to run (default: beside orrery)");
   up->add_option("--grace-ms", up_opts.grace_ms, "SIGTERM to SIGKILL on shutdown")
       ->capture_default_str()->check(CLI::Range(0, 600000));
 
@@ -165,7 +169,15 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
     return kExitOk;
   }
   if (up->parsed()) {
-    up_opts.bin_dir = std::filesystem::path(ctx.self_path).parent_path().string();
+    const auto dir = std::filesystem::path(ctx.self_path).parent_path();
+    auto pick = [&](std::string& chosen, const char* name, const std::string& built) {
+      if (!chosen.empty()) return;
+      chosen = (dir / name).string();
+      if (::access(chosen.c_str(), X_OK) != 0 && !built.empty() && ::access(built.c_str(), X_OK) == 0)
+        chosen = built;
+    };
+    pick(up_opts.core_bin, "orrery-core", ctx.build_core_bin);
+    pick(up_opts.node_bin, "orrery-node", ctx.build_node_bin);
     return run_up(up_opts, *ctx.out, *ctx.err);
   }
 

@@ -32,6 +32,8 @@ using Connector = std::function<Result<std::unique_ptr<service::ClientApi>>(
 struct CliContext {
   Connector connect;
   std::string self_path;  // the orrery binary (`orrery up` finds orrery-core and orrery-node beside it)
+  std::string build_core_bin;  // fallbacks for `orrery up`: the build tree's binaries ("" if none)
+  std::string build_node_bin;
   std::ostream* out;
   std::ostream* err;
   bool out_is_tty = false;  // progress bars only on a terminal

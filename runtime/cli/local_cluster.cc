@@ -150,11 +150,11 @@ void stop_all(std::vector<Child>& children, int grace_ms, std::ostream& out) {
 }  // namespace
 
 int run_up(const UpOptions& o, std::ostream& out, std::ostream& err) {
-  const std::string core_bin = o.bin_dir + "/orrery-core";
-  const std::string node_bin = o.bin_dir + "/orrery-node";
+  const std::string& core_bin = o.core_bin;
+  const std::string& node_bin = o.node_bin;
   for (const auto& b : {core_bin, node_bin}) {
     if (::access(b.c_str(), X_OK) != 0) {
-      err << "orrery up: " << b << " not found (orrery up runs the binaries built beside orrery)\n";
+      err << "orrery up: " << b << " not found (orrery up runs the binaries beside orrery; --core-bin, --node-bin)\n";
       return 2;
     }
   }
@@ -205,7 +205,10 @@ int run_up(const UpOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
 
-  // Signals are taken synchronously (sigtimedwait) so that shutdown runs in ordinary code.
+  // Signals are taken synchronously (sigtimedwait) so that shutdown runs in ordinary code. A shell
+  // starts background jobs with SIGINT ignored: restore the default so it is delivered (blocked).
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
   sigset_t mask, old_mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGINT);

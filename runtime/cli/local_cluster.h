@@ -19,7 +19,8 @@ struct UpOptions {
   std::string data;                // empty: a fresh directory under $TMPDIR, removed on exit
   std::string listen = "127.0.0.1:7070";
   std::string metrics;             // orrery-core serve --metrics ADDR; empty: not passed
-  std::string bin_dir;             // where orrery-core and orrery-node are
+  std::string core_bin;            // orrery-core to run
+  std::string node_bin;            // orrery-node to run
   int grace_ms = 5000;             // SIGTERM -> SIGKILL
 };
 

@@ -19,6 +19,12 @@ int main(int argc, char** argv) {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   ctx.self_path = ec ? std::string(argv[0]) : self.string();
+#ifdef ORRERY_BUILD_CORE_BIN
+  ctx.build_core_bin = ORRERY_BUILD_CORE_BIN;
+#endif
+#ifdef ORRERY_BUILD_NODE_BIN
+  ctx.build_node_bin = ORRERY_BUILD_NODE_BIN;
+#endif
   ctx.out = &std::cout;
   ctx.err = &std::cerr;
   ctx.out_is_tty = ::isatty(1) != 0;

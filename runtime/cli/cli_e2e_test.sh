@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# ctest cli_e2e_local_cluster: `orrery up` in the background (2 nodes of 4 host devices, a free
+# loopback port), the shipped examples/jobs/*.toml submitted, `orrery ls` polled until every job is
+# Completed, then SIGINT to `orrery up`: it must exit 0 and leave no process behind.
+#   cli_e2e_test.sh ORRERY_BINARY SOURCE_DIR
+set -euo pipefail
+ORRERY=$1
+SRC=$2
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/orrery-e2e-XXXXXX")
+UP_PID=
+cleanup() {
+  if [ -n "$UP_PID" ] && kill -0 "$UP_PID" 2>/dev/null; then kill -KILL "$UP_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; echo "--- up.log"; cat "$WORK/up.log" || true; for f in "$WORK"/data/logs/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+export ORRERY_CORE=127.0.0.1:$PORT ORRERY_SECRET_FILE=$WORK/data/secret
+"$ORRERY" up --nodes 2 --devices 4 --data "$WORK/data" --listen "$ORRERY_CORE" >"$WORK/up.log" 2>&1 &
+UP_PID=$!
+
+for _ in $(seq 100); do
+  grep -q "export ORRERY_CORE" "$WORK/up.log" && break
+  kill -0 "$UP_PID" 2>/dev/null || fail "orrery up exited early"
+  sleep 0.1
+done
+grep -q "export ORRERY_CORE" "$WORK/up.log" || fail "orrery up did not come up"
+
+for _ in $(seq 100); do
+  [ "$("$ORRERY" nodes | grep -c ' Up ')" = 2 ] && break
+  sleep 0.1
+done
+"$ORRERY" nodes
+[ "$("$ORRERY" nodes | grep -c ' Up ')" = 2 ] || fail "nodes not Up"
+
+for spec in "$SRC"/examples/jobs/*.toml; do
+  "$ORRERY" submit "$spec" || fail "submit $spec"
+done
+n=$(ls "$SRC"/examples/jobs/*.toml | wc -l)
+
+ok=
+for _ in $(seq 600); do
+  out=$("$ORRERY" ls) || fail "orrery ls"
+  if [ "$(echo "$out" | tail -n +2 | grep -c ' Completed ')" = "$n" ]; then ok=1; break; fi
+  if echo "$out" | grep -qE ' (Failed|Cancelled) '; then echo "$out"; fail "a job failed"; fi
+  sleep 0.1
+done
+"$ORRERY" ls
+[ -n "$ok" ] || fail "jobs not all Completed"
+"$ORRERY" logs train-basic | tail -5
+"$ORRERY" watch --count 3 >/dev/null || fail "orrery watch"
+
+# The processes `orrery up` started: its children's process groups.
+GROUPS_=$(ps -o pid= --ppid "$UP_PID" | tr -d ' ' | tr '\n' ' ')
+kill -INT "$UP_PID"
+rc=0
+wait "$UP_PID" || rc=$?
+UP_PID=
+[ "$rc" = 0 ] || fail "orrery up exited $rc after SIGINT"
+for g in $GROUPS_; do
+  if pgrep -g "$g" >/dev/null; then ps -o pid,pgid,cmd -g "$g"; fail "processes left in group $g"; fi
+done
+grep -q "SIGINT, stopping" "$WORK/up.log" || fail "no shutdown message"
+echo "PASS: $n jobs completed; orrery up stopped cleanly, no process left"
