@@ -123,17 +123,23 @@ std::string describe_exit(int st) {
 // in a group is killed too.
 void stop_all(std::vector<Child>& children, int grace_ms, std::ostream& out) {
   for (auto it = children.rbegin(); it != children.rend(); ++it) ::kill(-it->pid, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
-  auto any_running = [&] {
-    reap(children);
-    for (const auto& c : children)
-      if (c.running) return true;
-    return false;
+  // A group is gone once its leader is reaped and kill(-pgid, 0) finds no member left.
+  auto group_alive = [](const Child& c) { return c.running || ::kill(-c.pid, 0) == 0; };
+  auto wait_groups = [&](std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (true) {
+      reap(children);
+      bool any = false;
+      for (const auto& c : children) any = any || group_alive(c);
+      if (!any || std::chrono::steady_clock::now() >= deadline) return any;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   };
-  while (any_running() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!wait_groups(std::chrono::milliseconds(grace_ms))) return;
   for (auto& c : children) {
-    if (c.running) out << "orrery up: " << c.name << " did not stop in " << grace_ms << " ms: SIGKILL\n";
+    if (!group_alive(c)) continue;
+    out << "orrery up: " << c.name << (c.running ? "" : "'s processes") << " did not stop in "
+        << grace_ms << " ms: SIGKILL\n";
     ::kill(-c.pid, SIGKILL);
   }
   for (auto& c : children) {
@@ -145,6 +151,9 @@ void stop_all(std::vector<Child>& children, int grace_ms, std::ostream& out) {
       c.status = st;
     }
   }
+  // Members other than the leader are reparented and reaped by init: give that a moment, so that
+  // when orrery up returns nothing it started is left.
+  wait_groups(std::chrono::milliseconds(2000));
 }
 
 }  // namespace
