@@ -1251,6 +1251,14 @@ void Service::tick() {
   settle();
 }
 
+void Service::detach_transport() {
+  watchers_.clear();
+  for (auto& c : conns_) {
+    c->link.reset();
+    c->registered = false;
+  }
+}
+
 // --- metrics ---------------------------------------------------------------------------------
 
 std::string Service::metrics_text() const {

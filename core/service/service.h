@@ -111,6 +111,9 @@ class Service final : public ClientApi {
   // One round of the planner loop (see above). Call it every ~100 ms.
   void tick();
 
+  // Drops every watcher and node link (the transport behind them is shutting down).
+  void detach_transport();
+
   // Prometheus text exposition format.
   std::string metrics_text() const;
 

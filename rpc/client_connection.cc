@@ -1,0 +1,194 @@
+#include "rpc/client_connection.h"
+
+#include "rpc/connection.h"
+#include "rpc/convert.h"
+
+namespace orrery::rpc {
+
+namespace {
+
+class EventSinkImpl final : public wire::EventSink::Server {
+ public:
+  EventSinkImpl(const std::function<bool(const service::ClusterEvent&)>& on_event,
+                kj::Own<kj::PromiseFulfiller<void>> stop, std::string* error)
+      : on_event_(on_event), stop_(kj::mv(stop)), error_(error) {}
+  kj::Promise<void> push(PushContext ctx) override {
+    bool more = false;
+    auto e = event_from_wire(ctx.getParams().getEvent());
+    if (!e) *error_ = "bad event from the core: " + e.reason();
+    else more = on_event_(*e);
+    ctx.getResults().setMore(more);
+    if (!more) stop_->fulfill();
+    return kj::READY_NOW;
+  }
+
+ private:
+  std::function<bool(const service::ClusterEvent&)> on_event_;
+  kj::Own<kj::PromiseFulfiller<void>> stop_;
+  std::string* error_;
+};
+
+class RpcClientApi final : public service::ClientApi {
+ public:
+  RpcClientApi(std::unique_ptr<Connection> c, wire::ClientApi::Client api)
+      : c_(std::move(c)), api_(kj::mv(api)) {}
+  ~RpcClientApi() noexcept override {}
+
+  Result<int> submit(const service::JobSpec& spec) override {
+    int id = -1;
+    auto st = call([&] {
+      auto req = api_.submitRequest();
+      job_spec_to_wire(spec, req.initSpec());
+      id = req.send().wait(c_->io.waitScope).getJob();
+    });
+    if (!st) return st;
+    return id;
+  }
+  Status cancel(int job) override {
+    return call([&] {
+      auto req = api_.cancelRequest();
+      req.setJob(job);
+      req.send().wait(c_->io.waitScope);
+    });
+  }
+  Result<std::vector<service::JobStatus>> jobs() override {
+    std::vector<service::JobStatus> out;
+    std::string bad;
+    auto st = call([&] {
+      auto resp = api_.jobsRequest().send().wait(c_->io.waitScope);
+      for (auto j : resp.getJobs()) {
+        auto s = job_status_from_wire(j);
+        if (!s) bad = s.reason();
+        else out.push_back(*s);
+      }
+    });
+    if (!st) return st;
+    if (!bad.empty()) return Status::Error("bad job status from the core: " + bad);
+    return out;
+  }
+  Result<std::vector<service::NodeStatus>> nodes() override {
+    std::vector<service::NodeStatus> out;
+    std::string bad;
+    auto st = call([&] {
+      auto resp = api_.nodesRequest().send().wait(c_->io.waitScope);
+      for (auto n : resp.getNodes()) {
+        auto s = node_status_from_wire(n);
+        if (!s) bad = s.reason();
+        else out.push_back(*s);
+      }
+    });
+    if (!st) return st;
+    if (!bad.empty()) return Status::Error("bad node status from the core: " + bad);
+    return out;
+  }
+  Status preempt(int job, int beneficiary) override {
+    return call([&] {
+      auto req = api_.preemptRequest();
+      req.setJob(job);
+      req.setBeneficiary(beneficiary);
+      req.send().wait(c_->io.waitScope);
+    });
+  }
+  Status migrate(int job, std::optional<std::string> to_node) override {
+    return call([&] {
+      auto req = api_.migrateRequest();
+      req.setJob(job);
+      req.setToNode(to_node.value_or(""));
+      req.send().wait(c_->io.waitScope);
+    });
+  }
+  Status resize(int job, int devices, int beneficiary) override {
+    return call([&] {
+      auto req = api_.resizeRequest();
+      req.setJob(job);
+      req.setDevices(devices);
+      req.setBeneficiary(beneficiary);
+      req.send().wait(c_->io.waitScope);
+    });
+  }
+  Status drain(const std::string& node) override {
+    return call([&] {
+      auto req = api_.drainRequest();
+      req.setNode(node);
+      req.send().wait(c_->io.waitScope);
+    });
+  }
+  Status undrain(const std::string& node) override {
+    return call([&] {
+      auto req = api_.undrainRequest();
+      req.setNode(node);
+      req.send().wait(c_->io.waitScope);
+    });
+  }
+  Status watch(std::uint64_t after_seq,
+               const std::function<bool(const service::ClusterEvent&)>& on_event) override {
+    std::string error;
+    auto st = call([&] {
+      auto paf = kj::newPromiseAndFulfiller<void>();
+      auto req = api_.watchRequest();
+      req.setAfterSeq(after_seq);
+      req.setSink(kj::heap<EventSinkImpl>(on_event, kj::mv(paf.fulfiller), &error));
+      auto resp = req.send().wait(c_->io.waitScope);
+      auto handle = resp.getHandle();
+      kj::mv(paf.promise).exclusiveJoin(c_->disconnected.addBranch()).wait(c_->io.waitScope);
+    });
+    if (!st) return st;
+    if (c_->lost) return Status::Error("connection to " + c_->address + " lost");
+    if (!error.empty()) return Status::Error(error);
+    return Status::Ok();
+  }
+  Result<std::vector<std::string>> logs(int job, int max_lines) override {
+    std::vector<std::string> out;
+    auto st = call([&] {
+      auto req = api_.logsRequest();
+      req.setJob(job);
+      req.setMaxLines(max_lines);
+      auto resp = req.send().wait(c_->io.waitScope);
+      for (auto l : resp.getLines()) out.emplace_back(l.cStr(), l.size());
+    });
+    if (!st) return st;
+    return out;
+  }
+
+ private:
+  template <class F>
+  Status call(F&& f) {
+    if (c_->lost) return Status::Error("connection to " + c_->address + " lost");
+    std::string error;
+    KJ_IF_MAYBE(e, kj::runCatchingExceptions(f)) {
+      error = reason_of(*e);
+      if (e->getType() == kj::Exception::Type::DISCONNECTED) c_->lost = true;
+    }
+    if (!error.empty()) return Status::Error(error);
+    return Status::Ok();
+  }
+  std::unique_ptr<Connection> c_;
+  wire::ClientApi::Client api_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<service::ClientApi>> connect_client(const std::string& address,
+                                                           const std::string& secret) {
+  auto c = connect_to(address);
+  if (!c) return c.status();
+  auto& conn = **c;
+  kj::Maybe<wire::ClientApi::Client> api;
+  std::string error;
+  KJ_IF_MAYBE(e, kj::runCatchingExceptions([&] {
+    KJ_IF_MAYBE(b, conn.bootstrap) {
+      auto req = b->loginClientRequest();
+      req.setSecret(secret);
+      api = req.send().wait(conn.io.waitScope).getApi();
+    }
+  })) {
+    error = reason_of(*e);
+  }
+  if (!error.empty()) return Status::Error(address + ": " + error);
+  KJ_IF_MAYBE(a, api) {
+    return std::unique_ptr<service::ClientApi>(new RpcClientApi(std::move(*c), kj::mv(*a)));
+  }
+  return Status::Error(address + ": login gave no client API");
+}
+
+}  // namespace orrery::rpc

@@ -1,0 +1,267 @@
+#include "rpc/node_connection.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <thread>
+
+#include "core/journal.h"
+#include "rpc/connection.h"
+#include "rpc/convert.h"
+
+namespace orrery::rpc {
+
+namespace {
+
+// Commands from the core: queued in the agent, answered when pump() carries them out.
+class NodeAgentImpl final : public wire::NodeAgent::Server {
+ public:
+  explicit NodeAgentImpl(runtime::Agent& a) : a_(a) {}
+  kj::Promise<void> launch(LaunchContext ctx) override { return launch_(ctx.getParams().getLaunch(), false); }
+  kj::Promise<void> relaunch(RelaunchContext ctx) override { return launch_(ctx.getParams().getLaunch(), true); }
+  kj::Promise<void> checkpoint(CheckpointContext ctx) override {
+    runtime::AgentCommand c;
+    c.kind = runtime::AgentCommand::Kind::kCheckpoint;
+    c.job = ctx.getParams().getJob();
+    c.epoch = ctx.getParams().getEpoch();
+    c.at_step = ctx.getParams().getAtStep();
+    c.then_stop = ctx.getParams().getThenStop();
+    return queue(std::move(c));
+  }
+  kj::Promise<void> stop(StopContext ctx) override {
+    runtime::AgentCommand c;
+    c.kind = runtime::AgentCommand::Kind::kStop;
+    c.job = ctx.getParams().getJob();
+    c.epoch = ctx.getParams().getEpoch();
+    return queue(std::move(c));
+  }
+
+ private:
+  kj::Promise<void> launch_(wire::Launch::Reader r, bool relaunch) {
+    auto l = launch_from_wire(r);
+    if (!l) return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(l.reason().c_str()));
+    runtime::AgentCommand c;
+    c.kind = relaunch ? runtime::AgentCommand::Kind::kRelaunch : runtime::AgentCommand::Kind::kLaunch;
+    c.launch = std::move(*l);
+    return queue(std::move(c));
+  }
+  kj::Promise<void> queue(runtime::AgentCommand c) {
+    auto paf = kj::newPromiseAndFulfiller<void>();
+    auto f = std::make_shared<kj::Own<kj::PromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
+    a_.enqueue(std::move(c), [f](Status st) {
+      if (st) (*f)->fulfill();
+      else (*f)->reject(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(st.reason().c_str())));
+    });
+    return kj::mv(paf.promise);
+  }
+  runtime::Agent& a_;
+};
+
+class DownloadSink final : public wire::ByteSink::Server {
+ public:
+  DownloadSink(std::ofstream* out, std::uint32_t* crc, std::uint64_t* size) : out_(out), crc_(crc), size_(size) {}
+  kj::Promise<void> write(WriteContext ctx) override {
+    auto chunk = ctx.getParams().getChunk();
+    std::string_view v(reinterpret_cast<const char*>(chunk.begin()), chunk.size());
+    out_->write(v.data(), static_cast<std::streamsize>(v.size()));
+    *crc_ = core::crc32c_extend(*crc_, v);
+    *size_ += v.size();
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> done(DoneContext) override { return kj::READY_NOW; }
+
+ private:
+  std::ofstream* out_;
+  std::uint32_t* crc_;
+  std::uint64_t* size_;
+};
+
+class RpcCoreLink final : public runtime::CoreLink {
+ public:
+  RpcCoreLink(Connection& c, wire::NodeSession::Client s) : c_(c), s_(kj::mv(s)) {}
+  ~RpcCoreLink() noexcept override {}
+  bool connected() const override { return !c_.lost; }
+
+  Status report(const service::NodeReport& r) override {
+    return call([&] {
+      auto req = s_.reportRequest();
+      report_to_wire(r, req.initReport());
+      req.send().wait(c_.io.waitScope);
+    });
+  }
+  Status heartbeat() {
+    return call([&] { s_.heartbeatRequest().send().wait(c_.io.waitScope); });
+  }
+  Status upload_shard(int job, std::int64_t epoch, std::int64_t step, int rank, const std::string& path) override {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status::Error("cannot read local shard " + path);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return call([&] {
+      auto req = s_.uploadShardRequest();
+      req.setJob(job);
+      req.setEpoch(epoch);
+      req.setStep(step);
+      req.setRank(rank);
+      req.setSize(bytes.size());
+      req.setCrc32c(core::crc32c(bytes));
+      auto sink = req.send().wait(c_.io.waitScope).getSink();
+      constexpr std::size_t kChunk = 1 << 18;
+      for (std::size_t off = 0; off < bytes.size(); off += kChunk) {
+        auto w = sink.writeRequest();
+        auto n = std::min(kChunk, bytes.size() - off);
+        w.setChunk(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(bytes.data() + off), n));
+        w.send().wait(c_.io.waitScope);
+      }
+      sink.doneRequest().send().wait(c_.io.waitScope);
+    });
+  }
+  Status download_shard(int job, std::int64_t step, int rank, const std::string& path) override {
+    std::string tmp = path + ".part";
+    {
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    }
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::Error("cannot write " + tmp);
+    std::uint32_t crc = 0;
+    std::uint64_t size = 0;
+    std::uint32_t want_crc = 0;
+    std::uint64_t want_size = 0;
+    auto st = call([&] {
+      auto req = s_.downloadShardRequest();
+      req.setJob(job);
+      req.setStep(step);
+      req.setRank(rank);
+      req.setSink(kj::heap<DownloadSink>(&out, &crc, &size));
+      auto resp = req.send().wait(c_.io.waitScope);
+      want_crc = resp.getCrc32c();
+      want_size = resp.getSize();
+    });
+    out.close();
+    if (!st) {
+      std::remove(tmp.c_str());
+      return st;
+    }
+    if (size != want_size || crc != want_crc) {
+      std::remove(tmp.c_str());
+      return Status::Error("shard of job " + std::to_string(job) + " step " + std::to_string(step) + " rank " +
+                           std::to_string(rank) + " arrived damaged (size or checksum mismatch)");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::Error("cannot rename " + tmp);
+    return Status::Ok();
+  }
+
+ private:
+  template <class F>
+  Status call(F&& f) {
+    if (c_.lost) return Status::Error("connection to the core lost");
+    std::string error;
+    KJ_IF_MAYBE(e, kj::runCatchingExceptions(f)) {
+      error = reason_of(*e);
+      if (e->getType() == kj::Exception::Type::DISCONNECTED) c_.lost = true;
+    }
+    if (!error.empty()) return Status::Error(error);
+    return Status::Ok();
+  }
+  Connection& c_;
+  wire::NodeSession::Client s_;
+};
+
+// 0: connection lost (retry); 1: refused for good.
+int one_session(const NodeConnectionOptions& o, runtime::Agent& agent, const std::atomic<bool>& stop,
+                std::ostream& out, std::ostream& err, bool* registered) {
+  auto c = connect_to(o.core_address);
+  if (!c) return 0;
+  auto& conn = **c;
+  kj::Maybe<wire::NodeSession::Client> session;
+  std::int64_t heartbeat_ms = 1000;
+  std::string refused;
+  bool disconnected = false;
+  KJ_IF_MAYBE(e, kj::runCatchingExceptions([&] {
+    KJ_IF_MAYBE(b, conn.bootstrap) {
+      auto login = b->loginNodeRequest();
+      login.setSecret(o.secret);
+      auto api = login.send().wait(conn.io.waitScope).getApi();
+      auto reg = api.registerRequest();
+      reg.setName(o.name);
+      auto inv = reg.initInventory();
+      inv.setDeviceType(o.inventory.device_type);
+      inv.setDevices(o.inventory.devices);
+      inv.setDeviceMemMib(o.inventory.device_mem_mib);
+      auto running = agent.running();
+      auto list = reg.initRunning(static_cast<unsigned>(running.size()));
+      for (unsigned i = 0; i < running.size(); ++i) {
+        list[i].setJob(running[i].job);
+        list[i].setEpoch(running[i].epoch);
+      }
+      reg.setAgent(kj::heap<NodeAgentImpl>(agent));
+      auto resp = reg.send().wait(conn.io.waitScope);
+      session = resp.getSession();
+      heartbeat_ms = resp.getHeartbeatMs();
+    }
+  })) {
+    if (e->getType() == kj::Exception::Type::DISCONNECTED) disconnected = true;
+    else refused = reason_of(*e);
+  }
+  if (disconnected) return 0;
+  if (!refused.empty()) {
+    // A node being failed over may register again shortly; anything else is final.
+    if (refused.find("register again shortly") != std::string::npos) {
+      out << "orrery-node: " << refused << std::endl;
+      return 0;
+    }
+    err << "orrery-node: " << o.core_address << " refused " << o.name << ": " << refused << "\n";
+    return 1;
+  }
+  KJ_IF_MAYBE(s, session) {
+    *registered = true;
+    out << "orrery-node: " << o.name << " registered with " << o.core_address << " ("
+        << o.inventory.devices << " " << o.inventory.device_type << " devices, "
+        << agent.running().size() << " incarnations running), heartbeat every " << heartbeat_ms
+        << " ms" << std::endl;
+    RpcCoreLink link(conn, *s);
+    auto& timer = conn.io.provider->getTimer();
+    auto next_beat = timer.now();
+    while (!stop.load() && link.connected()) {
+      if (timer.now() >= next_beat) {
+        auto st = link.heartbeat();
+        if (!st && link.connected()) {
+          out << "orrery-node: heartbeat refused (" << st.reason() << "), registering again" << std::endl;
+          break;
+        }
+        next_beat = timer.now() + heartbeat_ms * kj::MILLISECONDS;
+      }
+      agent.pump(link);
+      // Lets the core's commands in while waiting.
+      timer.afterDelay(o.pump_ms * kj::MILLISECONDS).exclusiveJoin(conn.disconnected.addBranch()).wait(conn.io.waitScope);
+    }
+    agent.drop_commands("connection to the core lost");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_node_connection(const NodeConnectionOptions& o, runtime::Agent& agent, const std::atomic<bool>& stop,
+                        std::ostream& out, std::ostream& err) {
+  std::int64_t backoff_ms = 100;
+  while (!stop.load()) {
+    bool registered = false;
+    int rc = one_session(o, agent, stop, out, err, &registered);
+    if (rc != 0) return rc;
+    if (stop.load()) break;
+    if (registered) {
+      backoff_ms = 100;
+      out << "orrery-node: connection to " << o.core_address << " lost, reconnecting" << std::endl;
+    }
+    // While disconnected the runtime keeps running; its events wait in the agent's outbox.
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms);
+    while (!stop.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    backoff_ms = std::min<std::int64_t>(backoff_ms * 2, 5000);
+  }
+  return 0;
+}
+
+}  // namespace orrery::rpc

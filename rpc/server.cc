@@ -1,0 +1,437 @@
+#include "rpc/server.h"
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+
+#include <capnp/rpc-twoparty.h>
+#include <kj/async-io.h>
+#include <kj/async-unix.h>
+#include <kj/compat/http.h>
+
+#include "core/fleet.h"
+#include "rpc/convert.h"
+#include "rpc/secret.h"
+
+namespace orrery::rpc {
+
+namespace {
+
+using service::Service;
+
+kj::Exception refuse(const std::string& reason) {
+  return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(reason.c_str()));
+}
+
+// --- client API --------------------------------------------------------------------------------
+
+class WatchHandle final : public wire::Watch::Server {
+ public:
+  explicit WatchHandle(std::shared_ptr<bool> alive) : alive_(std::move(alive)) {}
+  ~WatchHandle() noexcept(false) { *alive_ = false; }
+
+ private:
+  std::shared_ptr<bool> alive_;
+};
+
+// Pushes a watcher's events one at a time (the next push waits for the previous answer).
+struct WatchPump : std::enable_shared_from_this<WatchPump> {
+  wire::EventSink::Client sink;
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+  std::deque<service::ClusterEvent> queue;
+  bool in_flight = false;
+  explicit WatchPump(wire::EventSink::Client s) : sink(std::move(s)) {}
+
+  void pump() {
+    if (in_flight || queue.empty() || !*alive) return;
+    in_flight = true;
+    auto req = sink.pushRequest();
+    event_to_wire(queue.front(), req.initEvent());
+    queue.pop_front();
+    auto self = shared_from_this();
+    req.send()
+        .then(
+            [self](capnp::Response<wire::EventSink::PushResults>&& r) {
+              self->in_flight = false;
+              if (!r.getMore()) *self->alive = false;
+              self->pump();
+            },
+            [self](kj::Exception&&) {
+              self->in_flight = false;
+              *self->alive = false;
+            })
+        .detach([](kj::Exception&&) {});
+  }
+};
+
+class ClientApiImpl final : public wire::ClientApi::Server {
+ public:
+  explicit ClientApiImpl(Service& s) : s_(s) {}
+
+  kj::Promise<void> submit(SubmitContext ctx) override {
+    auto spec = job_spec_from_wire(ctx.getParams().getSpec());
+    if (!spec) return refuse(spec.reason());
+    auto id = s_.submit(*spec);
+    if (!id) return refuse(id.reason());
+    ctx.getResults().setJob(*id);
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> cancel(CancelContext ctx) override {
+    return done(s_.cancel(ctx.getParams().getJob()));
+  }
+  kj::Promise<void> jobs(JobsContext ctx) override {
+    auto jobs = s_.jobs();
+    if (!jobs) return refuse(jobs.reason());
+    auto list = ctx.getResults().initJobs(static_cast<unsigned>(jobs->size()));
+    for (unsigned i = 0; i < jobs->size(); ++i) job_status_to_wire((*jobs)[i], list[i]);
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> nodes(NodesContext ctx) override {
+    auto nodes = s_.nodes();
+    if (!nodes) return refuse(nodes.reason());
+    auto list = ctx.getResults().initNodes(static_cast<unsigned>(nodes->size()));
+    for (unsigned i = 0; i < nodes->size(); ++i) node_status_to_wire((*nodes)[i], list[i]);
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> preempt(PreemptContext ctx) override {
+    return done(s_.preempt(ctx.getParams().getJob(), ctx.getParams().getBeneficiary()));
+  }
+  kj::Promise<void> migrate(MigrateContext ctx) override {
+    auto to = text_from_wire(ctx.getParams().getToNode(), "to_node");
+    if (!to) return refuse(to.reason());
+    std::optional<std::string> target;
+    if (!to->empty()) target = *to;
+    return done(s_.migrate(ctx.getParams().getJob(), target));
+  }
+  kj::Promise<void> resize(ResizeContext ctx) override {
+    auto p = ctx.getParams();
+    return done(s_.resize(p.getJob(), p.getDevices(), p.getBeneficiary()));
+  }
+  kj::Promise<void> drain(DrainContext ctx) override {
+    auto n = text_from_wire(ctx.getParams().getNode(), "node");
+    if (!n) return refuse(n.reason());
+    return done(s_.drain(*n));
+  }
+  kj::Promise<void> undrain(UndrainContext ctx) override {
+    auto n = text_from_wire(ctx.getParams().getNode(), "node");
+    if (!n) return refuse(n.reason());
+    return done(s_.undrain(*n));
+  }
+  kj::Promise<void> watch(WatchContext ctx) override {
+    auto pump = std::make_shared<WatchPump>(ctx.getParams().getSink());
+    auto st = s_.watch(ctx.getParams().getAfterSeq(), [pump](const service::ClusterEvent& e) {
+      if (!*pump->alive) return false;
+      pump->queue.push_back(e);
+      if (pump->queue.size() > 100000) {  // a watcher that stopped reading is dropped
+        *pump->alive = false;
+        return false;
+      }
+      pump->pump();
+      return true;
+    });
+    if (!st) return refuse(st.reason());
+    ctx.getResults().setHandle(kj::heap<WatchHandle>(pump->alive));
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> logs(LogsContext ctx) override {
+    auto lines = s_.logs(ctx.getParams().getJob(), ctx.getParams().getMaxLines());
+    if (!lines) return refuse(lines.reason());
+    auto list = ctx.getResults().initLines(static_cast<unsigned>(lines->size()));
+    for (unsigned i = 0; i < lines->size(); ++i) list.set(i, (*lines)[i]);
+    return kj::READY_NOW;
+  }
+
+ private:
+  static kj::Promise<void> done(const Status& st) {
+    if (!st) return refuse(st.reason());
+    return kj::READY_NOW;
+  }
+  Service& s_;
+};
+
+// --- node API ----------------------------------------------------------------------------------
+
+class RpcNodeLink final : public service::NodeLink, public kj::TaskSet::ErrorHandler {
+ public:
+  RpcNodeLink(Service& s, wire::NodeAgent::Client agent) : s_(s), agent_(std::move(agent)), tasks_(*this) {}
+  ~RpcNodeLink() noexcept override {}
+  void set_session(service::NodeSession session) { session_ = session; }
+
+  void launch(const service::LaunchCommand& cmd) override { send_launch(cmd, false); }
+  void relaunch(const service::LaunchCommand& cmd) override { send_launch(cmd, true); }
+  void checkpoint(int job, std::int64_t epoch, std::int64_t at_step, bool then_stop) override {
+    auto req = agent_.checkpointRequest();
+    req.setJob(job);
+    req.setEpoch(epoch);
+    req.setAtStep(at_step);
+    req.setThenStop(then_stop);
+    track(req.send().ignoreResult(), job, epoch, "checkpoint", true);
+  }
+  void stop(int job, std::int64_t epoch) override {
+    auto req = agent_.stopRequest();
+    req.setJob(job);
+    req.setEpoch(epoch);
+    track(req.send().ignoreResult(), job, epoch, "stop", false);
+  }
+  void taskFailed(kj::Exception&&) override {}
+
+ private:
+  void send_launch(const service::LaunchCommand& cmd, bool relaunch) {
+    if (relaunch) {
+      auto req = agent_.relaunchRequest();
+      launch_to_wire(cmd, req.initLaunch());
+      track(req.send().ignoreResult(), cmd.job, cmd.epoch, "relaunch", true);
+    } else {
+      auto req = agent_.launchRequest();
+      launch_to_wire(cmd, req.initLaunch());
+      track(req.send().ignoreResult(), cmd.job, cmd.epoch, "launch", true);
+    }
+  }
+  void track(kj::Promise<void> p, int job, std::int64_t epoch, const char* what, bool fatal) {
+    Service* s = &s_;
+    auto session = session_;
+    std::string w = what;
+    tasks_.add(p.catch_([s, session, job, epoch, w, fatal](kj::Exception&& e) {
+      std::string msg = w + " job " + std::to_string(job) + " epoch " + std::to_string(epoch) +
+                        " failed: " + std::string(e.getDescription().cStr());
+      if (fatal) s->command_failed(session, job, epoch, msg);
+      else std::cerr << "orrery-core: " << msg << "\n";
+    }));
+  }
+  Service& s_;
+  wire::NodeAgent::Client agent_;
+  service::NodeSession session_;
+  kj::TaskSet tasks_;
+};
+
+class UploadSink final : public wire::ByteSink::Server {
+ public:
+  explicit UploadSink(std::unique_ptr<service::ShardUpload> up) : up_(std::move(up)) {}
+  kj::Promise<void> write(WriteContext ctx) override {
+    auto chunk = ctx.getParams().getChunk();
+    auto st = up_->write(std::string_view(reinterpret_cast<const char*>(chunk.begin()), chunk.size()));
+    if (!st) return refuse(st.reason());
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> done(DoneContext) override {
+    auto st = up_->finish();
+    if (!st) return refuse(st.reason());
+    return kj::READY_NOW;
+  }
+
+ private:
+  std::unique_ptr<service::ShardUpload> up_;
+};
+
+kj::Promise<void> stream_download(std::shared_ptr<service::ShardDownload> d, wire::ByteSink::Client sink) {
+  auto chunk = d->read(1 << 18);
+  if (!chunk) return refuse(chunk.reason());
+  if (chunk->empty()) return sink.doneRequest().send().ignoreResult();
+  auto req = sink.writeRequest();
+  req.setChunk(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(chunk->data()), chunk->size()));
+  return req.send().then([d, sink]() mutable { return stream_download(d, sink); });
+}
+
+class NodeSessionImpl final : public wire::NodeSession::Server {
+ public:
+  NodeSessionImpl(Service& s, service::NodeSession session) : s_(s), session_(session) {}
+  ~NodeSessionImpl() noexcept(false) { s_.disconnected(session_); }
+
+  kj::Promise<void> heartbeat(HeartbeatContext ctx) override {
+    auto st = s_.heartbeat(session_);
+    if (!st) return refuse(st.reason());
+    ctx.getResults().setTimeoutMs(s_.heartbeat_timeout_ms());
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> report(ReportContext ctx) override {
+    auto r = report_from_wire(ctx.getParams().getReport());
+    if (!r) return refuse(r.reason());
+    auto st = s_.report(session_, *r);
+    if (!st) return refuse(st.reason());
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> uploadShard(UploadShardContext ctx) override {
+    auto p = ctx.getParams();
+    auto up = s_.upload_shard(session_, p.getJob(), p.getEpoch(), p.getStep(), p.getRank(), p.getSize(),
+                              p.getCrc32c());
+    if (!up) return refuse(up.reason());
+    ctx.getResults().setSink(kj::heap<UploadSink>(std::move(*up)));
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> downloadShard(DownloadShardContext ctx) override {
+    auto p = ctx.getParams();
+    auto d = s_.download_shard(session_, p.getJob(), p.getStep(), p.getRank());
+    if (!d) return refuse(d.reason());
+    std::shared_ptr<service::ShardDownload> dl(std::move(*d));
+    return stream_download(dl, p.getSink()).then([dl, ctx]() mutable {
+      ctx.getResults().setSize(dl->size());
+      ctx.getResults().setCrc32c(dl->crc());
+    });
+  }
+
+ private:
+  Service& s_;
+  service::NodeSession session_;
+};
+
+class NodeApiImpl final : public wire::NodeApi::Server {
+ public:
+  explicit NodeApiImpl(Service& s) : s_(s) {}
+  kj::Promise<void> register_(RegisterContext ctx) override {
+    auto p = ctx.getParams();
+    auto name = text_from_wire(p.getName(), "name");
+    if (!name) return refuse(name.reason());
+    auto inv = inventory_from_wire(p.getInventory());
+    if (!inv) return refuse(inv.reason());
+    auto running = running_from_wire(p.getRunning());
+    if (!running) return refuse(running.reason());
+    auto link = std::make_shared<RpcNodeLink>(s_, p.getAgent());
+    auto session = s_.register_node(*name, *inv, *running, link);
+    if (!session) return refuse(session.reason());
+    link->set_session(*session);
+    ctx.getResults().setSession(kj::heap<NodeSessionImpl>(s_, *session));
+    ctx.getResults().setHeartbeatMs(std::max<std::int64_t>(20, s_.heartbeat_timeout_ms() / 5));
+    return kj::READY_NOW;
+  }
+
+ private:
+  Service& s_;
+};
+
+class BootstrapImpl final : public wire::Bootstrap::Server {
+ public:
+  BootstrapImpl(Service& s, std::string secret) : s_(s), secret_(std::move(secret)) {}
+  kj::Promise<void> loginClient(LoginClientContext ctx) override {
+    if (!secret_matches(secret_, std::string(ctx.getParams().getSecret().cStr())))
+      return refuse("authentication failed: wrong secret");
+    ctx.getResults().setApi(kj::heap<ClientApiImpl>(s_));
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> loginNode(LoginNodeContext ctx) override {
+    if (!secret_matches(secret_, std::string(ctx.getParams().getSecret().cStr())))
+      return refuse("authentication failed: wrong secret");
+    ctx.getResults().setApi(kj::heap<NodeApiImpl>(s_));
+    return kj::READY_NOW;
+  }
+
+ private:
+  Service& s_;
+  std::string secret_;
+};
+
+// --- /metrics ----------------------------------------------------------------------------------
+
+class MetricsHttp final : public kj::HttpService {
+ public:
+  MetricsHttp(Service& s, kj::HttpHeaderTable& table) : s_(s), table_(table) {}
+  kj::Promise<void> request(kj::HttpMethod method, kj::StringPtr url, const kj::HttpHeaders&,
+                            kj::AsyncInputStream&, Response& response) override {
+    kj::HttpHeaders headers(table_);
+    if (method != kj::HttpMethod::GET || (url != "/metrics" && !url.startsWith("/metrics?"))) {
+      kj::StringPtr body = "not found: try /metrics\n";
+      auto stream = response.send(404, "Not Found", headers, body.size());
+      auto p = stream->write(body.begin(), body.size());
+      return p.attach(kj::mv(stream));
+    }
+    headers.set(kj::HttpHeaderId::CONTENT_TYPE, "text/plain; version=0.0.4");
+    auto text = kj::heapString(s_.metrics_text().c_str());
+    auto stream = response.send(200, "OK", headers, text.size());
+    auto p = stream->write(text.begin(), text.size());
+    return p.attach(kj::mv(stream), kj::mv(text));
+  }
+
+ private:
+  Service& s_;
+  kj::HttpHeaderTable& table_;
+};
+
+kj::Promise<void> tick_loop(kj::Timer& timer, Service& s, std::int64_t tick_ms) {
+  return timer.afterDelay(tick_ms * kj::MILLISECONDS).then([&timer, &s, tick_ms] {
+    s.tick();
+    return tick_loop(timer, s, tick_ms);
+  });
+}
+
+}  // namespace
+
+capnp::Capability::Client make_bootstrap(Service& service, std::string secret) {
+  return kj::heap<BootstrapImpl>(service, std::move(secret));
+}
+
+int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
+  auto secret = read_secret_file(o.secret_file);
+  if (!secret) {
+    err << "orrery-core serve: " << secret.reason() << "\n";
+    return 1;
+  }
+  if (o.data_dir.empty()) {
+    err << "orrery-core serve: --data DIR is required\n";
+    return 1;
+  }
+  std::optional<core::Fleet> fleet;
+  if (!o.fleet_file.empty()) {
+    auto f = core::Fleet::load(o.fleet_file);
+    if (!f) {
+      err << "orrery-core serve: " << f.reason() << "\n";
+      return 1;
+    }
+    fleet = std::move(*f);
+  }
+  core::SystemClock clock;
+  service::ServiceOptions so;
+  so.data_dir = o.data_dir;
+  so.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
+  auto svc = Service::open(so, std::move(fleet), clock);
+  if (!svc) {
+    err << "orrery-core serve: " << svc.reason() << "\n";
+    return 1;
+  }
+  Service& s = **svc;
+  kj::UnixEventPort::captureSignal(SIGTERM);
+  kj::UnixEventPort::captureSignal(SIGINT);
+  std::signal(SIGPIPE, SIG_IGN);
+  int rc = 0;
+  KJ_IF_MAYBE(e, kj::runCatchingExceptions([&] {
+    auto io = kj::setupAsyncIo();
+    auto addr = io.provider->getNetwork().parseAddress(o.listen.c_str(), 7070).wait(io.waitScope);
+    auto listener = addr->listen();
+    capnp::TwoPartyServer server(make_bootstrap(s, *secret));
+    auto listening = server.listen(*listener);
+    std::string host = o.listen.substr(0, o.listen.rfind(':'));
+    out << "orrery-core serve: listening on " << host << ":" << listener->getPort()
+        << " (client and node APIs); data " << o.data_dir << ": " << s.recovery_summary()
+        << "; heartbeat timeout " << s.heartbeat_timeout_ms() << " ms" << std::endl;
+    kj::Own<kj::HttpHeaderTable> table;
+    kj::Own<MetricsHttp> metrics;
+    kj::Own<kj::HttpServer> http;
+    kj::Own<kj::ConnectionReceiver> mlistener;
+    kj::Promise<void> mloop = kj::NEVER_DONE;
+    if (!o.metrics.empty()) {
+      table = kj::heap<kj::HttpHeaderTable>();
+      metrics = kj::heap<MetricsHttp>(s, *table);
+      http = kj::heap<kj::HttpServer>(io.provider->getTimer(), *table, *metrics);
+      auto maddr = io.provider->getNetwork().parseAddress(o.metrics.c_str(), 9090).wait(io.waitScope);
+      mlistener = maddr->listen();
+      mloop = http->listenHttp(*mlistener);
+      std::string mhost = o.metrics.substr(0, o.metrics.rfind(':'));
+      out << "orrery-core serve: metrics on http://" << mhost << ":" << mlistener->getPort() << "/metrics"
+          << std::endl;
+    }
+    auto ticks = tick_loop(io.provider->getTimer(), s, o.tick_ms);
+    auto signalled = io.unixEventPort.onSignal(SIGTERM)
+                         .exclusiveJoin(io.unixEventPort.onSignal(SIGINT))
+                         .then([](siginfo_t) {});
+    signalled.exclusiveJoin(kj::mv(listening))
+        .exclusiveJoin(kj::mv(ticks))
+        .exclusiveJoin(kj::mv(mloop))
+        .wait(io.waitScope);
+    out << "orrery-core serve: stopping" << std::endl;
+    s.detach_transport();
+  })) {
+    err << "orrery-core serve: " << e->getDescription().cStr() << "\n";
+    rc = 1;
+  }
+  return rc;
+}
+
+}  // namespace orrery::rpc

@@ -1,0 +1,141 @@
+#include "runtime/node/agent.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace orrery::runtime {
+
+void Agent::enqueue(AgentCommand cmd, std::function<void(Status)> done) {
+  queue_.emplace_back(std::move(cmd), std::move(done));
+}
+
+void Agent::drop_commands(const std::string& why) {
+  auto q = std::move(queue_);
+  queue_.clear();
+  for (auto& [cmd, done] : q)
+    if (done) done(Status::Error(why));
+}
+
+bool Agent::runs(int job, std::int64_t epoch) const {
+  for (auto& [j, e] : runtime_.running())
+    if (j == job && e == epoch) return true;
+  return false;
+}
+
+std::vector<service::Incarnation> Agent::running() const {
+  std::vector<service::Incarnation> out;
+  for (auto& [j, e] : runtime_.running()) out.push_back({j, e});
+  return out;
+}
+
+Status Agent::check_epoch(int job, std::int64_t epoch) const {
+  auto it = newest_.find(job);
+  if (it != newest_.end() && epoch < it->second)
+    return Status::Error("stale epoch " + std::to_string(epoch) + " for job " + std::to_string(job) +
+                         ": this node has seen epoch " + std::to_string(it->second));
+  return Status::Ok();
+}
+
+Status Agent::launch(CoreLink& core, const service::LaunchCommand& c, bool relaunch) {
+  if (auto st = check_epoch(c.job, c.epoch); !st) return st;
+  // Launching a newer epoch stops every older incarnation of the job here; a relaunch (resize at
+  // a fixed epoch) replaces the same one.
+  for (auto& [j, e] : runtime_.running())
+    if (j == c.job && (e < c.epoch || (relaunch && e == c.epoch))) (void)runtime_.stop(j, e);
+  newest_[c.job] = c.epoch;
+  if (!relaunch && runs(c.job, c.epoch)) return Status::Ok();  // sent again after a reconnect
+  if (c.local.empty()) {
+    shares_.erase(c.job);
+    return Status::Ok();
+  }
+  if (c.restore_step >= 0)
+    for (const auto& share : c.local)
+      for (int rank : share.ranks) {
+        auto st = core.download_shard(c.job, c.restore_step, rank,
+                                      runtime_.shard_path(c.job, c.restore_step, rank));
+        if (!st) return Status::Error("fetching the shard of rank " + std::to_string(rank) + ": " + st.reason());
+      }
+  LaunchSpec spec;
+  spec.job = c.job;
+  spec.epoch = c.epoch;
+  spec.world = c.world;
+  for (const auto& s : c.local) spec.local.push_back(LocalPlacement{s.device, s.ranks});
+  spec.workload = c.workload;
+  spec.args = c.args;
+  spec.restore_step = c.restore_step;
+  spec.collective = c.collective;
+  auto st = runtime_.launch(spec);
+  if (!st) return st;
+  shares_[c.job] = c;
+  return Status::Ok();
+}
+
+Status Agent::execute(CoreLink& core, const AgentCommand& cmd) {
+  switch (cmd.kind) {
+    case AgentCommand::Kind::kLaunch:
+      return launch(core, cmd.launch, false);
+    case AgentCommand::Kind::kRelaunch:
+      return launch(core, cmd.launch, true);
+    case AgentCommand::Kind::kCheckpoint: {
+      if (auto st = check_epoch(cmd.job, cmd.epoch); !st) return st;
+      if (!runs(cmd.job, cmd.epoch))
+        return Status::Error("job " + std::to_string(cmd.job) + " epoch " + std::to_string(cmd.epoch) +
+                             " does not run on this node");
+      return runtime_.checkpoint(cmd.job, cmd.epoch, cmd.at_step, cmd.then_stop);
+    }
+    case AgentCommand::Kind::kStop: {
+      if (auto st = check_epoch(cmd.job, cmd.epoch); !st) return st;
+      newest_[cmd.job] = std::max(newest_[cmd.job], cmd.epoch);
+      if (runs(cmd.job, cmd.epoch)) return runtime_.stop(cmd.job, cmd.epoch);
+      return Status::Ok();
+    }
+  }
+  return Status::Error("unknown command");
+}
+
+bool Agent::forward(CoreLink& core, const JobEvent& e) {
+  service::NodeReport r;
+  r.kind = static_cast<service::NodeReport::Kind>(static_cast<int>(e.kind));
+  r.job = e.job;
+  r.epoch = e.epoch;
+  r.step = e.step;
+  r.gpu_ms = e.gpu_ms;
+  r.detail = e.detail;
+  if (e.kind == JobEvent::Kind::kCheckpointed) {
+    auto it = shares_.find(e.job);
+    if (it != shares_.end() && it->second.epoch == e.epoch)
+      for (const auto& share : it->second.local)
+        for (int rank : share.ranks) {
+          auto st = core.upload_shard(e.job, e.epoch, e.step, rank, runtime_.shard_path(e.job, e.step, rank));
+          if (!st) {
+            if (!core.connected()) return false;
+            std::fprintf(stderr, "orrery-node: upload of job %d step %lld rank %d refused: %s\n", e.job,
+                         static_cast<long long>(e.step), rank, st.reason().c_str());
+            return true;  // refused (stale): do not report a checkpoint the store lacks
+          }
+        }
+  }
+  auto st = core.report(r);
+  if (!st) {
+    if (!core.connected()) return false;
+    std::fprintf(stderr, "orrery-node: report refused: %s\n", st.reason().c_str());
+  }
+  return true;
+}
+
+void Agent::pump(CoreLink& core) {
+  while (!queue_.empty() && core.connected()) {
+    auto [cmd, done] = std::move(queue_.front());
+    queue_.pop_front();
+    auto st = execute(core, cmd);
+    if (!st && st.reason().rfind("stale epoch", 0) == 0) ++stale_commands_;
+    if (done) done(st);
+  }
+  for (auto& e : runtime_.poll()) outbox_.push_back(std::move(e));
+  while (!outbox_.empty() && core.connected()) {
+    if (!forward(core, outbox_.front())) break;
+    outbox_.pop_front();
+  }
+}
+
+}  // namespace orrery::runtime

@@ -1,0 +1,83 @@
+// The node agent's logic (orrery-node): turns the core's commands into NodeRuntime calls and the
+// runtime's events into reports, without knowing the transport. rpc/node_connection.* connects it
+// to the core over Cap'n Proto (login, register, heartbeats, reconnects) and implements CoreLink.
+//
+// Fencing: the agent remembers the newest epoch it has seen per job; a command with an older
+// epoch is refused ("stale epoch ..."), and launching a newer epoch first stops the older one, so
+// two incarnations of a job never run here at once.
+//
+// Threading: single-threaded. Commands arrive from event callbacks where blocking is not allowed,
+// so they are queued (enqueue) and carried out by pump(), which the connection calls from the top
+// of its loop, where it may block on the core (shard transfers).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/service/node_api.h"
+#include "runtime/node/job_runner.h"
+
+namespace orrery::runtime {
+
+// How the agent reaches the core. Blocking calls.
+class CoreLink {
+ public:
+  virtual ~CoreLink() = default;
+  virtual Status report(const service::NodeReport& report) = 0;
+  // Streams the file at `path` as the shard of (job, step, rank) taken by incarnation `epoch`.
+  virtual Status upload_shard(int job, std::int64_t epoch, std::int64_t step, int rank,
+                              const std::string& path) = 0;
+  // Fetches the stored shard of (job, step, rank) into `path` (checksum checked, written whole).
+  virtual Status download_shard(int job, std::int64_t step, int rank, const std::string& path) = 0;
+  // False once the connection is gone: failed reports are then kept for the next connection.
+  virtual bool connected() const = 0;
+};
+
+struct AgentCommand {
+  enum class Kind { kLaunch, kRelaunch, kCheckpoint, kStop } kind = Kind::kLaunch;
+  service::LaunchCommand launch;  // kLaunch, kRelaunch
+  int job = -1;                   // kCheckpoint, kStop
+  std::int64_t epoch = 0;
+  std::int64_t at_step = -1;
+  bool then_stop = false;
+};
+
+class Agent {
+ public:
+  explicit Agent(NodeRuntime& runtime) : runtime_(runtime) {}
+
+  // Queues a command from the core; `done` gets its outcome from the pump() that carries it out.
+  void enqueue(AgentCommand cmd, std::function<void(Status)> done);
+  // Carries out the queued commands, then forwards the runtime's events through `core`
+  // (uploading the local shards of a checkpoint before reporting it). Events the core could not
+  // receive (connection lost) are kept and sent first on the next pump; reports the core refuses
+  // are dropped (the core stops a stale incarnation itself).
+  void pump(CoreLink& core);
+  // Fails the queued commands (their connection is gone).
+  void drop_commands(const std::string& why);
+
+  std::vector<service::Incarnation> running() const;
+  std::uint64_t stale_commands() const { return stale_commands_; }
+
+ private:
+  Status execute(CoreLink& core, const AgentCommand& cmd);
+  Status launch(CoreLink& core, const service::LaunchCommand& c, bool relaunch);
+  Status check_epoch(int job, std::int64_t epoch) const;
+  bool runs(int job, std::int64_t epoch) const;
+  // false: the connection failed, keep the event.
+  bool forward(CoreLink& core, const JobEvent& e);
+
+  NodeRuntime& runtime_;
+  std::deque<std::pair<AgentCommand, std::function<void(Status)>>> queue_;
+  std::deque<JobEvent> outbox_;
+  std::map<int, std::int64_t> newest_;                  // job -> newest epoch seen
+  std::map<int, service::LaunchCommand> shares_;        // job -> this node's current share
+  std::uint64_t stale_commands_ = 0;
+};
+
+}  // namespace orrery::runtime
