@@ -103,7 +103,8 @@ void ProxyServer::idle_wait(std::uint32_t bell) {
   int n = 0;
   while (h.doorbell.load(std::memory_order_seq_cst) == bell) {
     if (coll != nullptr && coll->result(coll_step, nullptr) != nullptr) return;
-    if (++n % 64 == 0 &&
+    spin_pause(++n);
+    if (n % 64 == 0 &&
         std::chrono::steady_clock::now() - start > std::chrono::nanoseconds(opt_.spin_ns)) {
       break;
     }
@@ -366,7 +367,7 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
       if (rk.next_offset + size > kWindowBytes) return fail("alloc: the job's window is full");
       const std::uint64_t addr = job_window(s.job) + rk.next_offset;
       if (auto st = be_->allocate(addr, size); !st) return fail("alloc: " + st.reason());
-      rk.allocs[addr] = Alloc{size, rk.alloc_seq, nullptr};
+      rk.allocs[addr] = Alloc{size, rk.alloc_seq};
       ++rk.alloc_seq;
       rk.replay_seq = rk.alloc_seq;
       rk.next_offset += size;
@@ -498,22 +499,44 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
   return fail("unknown request " + std::to_string(r.op));
 }
 
+// Adjacent allocations (the usual case: the bump allocator packs them) are parked as one range:
+// one page-table move instead of one per allocation. If the backend cannot move a run at once,
+// its allocations are parked one by one.
 Status ProxyServer::park_rank(Rank& rk) {
-  for (auto& [addr, a] : rk.allocs) {
-    if (a.parked) continue;
-    auto p = be_->park(addr, a.size);
-    if (!p) return p.status();
-    a.parked = std::move(p.value());
+  if (!rk.parked.empty()) return Status::Ok();
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> runs;  // (addr, bytes)
+  for (const auto& [addr, a] : rk.allocs) {
+    if (!runs.empty() && runs.back().first + runs.back().second == addr) {
+      runs.back().second += a.size;
+    } else {
+      runs.emplace_back(addr, a.size);
+    }
   }
-  return Status::Ok();
+  Status st;
+  for (const auto& [addr, bytes] : runs) {
+    auto p = be_->park(addr, bytes);
+    if (p) {
+      rk.parked.push_back({addr, std::move(p.value())});
+      continue;
+    }
+    for (auto it = rk.allocs.lower_bound(addr); st && it != rk.allocs.end() && it->first < addr + bytes; ++it) {
+      auto one = be_->park(it->first, it->second.size);
+      if (!one) st = one.status();
+      else rk.parked.push_back({it->first, std::move(one.value())});
+    }
+    if (!st) break;
+  }
+  if (!st) (void)make_resident(rk);  // roll back: the rank stays resident
+  return st;
 }
 
-Status ProxyServer::make_resident(Session&, Rank& rk) {
-  for (auto& [addr, a] : rk.allocs) {
-    if (!a.parked) continue;
-    if (auto st = be_->unpark(addr, std::move(a.parked)); !st) return st;
+Status ProxyServer::make_resident(Rank& rk) {
+  Status st;
+  for (auto& p : rk.parked) {
+    if (st) st = be_->unpark(p.addr, std::move(p.mem));
   }
-  return Status::Ok();
+  rk.parked.clear();
+  return st;
 }
 
 Status ProxyServer::switch_to_next(Session& s) {
@@ -532,17 +555,18 @@ Status ProxyServer::switch_to_next(Session& s) {
     if (auto st = park_rank(old); !st) return st;
   }
   s.cur = next;
-  if (auto st = make_resident(s, s.ranks[s.order[next]]); !st) return st;
+  if (auto st = make_resident(s.ranks[s.order[next]]); !st) return st;
   ++stats_.switches;
   stats_.switch_ns += now_ns() - t0;
   return Status::Ok();
 }
 
 void ProxyServer::free_rank(Rank& rk) {
-  for (auto& [addr, a] : rk.allocs) {
-    if (!a.parked) be_->free(addr, a.size);
+  if (rk.parked.empty()) {
+    for (auto& [addr, a] : rk.allocs) be_->free(addr, a.size);
   }
-  rk.allocs.clear();  // parked memory is released by its destructor
+  rk.parked.clear();  // parked memory is released by its destructor
+  rk.allocs.clear();
 }
 
 void ProxyServer::finish_rank(Session& s, Rank& rk, const std::string& why) {
@@ -625,7 +649,7 @@ Status ProxyServer::restore_rank(Session& s, Rank& rk) {
       break;
     }
     if (st = be_->allocate(a.addr, a.size); !st) break;
-    rk.allocs[a.addr] = Alloc{a.size, a.seq, nullptr};
+    rk.allocs[a.addr] = Alloc{a.size, a.seq};
     if (void* view = const_cast<void*>(be_->host_view(a.addr, a.size)); view != nullptr) {
       st = rd->read_next(view, a.size);
     } else {

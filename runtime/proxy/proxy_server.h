@@ -53,7 +53,10 @@ class ProxyServer {
  private:
   struct Alloc {
     std::uint64_t size = 0, seq = 0;
-    std::unique_ptr<ParkedMemory> parked;  // set while the rank is swapped out
+  };
+  struct Parked {  // a run of adjacent allocations parked as one range while swapped out
+    std::uint64_t addr = 0;
+    std::unique_ptr<ParkedMemory> mem;
   };
   struct Rank {
     int rank = -1;
@@ -62,6 +65,7 @@ class ProxyServer {
     bool gone = false;
     bool hello_done = false;
     std::map<std::uint64_t, Alloc> allocs;
+    std::vector<Parked> parked;  // non-empty exactly while the rank is swapped out
     std::uint64_t next_offset = 0, alloc_seq = 0;
     std::int64_t restore_step = -1;
     std::uint64_t replay_seq = 0;  // allocations handed back after a restore
@@ -99,7 +103,7 @@ class ProxyServer {
   // Serves one request of the resident rank; returns false if the response is deferred.
   bool serve(Session& s, Rank& rk, const Request& r, Response* out);
   Status switch_to_next(Session& s);
-  Status make_resident(Session& s, Rank& rk);
+  Status make_resident(Rank& rk);
   Status park_rank(Rank& rk);
   void free_rank(Rank& rk);
   void drop_session(int job, const std::string& why);

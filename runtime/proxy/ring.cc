@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +26,16 @@ void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, long t
   timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
   ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT, expected,
             timeout_ns > 0 ? &ts : nullptr, nullptr, 0);
+}
+
+void spin_pause(int n) {
+  if (n % 64 == 0) {
+    sched_yield();
+  } else {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
 }
 
 void futex_wake(std::atomic<std::uint32_t>* word) {
@@ -97,7 +108,8 @@ Response WorkerRing::call(const Request& r, long spin_ns) {
   auto start = std::chrono::steady_clock::now();
   int n = 0;
   while (s_->resp_head.load(std::memory_order_acquire) == tail) {
-    if (++n % 64 == 0 &&
+    spin_pause(++n);
+    if (n % 64 == 0 &&
         std::chrono::steady_clock::now() - start > std::chrono::nanoseconds(spin_ns)) {
       s_->worker_sleeping.store(1, std::memory_order_seq_cst);
       const std::uint32_t seen = s_->resp_head.load(std::memory_order_seq_cst);

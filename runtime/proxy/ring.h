@@ -123,6 +123,11 @@ struct ProxySegment {
   WorkerSlot slots[kMaxWorkers];
 };
 
+// One step of a spin loop: a CPU pause, and every 64th step a sched_yield(), so that on a
+// machine with fewer free cores than spinning processes the side we wait for gets the core
+// instead of waiting out our whole spin budget.
+void spin_pause(int n);
+
 // futex(2) on a shared word.
 void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, long timeout_ns);
 void futex_wake(std::atomic<std::uint32_t>* word);

@@ -1,0 +1,337 @@
+// runtime_bench: the device side's figures, side by side in one run (docs/performance.md,
+// "Runtime"). Not a Google Benchmark program: each figure needs real processes around it.
+//   runtime_bench [--calls=N] [--ckpt-mib=M] [--steps=S]
+// 1. proxy call round trip (worker -> orrery-proxy -> worker over the shm ring) vs a Unix-socket
+//    round trip between two processes, p50/p99;
+// 2. checkpoint and restore throughput through the proxy vs memcpy and a raw file write+fdatasync
+//    / read of the same bytes;
+// 3. splicing: W=2 workers on 1 device vs the same workers on 2 devices, beyond W/D, and the
+//    proxy's own time spent switching.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/node/node_runtime.h"
+#include "runtime/proxy/crc32c_fast.h"
+#include "runtime/proxy/ring.h"
+#include "runtime/proxy/shard.h"
+#include "runtime/worker/worker.h"
+
+using namespace orrery::runtime;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ns_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::nano>(Clock::now() - t).count();
+}
+
+struct Pct {
+  double p50, p99;
+};
+Pct pct(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v[v.size() * 99 / 100]};
+}
+
+class Proxy {
+ public:
+  Proxy(const std::string& shm, const std::string& ckpt, int mem_mib) : shm_(shm) {
+    const std::string bin = std::string(ORRERY_BIN_DIR) + "/orrery-proxy";
+    std::vector<std::string> a = {bin, "--shm", shm, "--mem-mib", std::to_string(mem_mib),
+                                  "--ckpt-dir", ckpt};
+    std::vector<char*> argv;
+    for (auto& s : a) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    for (int i = 0; i < 1000; ++i) {
+      auto m = ShmMapping::open(shm, sizeof(ProxySegment));
+      if (m.ok() && static_cast<ProxySegment*>(m->data())->header.ready.load() == 1) {
+        map_ = std::move(m.value());
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::fprintf(stderr, "proxy did not start\n");
+    std::exit(1);
+  }
+  ~Proxy() {
+    ::kill(pid_, SIGTERM);
+    int st;
+    ::waitpid(pid_, &st, 0);
+  }
+  void checkpoint(int job) {
+    ProxyHeader& h = static_cast<ProxySegment*>(map_.data())->header;
+    const std::uint32_t head = h.cmd_head.load();
+    h.cmds[head % kCommandDepth] = Command{CommandKind::kCheckpoint, job, 1, -1, 0};
+    h.cmd_head.store(head + 1);
+    h.doorbell.fetch_add(1);
+    futex_wake(&h.doorbell);
+  }
+
+ private:
+  std::string shm_;
+  pid_t pid_ = -1;
+  ShmMapping map_;
+};
+
+WorkerEnv env(const std::string& proxy, int job, std::int64_t restore = -1) {
+  WorkerEnv e;
+  e.proxy = proxy;
+  e.collective = "/orrery-bench-coll-" + std::to_string(::getpid()) + "-" + std::to_string(job) +
+                 (restore >= 0 ? "r" : "");
+  e.job = job;
+  e.epoch = 1;
+  e.restore_step = restore;
+  return e;
+}
+
+void round_trips(int calls) {
+  const std::string shm = "/orrery-bench-rt-" + std::to_string(::getpid());
+  Proxy proxy(shm, "/tmp", 64);
+  auto w = Worker::connect(env(shm, 1));
+  if (!w) {
+    std::fprintf(stderr, "%s\n", w.reason().c_str());
+    std::exit(1);
+  }
+  std::vector<double> ring(calls);
+  for (int i = 0; i < 2000; ++i) (void)(*w)->nop();
+  for (int i = 0; i < calls; ++i) {
+    auto t = Clock::now();
+    (void)(*w)->nop();
+    ring[i] = ns_since(t);
+  }
+  // Unix socket: the same request/response shape (a 64-byte request, a 64-byte answer).
+  int sv[2];
+  ::socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(sv[0]);
+    char b[64];
+    while (::read(sv[1], b, sizeof b) == static_cast<ssize_t>(sizeof b)) {
+      if (::write(sv[1], b, sizeof b) != static_cast<ssize_t>(sizeof b)) break;
+    }
+    ::_exit(0);
+  }
+  ::close(sv[1]);
+  std::vector<double> sock(calls);
+  char b[64] = {};
+  auto once = [&] {
+    if (::write(sv[0], b, sizeof b) != 64 || ::read(sv[0], b, sizeof b) != 64) std::exit(1);
+  };
+  for (int i = 0; i < 2000; ++i) once();
+  for (int i = 0; i < calls; ++i) {
+    auto t = Clock::now();
+    once();
+    sock[i] = ns_since(t);
+  }
+  ::close(sv[0]);
+  int st;
+  ::waitpid(child, &st, 0);
+  const Pct r = pct(ring), s = pct(sock);
+  std::printf("round trip (%d calls each)\n", calls);
+  std::printf("  proxy call (shm ring, nop)      p50 %8.2f us   p99 %8.2f us\n", r.p50 / 1e3, r.p99 / 1e3);
+  std::printf("  unix socket (64 B each way)     p50 %8.2f us   p99 %8.2f us\n", s.p50 / 1e3, s.p99 / 1e3);
+}
+
+void checkpoint_restore(int mib) {
+  const std::string dir = "/tmp/orrery_bench_ckpt." + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::uint64_t n = static_cast<std::uint64_t>(mib) << 20;
+  const int job = 7;
+  double ckpt_ns = 0, restore_ns = 0;
+  std::uint64_t file_bytes = 0;
+  {
+    const std::string shm = "/orrery-bench-ck-" + std::to_string(::getpid());
+    Proxy proxy(shm, dir, mib + 64);
+    auto w = Worker::connect(env(shm, job));
+    auto p = (*w)->alloc(n);
+    auto small = (*w)->alloc(4096);
+    std::vector<unsigned char> src(1 << 20);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 13);
+    for (std::uint64_t off = 0; off < n; off += src.size()) (void)(*w)->copy_h2d(*p + off, src.data(), src.size());
+    std::int64_t state = 1;
+    (void)(*w)->register_host_state(&state, sizeof state);
+    proxy.checkpoint(job);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    (void)(*w)->allreduce(*small, 16, 0);
+    auto t = Clock::now();
+    auto b = (*w)->step_boundary(1);
+    ckpt_ns = ns_since(t);
+    if (!b || !b->checkpointed) {
+      std::fprintf(stderr, "checkpoint failed: %s\n", b ? "not written" : b.reason().c_str());
+      std::exit(1);
+    }
+    file_bytes = std::filesystem::file_size(shard_file(dir, job, 1, 0));
+  }
+  {
+    // Restore on a fresh proxy: opening the shard, mapping at the same addresses, reading and
+    // checking the checksum happen in the hello.
+    const std::string shm = "/orrery-bench-rs-" + std::to_string(::getpid());
+    Proxy proxy(shm, dir, mib + 64);
+    ::posix_fadvise(0, 0, 0, 0);
+    auto t = Clock::now();
+    auto w = Worker::connect(env(shm, job, 1));
+    restore_ns = ns_since(t);
+    if (!w || !(*w)->restored()) {
+      std::fprintf(stderr, "restore failed: %s\n", w ? "" : w.reason().c_str());
+      std::exit(1);
+    }
+  }
+  // Baselines on the same bytes.
+  void* a = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* c = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  std::memset(a, 7, n);
+  std::memset(c, 1, n);
+  auto t = Clock::now();
+  std::memcpy(c, a, n);
+  const double memcpy_ns = ns_since(t);
+  const std::string raw = dir + "/raw.bin";
+  t = Clock::now();
+  int fd = ::open(raw.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  for (std::uint64_t off = 0; off < n;) off += static_cast<std::uint64_t>(::write(fd, static_cast<char*>(a) + off, n - off));
+  ::fdatasync(fd);
+  ::close(fd);
+  const double write_ns = ns_since(t);
+  // A fresh mapping, as a restore has to fault its pages in too.
+  void* d = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  t = Clock::now();
+  fd = ::open(raw.c_str(), O_RDONLY);
+  for (std::uint64_t off = 0; off < n;) off += static_cast<std::uint64_t>(::read(fd, static_cast<char*>(d) + off, n - off));
+  ::close(fd);
+  const double read_ns = ns_since(t);
+  ::munmap(a, n);
+  ::munmap(c, n);
+  ::munmap(d, n);
+  std::filesystem::remove_all(dir);
+  auto gbs = [](double bytes, double ns) { return bytes / ns; };  // bytes/ns == GB/s
+  std::printf("checkpoint / restore (%d MiB of device memory, shard %llu bytes)\n", mib,
+              static_cast<unsigned long long>(file_bytes));
+  std::printf("  checkpoint through the proxy    %7.2f GB/s  (%6.1f ms, crc32c %s, fdatasync)\n",
+              gbs(static_cast<double>(n), ckpt_ns), ckpt_ns / 1e6,
+              crc32c_fast_is_hardware() ? "sse4.2" : "software");
+  std::printf("  raw write+fdatasync, same bytes %7.2f GB/s  -> checkpoint at %.0f%% of it\n",
+              gbs(static_cast<double>(n), write_ns), 100.0 * write_ns / ckpt_ns);
+  std::printf("  restore through the proxy       %7.2f GB/s  (%6.1f ms, incl. hello round trip)\n",
+              gbs(static_cast<double>(n), restore_ns), restore_ns / 1e6);
+  std::printf("  raw read (page cache), same     %7.2f GB/s  -> restore at %.0f%% of it\n",
+              gbs(static_cast<double>(n), read_ns), 100.0 * read_ns / restore_ns);
+  std::printf("  memcpy, same bytes              %7.2f GB/s\n", gbs(static_cast<double>(n), memcpy_ns));
+}
+
+std::uint64_t switch_us_from_logs(const std::string& dir) {
+  std::uint64_t total = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/logs")) {
+    if (e.path().filename().string().rfind("proxy-dev", 0) != 0) continue;
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);) {
+      auto p = line.find("switch_us=");
+      if (p != std::string::npos) total += std::strtoull(line.c_str() + p + 10, nullptr, 10);
+    }
+  }
+  return total;
+}
+
+struct SpliceRun {
+  double wall_ms;
+  std::uint64_t switch_us;
+};
+
+SpliceRun run_job(std::vector<LocalPlacement> local, int devices, int steps) {
+  const std::string dir = "/tmp/orrery_bench_splice." + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  SpliceRun out{};
+  {
+    NodeRuntimeOptions o;
+    o.node_name = "bench";
+    o.devices = devices;
+    o.data_dir = dir;
+    o.bin_dir = ORRERY_BIN_DIR;
+    auto rt = start_node_runtime(o);
+    if (!rt) {
+      std::fprintf(stderr, "%s\n", rt.reason().c_str());
+      std::exit(1);
+    }
+    LaunchSpec s;
+    s.job = 1;
+    s.epoch = 1;
+    s.world = 2;
+    s.local = std::move(local);
+    s.args = {"--steps=" + std::to_string(steps), "--batch=128", "--din=64", "--hidden=256", "--dout=16"};
+    s.collective = "/orrery-bench-splice-" + std::to_string(::getpid()) + "-" + std::to_string(devices);
+    auto t = Clock::now();
+    if (auto st = (*rt)->launch(s); !st) {
+      std::fprintf(stderr, "%s\n", st.reason().c_str());
+      std::exit(1);
+    }
+    for (bool done = false; !done;) {
+      for (auto& e : (*rt)->poll()) {
+        if (e.kind == JobEvent::Kind::kCompleted) done = true;
+        if (e.kind == JobEvent::Kind::kCrashed) {
+          std::fprintf(stderr, "crashed: %s\n", e.detail.c_str());
+          std::exit(1);
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    out.wall_ms = ns_since(t) / 1e6;
+  }  // proxies exit and log their counters
+  out.switch_us = switch_us_from_logs(dir);
+  std::filesystem::remove_all(dir);
+  return out;
+}
+
+void splicing(int steps) {
+  const SpliceRun un = run_job({{0, {0}}, {1, {1}}}, 2, steps);
+  const SpliceRun sp = run_job({{0, {0, 1}}}, 1, steps);
+  const unsigned cores = std::thread::hardware_concurrency();
+  std::printf("splicing (W=2, %d steps, MLP 64-256-16, batch 128)\n", steps);
+  std::printf("  unspliced, 2 devices            %8.1f ms\n", un.wall_ms);
+  std::printf("  spliced, 1 device               %8.1f ms  = %.3f x unspliced (W/D = 2)\n",
+              sp.wall_ms, sp.wall_ms / un.wall_ms);
+  std::printf("  time in splice switches         %8.3f ms  = %.3f%% of the spliced run\n",
+              sp.switch_us / 1e3, 100.0 * (sp.switch_us / 1e3) / sp.wall_ms);
+  std::printf("  (host backend: a device is a CPU core; %u cores here, so the unspliced run's two\n"
+              "   devices compete with everything else on the machine)\n", cores);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int calls = 100000, mib = 256, steps = 200;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--calls=", 0) == 0) calls = std::atoi(a.c_str() + 8);
+    else if (a.rfind("--ckpt-mib=", 0) == 0) mib = std::atoi(a.c_str() + 11);
+    else if (a.rfind("--steps=", 0) == 0) steps = std::atoi(a.c_str() + 8);
+    else {
+      std::fprintf(stderr, "usage: runtime_bench [--calls=N] [--ckpt-mib=M] [--steps=S]\n");
+      return 2;
+    }
+  }
+  if (calls < 100 || mib < 1 || steps < 1) return 2;
+  round_trips(calls);
+  checkpoint_restore(mib);
+  splicing(steps);
+  return 0;
+}
