@@ -1,5 +1,5 @@
-// orrery-core: the scheduler core's command line. This stage has the scripted demo scenario and a
-// fleet config check; the runtime issue turns it into the daemon driving node agents.
+// orrery-core: the scheduler core's command line: the scripted demo scenario, a fleet config check,
+// and `serve`, the daemon driving node agents (rpc/server.h, docs/runtime.md).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,6 +10,7 @@
 #include "core/fleet.h"
 #include "core/journal.h"
 #include "core/scheduler_core.h"
+#include "rpc/server.h"
 
 namespace {
 
@@ -98,7 +99,25 @@ int main(int argc, char** argv) {
   std::string fleet_path;
   fleet_cmd->add_option("FILE", fleet_path, "fleet config")->required();
 
+  // The daemon (rpc/server.h): both Cap'n Proto APIs, the planner loop, /metrics.
+  auto* serve_cmd = app.add_subcommand("serve", "run the core as a service for node agents and clients");
+  orrery::rpc::ServeOptions serve;
+  serve_cmd->add_option("--listen", serve.listen, "address for the client and node APIs (host:port)")
+      ->capture_default_str();
+  serve_cmd->add_option("--data", serve.data_dir, "data directory (journal, job specs, checkpoints)")
+      ->required();
+  serve_cmd->add_option("--secret", serve.secret_file, "file holding the cluster's shared secret")
+      ->required();
+  serve_cmd->add_option("--fleet", serve.fleet_file, "fleet config (required on the first start)");
+  serve_cmd->add_option("--metrics", serve.metrics, "address for Prometheus /metrics over HTTP");
+  serve_cmd->add_option("--heartbeat-timeout-ms", serve.heartbeat_timeout_ms,
+                        "a node silent this long is lost and its jobs fail over")
+      ->check(CLI::Range(std::int64_t{50}, std::int64_t{3600000}))
+      ->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+
+  if (serve_cmd->parsed()) return orrery::rpc::serve(serve, std::cout, std::cerr);
 
   if (demo->parsed()) return run_demo(journal, fsync, !append);
   if (fleet_cmd->parsed()) {
