@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "core/decision.h"
 #include "core/fleet.h"
+#include "core/node_bootstrap.h"
 #include "core/scheduler_core.h"
 
 namespace orrery::bench {
@@ -73,6 +75,23 @@ inline core::Decision placement(spec::EventKind e, std::int64_t job, int first, 
 }
 
 // Commits or dies: the benchmarks' own decisions are valid by construction.
+// A core over `fleet` with every node Up (its node decisions committed, and journaled if there is
+// a journal), as the benchmarks' placements need; aborts on an error, which would be a bug.
+inline std::unique_ptr<core::SchedulerCore> up_core(core::Fleet fleet, const core::Clock& clock,
+                                                    core::JournalWriter* journal) {
+  auto made = core::SchedulerCore::create(std::move(fleet), clock, journal);
+  if (!made) {
+    std::fprintf(stderr, "bench: %s\n", made.reason().c_str());
+    std::abort();
+  }
+  auto core = std::move(*made);
+  if (auto st = core::bring_up_all_nodes(*core); !st) {
+    std::fprintf(stderr, "bench: %s\n", st.reason().c_str());
+    std::abort();
+  }
+  return core;
+}
+
 inline core::Committed must(core::SchedulerCore& core, const core::Decision& d) {
   auto c = core.commit(d);
   if (!c) {

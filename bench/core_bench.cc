@@ -46,6 +46,7 @@ void start_jobs(SchedulerCore& core, int jobs) {
 void BM_MsmDispatchProgress(benchmark::State& state) {
   const spec::Concrete dom;
   auto cluster = fleet_of(1).empty_cluster();  // the bare machine below acts on this
+  for (auto& st : cluster.node_state) st = static_cast<std::int64_t>(spec::NodeState::kUp);
   spec::add_job_slot(dom, cluster);
   JobMachine m;
   spec::Params<spec::Concrete> p{};
@@ -96,7 +97,7 @@ BENCHMARK(BM_MsmDispatchIllegal);
 void BM_CommitProgress(benchmark::State& state) {
   const int jobs = static_cast<int>(state.range(0));
   ManualClock clock;
-  auto core = std::move(SchedulerCore::create(fleet_of(jobs), clock, nullptr).value());
+  auto core = bench::up_core(fleet_of(jobs), clock, nullptr);
   start_jobs(*core, jobs);
   std::int64_t step = 0;
   for (auto _ : state) {
@@ -114,7 +115,7 @@ BENCHMARK(BM_CommitProgress)->Arg(1)->Arg(16)->Arg(64);
 void BM_CommitPlaceCancel(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
   ManualClock clock;
-  auto core = std::move(SchedulerCore::create(fleet_of(nodes), clock, nullptr).value());
+  auto core = bench::up_core(fleet_of(nodes), clock, nullptr);
   for (auto _ : state) {
     int j = core->num_jobs();
     core->commit(bench::submit_decision(16, 8, 8));
@@ -141,8 +142,7 @@ void BM_CommitPlaceAtScale(benchmark::State& state) {
   const int devices = static_cast<int>(state.range(0));
   const int finished = static_cast<int>(state.range(1));
   ManualClock clock;
-  auto core = std::move(
-      SchedulerCore::create(bench::fleet_of_devices(devices), clock, nullptr).value());
+  auto core = bench::up_core(bench::fleet_of_devices(devices), clock, nullptr);
   bench::fill_finished(*core, finished);
   const int nodes = devices / 8;
   std::vector<Decision> places, cancels;
@@ -189,7 +189,7 @@ void BM_CommitProgressJournaled(benchmark::State& state) {
     opts.group_records = 256;
     auto journal = std::move(JournalWriter::open(path.string(), opts).value());
     ManualClock clock;
-    auto core = std::move(SchedulerCore::create(fleet_of(1), clock, journal.get()).value());
+    auto core = bench::up_core(fleet_of(1), clock, journal.get());
     start_jobs(*core, 1);
     std::int64_t step = 0;
     for (auto _ : state) {

@@ -84,8 +84,7 @@ int main(int argc, char** argv) {
 
   const Mem m0 = now();
   core::ManualClock clock;
-  auto core = std::move(
-      core::SchedulerCore::create(bench::fleet_of_devices(devices), clock, nullptr).value());
+  auto core = bench::up_core(bench::fleet_of_devices(devices), clock, nullptr);
   const Mem m1 = now();
 
   std::printf("core_memory: %d devices (%d nodes of 8 x H100-80G), %d finished jobs, %d-byte "

@@ -374,10 +374,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     core::ManualClock clock(1);
-    auto core = std::move(core::SchedulerCore::create(
+    auto core = bench::up_core(
                               bench::fleet_of_devices(devices, devices * 3 / 10), clock,
-                              journal->get())
-                              .value());
+                              journal->get());
     const auto t0 = Clock::now();
     Generator gen(*core, devices, seed);
     gen.run(records);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "checker/lifecycle_rows.h"
 #include "spec/invariants.h"
 
 namespace orrery::checker {
@@ -30,9 +31,9 @@ z3::expr define(const z3::expr& next, const z3::expr& current,
 // `constraints` (the caller decides which solver they go to).
 class Run {
  public:
-  Run(const Z3Domain& d, const std::vector<SymRow>& rows, const Shape& shape,
-      const std::string& name)
-      : d_(d), rows_(rows), shape_(shape), name_(name) {
+  Run(const Z3Domain& d, const std::vector<SymRow>& rows, const std::vector<NodeSymRow>& node_rows,
+      const Shape& shape, const std::string& name)
+      : d_(d), rows_(rows), node_rows_(node_rows), shape_(shape), name_(name) {
     states_.push_back(make_cluster(d, shape, name + "0."));
   }
 
@@ -40,6 +41,11 @@ class Run {
   const SymCluster& last() const { return states_.back(); }
   std::size_t steps() const { return choices_.size(); }
   const z3::expr& last_choice() const { return choices_.back(); }
+  // Choices per step: a job and a job row, or a node and a node row.
+  int choices() const {
+    return shape_.jobs * static_cast<int>(rows_.size()) +
+           shape_.nodes * static_cast<int>(node_rows_.size());
+  }
   std::vector<z3::expr> constraints;
 
   // Every state invariant of state t.
@@ -63,7 +69,7 @@ class Run {
     auto post = make_cluster(d_, shape_, name_ + std::to_string(t) + ".", &states_[0]);
     auto p = make_params(d_, pre.num_devices(), "p" + name_ + std::to_string(t) + ".");
     auto c = d_.ctx->int_const(("choice" + name_ + std::to_string(t)).c_str());
-    constraints.push_back(d_.k(0) <= c && c < d_.k(shape_.jobs * nrows));
+    constraints.push_back(d_.k(0) <= c && c < d_.k(choices()));
     // Per variable of the next state, the choices that change it.
     auto pre_vars = state_refs(const_cast<SymCluster&>(pre));
     auto post_vars = state_refs(post);
@@ -94,6 +100,28 @@ class Run {
       // The acting job is c / nrows.
       step_ok = step_ok && z3::implies(d_.k(j * nrows) <= c && c < d_.k((j + 1) * nrows), step_j);
     }
+    // Node rows: choice jobs * nrows + n * nnode + r. No job acts; the step invariants are asked
+    // with job 0 in the acting job's place (a node row changes no job).
+    const int nnode = static_cast<int>(node_rows_.size());
+    auto node_step = d_.b(true);
+    for (auto inv : spec::kAllInvariants)
+      if (spec::has_step_part(inv))
+        node_step = node_step && spec::step_invariant(d_, inv, pre, 0, p, post);
+    for (int n = 0; n < shape_.nodes; ++n)
+      for (int r = 0; r < nnode; ++r) {
+        const auto& row = node_rows_[r];
+        auto chosen = c == d_.k(shape_.jobs * nrows + n * nnode + r);
+        auto enabled = pre.node_state[n] == d_.k(static_cast<std::int64_t>(row.src));
+        if (row.guard) enabled = enabled && spec::all_of(d_, row.guard(d_, pre, n));
+        constraints.push_back(z3::implies(chosen, enabled));
+        auto fired = fire_node(d_, row, pre, n);
+        auto fired_vars = state_refs(fired);
+        for (std::size_t v = 0; v < pre_vars.size(); ++v)
+          if (!z3::eq(*fired_vars[v], *pre_vars[v]))
+            changes[v].emplace_back(chosen, *fired_vars[v]);
+      }
+    if (nnode > 0)
+      step_ok = step_ok && z3::implies(d_.k(shape_.jobs * nrows) <= c, node_step);
     for (std::size_t v = 0; v < pre_vars.size(); ++v)
       constraints.push_back(define(*post_vars[v], *pre_vars[v], changes[v]));
     states_.push_back(post);
@@ -107,14 +135,30 @@ class Run {
     const int nrows = static_cast<int>(rows_.size());
     std::ostringstream out;
     out << "    step 0: " << show_cluster(mdl, states_[0]);
-    auto acting = [&](std::size_t s) {
+    const std::int64_t job_choices = static_cast<std::int64_t>(shape_.jobs) * nrows;
+    const int nnode = static_cast<int>(node_rows_.size());
+    auto choice = [&](std::size_t s) {
       std::int64_t cv = 0;
       mdl.eval(choices_[s - 1], true).is_numeral_i64(cv);
+      return cv;
+    };
+    // The acting job and its row; for a node step, job 0 (see extend()) and no row.
+    auto acting = [&](std::size_t s) {
+      auto cv = choice(s);
+      if (cv >= job_choices) return std::pair{0, rows_.size()};
       return std::pair{static_cast<int>(cv / nrows), static_cast<std::size_t>(cv % nrows)};
     };
     for (std::size_t s = 1; s < states_.size(); ++s) {
       auto [j, r] = acting(s);
-      out << "    step " << s << ": " << show_event(mdl, rows_[r], j, params_[s - 1]) << "\n";
+      if (r < rows_.size()) {
+        out << "    step " << s << ": " << show_event(mdl, rows_[r], j, params_[s - 1]) << "\n";
+      } else {
+        auto k = choice(s) - job_choices;
+        out << "    step " << s << ": "
+            << show_node_event(node_rows_[static_cast<std::size_t>(k % nnode)],
+                               static_cast<int>(k / nnode))
+            << "\n";
+      }
       for (int i = 0; i < shape_.jobs; ++i)
         out << "      " << show_job(mdl, states_[s], i) << "\n";
     }
@@ -137,11 +181,12 @@ class Run {
  private:
   const Z3Domain& d_;
   const std::vector<SymRow>& rows_;
+  const std::vector<NodeSymRow>& node_rows_;
   Shape shape_;
   std::string name_;
   std::vector<SymCluster> states_;
   std::vector<SymParams> params_;
-  std::vector<z3::expr> choices_;  // step t: job * nrows + row
+  std::vector<z3::expr> choices_;  // step t: job * nrows + row, or after those node * nnode + row
   std::vector<z3::expr> step_ok_;
 };
 
@@ -166,6 +211,11 @@ z3::solver preprocessing_solver(z3::context& ctx, unsigned timeout_ms) {
 
 BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, int unroll,
               unsigned timeout_ms) {
+  return bmc(rows, node_lifecycle_rows(), shape, depth, unroll, timeout_ms);
+}
+
+BmcReport bmc(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>& node_rows,
+              const Shape& shape, int depth, int unroll, unsigned timeout_ms) {
   auto t0 = Clock::now();
   z3::context ctx;
   Z3Domain d{&ctx};
@@ -175,7 +225,7 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, in
   report.unroll = std::min(unroll, depth);
 
   // 1. The base case: runs from the initial state, the initial state itself first.
-  Run run(d, rows, shape, "t");
+  Run run(d, rows, node_rows, shape, "t");
   run.constraints.push_back(spec::init_state(d, run.state(0)));
   {
     auto solver = preprocessing_solver(ctx, timeout_ms);
@@ -212,7 +262,7 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, in
       // One query per choice of the last step, as in the induction step below: each query then
       // grows about twice per depth instead of eight times, at a fixed cost that pays off from
       // this depth on.
-      const int choices = shape.jobs * static_cast<int>(rows.size());
+      const int choices = run.choices();
       for (int c = 0; c < choices && r == z3::unsat; ++c) {
         solver = preprocessing_solver(ctx, timeout_ms);
         for (const auto& constraint : run.constraints) solver.add(constraint);
@@ -250,7 +300,7 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, in
     auto ti = Clock::now();
     std::string why;
     for (int k = 1; k <= report.unrolled + 1 && report.induction_k == 0; ++k) {
-      Run free(d, rows, shape, "k" + std::to_string(k) + "s");
+      Run free(d, rows, node_rows, shape, "k" + std::to_string(k) + "s");
       free.constraints.push_back(spec::fleet_wellformed(d, free.state(0)));
       free.constraints.push_back(free.invariants(0));
       for (int i = 1; i <= k; ++i) {
@@ -262,7 +312,7 @@ BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, in
       // preprocessing drops every other choice's branch, and the cases together are faster.
       auto r = z3::unsat;
       z3::solver solver(ctx);  // the query that decided (for its model or reason)
-      const int choices = shape.jobs * static_cast<int>(rows.size());
+      const int choices = free.choices();
       for (int c = 0; c < choices && r == z3::unsat; ++c) {
         solver = preprocessing_solver(ctx, timeout_ms);
         for (const auto& constraint : free.constraints) solver.add(constraint);

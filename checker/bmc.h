@@ -1,7 +1,7 @@
 // Bounded model checking of whole-cluster runs, closed by k-induction.
 //
 // The transition relation is the whole table: at every step a choice variable picks a job and a
-// row, with free parameters; that row's source state and guard must hold, and every variable of
+// row, with free parameters, or a node and a node row; that row's source state and guard must hold, and every variable of
 // the next state is defined by one equation (an ite over the choices that change it). So this
 // check needs neither the prover's "job 0 acts" symmetry nor its FRAME argument: any job may act,
 // and the run follows what every effect really does to every job and device.
@@ -47,6 +47,11 @@ struct BmcReport {
   std::string counterexample;  // a violating run, or why the depth could not be established
 };
 
+// Node rows are choices of every step too (any node, any node row): runs interleave node and job
+// events.
+BmcReport bmc(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>& node_rows,
+              const Shape& shape, int depth, int unroll, unsigned timeout_ms);
+// With the real node table (checker/lifecycle_rows.h).
 BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, int unroll,
               unsigned timeout_ms);
 

@@ -1,4 +1,4 @@
-// The rows of the real lifecycle table (core/job_machine_table.h) as solver rows.
+// The rows of the real job lifecycle table (core/job_machine_table.h) as solver rows.
 #pragma once
 
 #include <vector>
@@ -8,5 +8,7 @@
 namespace orrery::checker {
 
 std::vector<SymRow> lifecycle_rows();
+// The rows of the real node table (core/node_machine_table.h) as solver rows.
+std::vector<NodeSymRow> node_lifecycle_rows();
 
 }  // namespace orrery::checker

@@ -183,7 +183,8 @@ int main(int argc, char** argv) {
       row.guard_name = "GUARD DROPPED";
     }
     if (!json)
-      std::cerr << "proving " << rows.size() << " rows x " << orrery::spec::kAllInvariants.size()
+      std::cerr << "proving " << rows.size() << " job rows and " << node_lifecycle_rows().size()
+                << " node rows x " << orrery::spec::kAllInvariants.size()
                 << " invariants on " << bounds->proof.jobs << " jobs, " << bounds->proof.nodes
                 << " nodes x " << bounds->proof.devices_per_node << " devices ...\n";
     run.proof = prove(rows, bounds->proof, bounds->timeout_ms);

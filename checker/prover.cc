@@ -3,6 +3,8 @@
 #include <chrono>
 #include <sstream>
 
+#include "checker/lifecycle_rows.h"
+
 namespace orrery::checker {
 
 namespace {
@@ -78,9 +80,80 @@ z3::expr frame(const Z3Domain& d, const SymCluster& pre, int j, const SymParams&
     same = same && pre.group_type[g] == post.group_type[g] && pre.group_mem[g] == post.group_mem[g];
   for (int n = 0; n < pre.nodes; ++n)
     same = same && pre.node_devs[n] == post.node_devs[n] && pre.host_mem[n] == post.host_mem[n] &&
+           pre.node_state[n] == post.node_state[n] &&
            z3::implies(!node_named[n], pre.node_held[n] == post.node_held[n] &&
                                            pre.node_swap[n] == post.node_swap[n]);
   return same && pre.reserve() == post.reserve();
+}
+
+// A node row changes node n's state and nothing else: no job, device, counter or fleet value.
+z3::expr node_frame(const Z3Domain& d, SymCluster& pre, int n, SymCluster& post) {
+  auto same = d.b(true);
+  auto a = state_refs(pre);
+  auto b = state_refs(post);
+  const z3::expr* mine = &post.node_state[n];
+  for (std::size_t v = 0; v < a.size(); ++v)
+    if (b[v] != mine) same = same && *a[v] == *b[v];
+  for (int g = 0; g < pre.num_groups(); ++g)
+    same = same && pre.group_type[g] == post.group_type[g] && pre.group_mem[g] == post.group_mem[g];
+  for (int m = 0; m < pre.nodes; ++m)
+    same = same && pre.node_devs[m] == post.node_devs[m] && pre.host_mem[m] == post.host_mem[m];
+  return same && pre.reserve() == post.reserve();
+}
+
+// The ENABLED obligation of a row: a satisfiable query is the good outcome.
+Obligation enabled_obligation(z3::solver& solver, int row, const std::string& label) {
+  Obligation en;
+  en.kind = ObligationKind::kEnabled;
+  en.row = row;
+  en.row_label = label;
+  auto t0 = Clock::now();
+  auto r = solver.check();
+  en.ms = ms_since(t0);
+  en.proved = r == z3::sat;
+  en.local = en.proved;
+  en.unknown = r == z3::unknown;
+  if (!en.proved)
+    en.counterexample = r == z3::unknown
+                            ? "solver returned unknown (" + solver.reason_unknown() + ")"
+                            : "    the row can never fire on this shape (the invariants, its "
+                              "source state and its guard are unsatisfiable together): its "
+                              "other obligations hold vacuously\n";
+  return en;
+}
+
+// Invariant `inv` after a row (`holds`: its state part after, and its step part), asked from the
+// local assumptions first; INV-INDEX's sums, and anything the local assumptions do not give, with
+// the sums before (see prover.h).
+template <class Explain>
+Obligation invariant_obligation(const Z3Domain& d, z3::solver& solver, spec::Inv inv, int row,
+                                const std::string& label, const z3::expr& holds,
+                                const SymCluster& post, const z3::expr& sums_pre,
+                                Explain&& explain_for) {
+  Obligation ob;
+  ob.row = row;
+  ob.row_label = label;
+  ob.inv = inv;
+  auto violates = "violates " + std::string(spec::inv_id(inv)) + " (" +
+                  std::string(spec::inv_summary(inv)) + ")";
+  decide(solver, !holds, ob, explain_for(violates));
+  ob.local = ob.proved;
+  if (inv == spec::Inv::kIndex && ob.proved) {
+    // The sums: by their nature they need the sums before.
+    solver.push();
+    solver.add(sums_pre);
+    decide(solver, !spec::index_sums(d, post), ob, explain_for(violates + ", its sums"));
+    ob.local = ob.proved;  // the per-element part locally, the sums by DELTA (see above)
+    solver.pop();
+  } else if (!ob.proved && !ob.unknown) {
+    // Not provable from the local assumptions: with the whole invariant before, it holds (if at
+    // all) for the bounded shape only.
+    solver.push();
+    solver.add(sums_pre);
+    decide(solver, !holds, ob, explain_for(violates));
+    solver.pop();
+  }
+  return ob;
 }
 
 }  // namespace
@@ -107,11 +180,17 @@ bool unbounded(const ProofReport& r, spec::Inv inv) {
 }
 
 ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned timeout_ms) {
+  return prove(rows, node_lifecycle_rows(), shape, timeout_ms);
+}
+
+ProofReport prove(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>& node_rows,
+                  const Shape& shape, unsigned timeout_ms) {
   auto t0 = Clock::now();
   z3::context ctx;
   Z3Domain d{&ctx};
   ProofReport report;
   report.rows = static_cast<int>(rows.size());
+  report.node_rows = static_cast<int>(node_rows.size());
 
   z3::params params(ctx);
   params.set("timeout", timeout_ms);
@@ -158,54 +237,14 @@ ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned 
         return out.str();
       };
     };
-    // The row can fire at all: its other obligations are not vacuous. (A satisfiable query is
-    // the good outcome here.)
-    Obligation en;
-    en.kind = ObligationKind::kEnabled;
-    en.row = row.index;
-    en.row_label = row.label();
-    {
-      auto t0 = Clock::now();
-      auto r = solver.check();
-      en.ms = ms_since(t0);
-      en.proved = r == z3::sat;
-      en.local = en.proved;
-      en.unknown = r == z3::unknown;
-      if (!en.proved)
-        en.counterexample = r == z3::unknown
-                                ? "solver returned unknown (" + solver.reason_unknown() + ")"
-                                : "    the row can never fire on this shape (the invariants, its "
-                                  "source state and its guard are unsatisfiable together): its "
-                                  "other obligations hold vacuously\n";
-    }
+    // The row can fire at all: its other obligations are not vacuous.
+    auto en = enabled_obligation(solver, row.index, row.label());
     for (auto inv : spec::kAllInvariants) {
-      Obligation ob;
-      ob.row = row.index;
-      ob.row_label = row.label();
-      ob.inv = inv;
-      auto violates = "violates " + std::string(spec::inv_id(inv)) + " (" +
-                      std::string(spec::inv_summary(inv)) + ")";
       auto holds = inv == spec::Inv::kIndex ? spec::index_local(d, post)
                                             : spec::state_invariant(d, inv, post);
       if (spec::has_step_part(inv)) holds = holds && spec::step_invariant(d, inv, pre, j, p, post);
-      decide(solver, !holds, ob, explain_for(violates));
-      ob.local = ob.proved;
-      if (inv == spec::Inv::kIndex && ob.proved) {
-        // The sums: by their nature they need the sums before.
-        solver.push();
-        solver.add(sums_pre);
-        decide(solver, !spec::index_sums(d, post), ob, explain_for(violates + ", its sums"));
-        ob.local = ob.proved;  // the per-element part locally, the sums by DELTA (see above)
-        solver.pop();
-      } else if (!ob.proved && !ob.unknown) {
-        // Not provable from the local assumptions: with the whole invariant before, it holds (if
-        // at all) for the bounded shape only.
-        solver.push();
-        solver.add(sums_pre);
-        decide(solver, !holds, ob, explain_for(violates));
-        solver.pop();
-      }
-      report.obligations.push_back(ob);
+      report.obligations.push_back(invariant_obligation(d, solver, inv, row.index, row.label(),
+                                                        holds, post, sums_pre, explain_for));
     }
     Obligation fr;
     fr.kind = ObligationKind::kFrame;
@@ -226,6 +265,70 @@ ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned 
     report.obligations.push_back(de);
     report.obligations.push_back(en);
   }
+
+  // Every node row, node 0 acting: every invariant, FRAME and ENABLED.
+  const int base = static_cast<int>(rows.size());
+  const int n = 0;
+  for (const auto& row : node_rows) {
+    const int index = base + row.index;
+    z3::solver solver(ctx);
+    solver.set(params);
+    solver.add(local_pre);
+    solver.add(pre.node_state[n] == d.k(static_cast<std::int64_t>(row.src)));
+    if (row.guard) solver.add(spec::all_of(d, row.guard(d, pre, n)));
+    auto post = fire_node(d, row, pre, n);
+    auto explain_for = [&](const std::string& what) {
+      return [&, what](z3::model& mdl) {
+        std::ostringstream out;
+        out << "    before: " << show_cluster(mdl, pre);
+        out << "    event:  " << show_node_event(row, n) << "\n";
+        out << "    after:  " << show_cluster(mdl, post);
+        out << "    " << what << "\n";
+        return out.str();
+      };
+    };
+    auto en = enabled_obligation(solver, index, row.label());
+    for (auto inv : spec::kAllInvariants) {
+      // No job acts: the step parts are asked with job 0 in the acting job's place, which a node
+      // row leaves unchanged like every other job.
+      auto holds = inv == spec::Inv::kIndex ? spec::index_local(d, post)
+                                            : spec::state_invariant(d, inv, post);
+      if (spec::has_step_part(inv)) holds = holds && spec::step_invariant(d, inv, pre, 0, p, post);
+      report.obligations.push_back(invariant_obligation(d, solver, inv, index, row.label(), holds,
+                                                        post, sums_pre, explain_for));
+    }
+    Obligation fr;
+    fr.kind = ObligationKind::kFrame;
+    fr.row = index;
+    fr.row_label = row.label();
+    decide(solver, !node_frame(d, pre, n, post), fr,
+           explain_for("the node row changed something besides the node's state"));
+    fr.local = fr.proved;
+    report.obligations.push_back(fr);
+    report.obligations.push_back(en);
+  }
+  for (std::size_t a = 0; a < node_rows.size(); ++a)
+    for (std::size_t b = a + 1; b < node_rows.size(); ++b) {
+      const auto& ra = node_rows[a];
+      const auto& rb = node_rows[b];
+      if (ra.src != rb.src || ra.event != rb.event) continue;
+      z3::solver solver(ctx);
+      solver.set(params);
+      solver.add(local_pre);
+      solver.add(pre.node_state[n] == d.k(static_cast<std::int64_t>(ra.src)));
+      Obligation ob;
+      ob.kind = ObligationKind::kDeterministic;
+      ob.row = base + ra.index;
+      ob.other_row = base + rb.index;
+      ob.row_label = ra.label() + " and " + rb.label();
+      auto ga = ra.guard ? spec::all_of(d, ra.guard(d, pre, n)) : d.b(true);
+      auto gb = rb.guard ? spec::all_of(d, rb.guard(d, pre, n)) : d.b(true);
+      decide(solver, ga && gb, ob, [&](z3::model& mdl) {
+        return "    state:  " + show_cluster(mdl, pre) + "    both node rows are enabled\n";
+      });
+      ob.local = ob.proved;
+      report.obligations.push_back(ob);
+    }
 
   // Rows sharing a source and an event: their guards must exclude each other.
   for (std::size_t a = 0; a < rows.size(); ++a) {

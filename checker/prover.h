@@ -40,7 +40,9 @@ enum class ObligationKind { kInvariant, kFrame, kDelta, kEnabled, kDeterministic
 
 struct Obligation {
   ObligationKind kind = ObligationKind::kInvariant;
-  int row = 0;            // 1-based table row, 0 for Init
+  // 1-based row, 0 for Init: the job table's rows first, then the node table's (node row k is
+  // row `rows + k`; its label says "node #k").
+  int row = 0;
   int other_row = 0;      // kDeterministic: the second row of the pair
   std::string row_label;  // "Init" or the row's label
   spec::Inv inv{};        // kInvariant
@@ -57,7 +59,8 @@ struct Obligation {
 std::string obligation_name(const Obligation& ob);
 
 struct ProofReport {
-  int rows = 0;
+  int rows = 0;       // job table rows
+  int node_rows = 0;  // node table rows
   std::vector<Obligation> obligations;
   int proved = 0;
   int failed = 0;
@@ -69,6 +72,12 @@ struct ProofReport {
 // and each of this invariant's obligations was proved from the local assumptions.
 bool unbounded(const ProofReport& r, spec::Inv inv);
 
+// The node table's rows are proved like the job table's, node 0 acting (node slots are symmetric):
+// every invariant, FRAME (only the node's state changes), ENABLED and DETERMINISTIC. The job
+// rows' FRAME includes that no job row changes a node's state.
+ProofReport prove(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>& node_rows,
+                  const Shape& shape, unsigned timeout_ms);
+// With the real node table (checker/lifecycle_rows.h).
 ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned timeout_ms);
 
 }  // namespace orrery::checker

@@ -295,9 +295,10 @@ void print_table(std::ostream& out, const CheckRun& run) {
     any_needs_sums |= ob.proved && !ob.local;
   }
 
-  out << "orrery-check: " << p.rows << " lifecycle rows x " << ninv
-      << " invariants (+ Init), each row's FRAME, DELTA and ENABLED (it can fire), and the "
-         "determinism of rows sharing an event, on "
+  out << "orrery-check: " << p.rows << " job lifecycle rows and " << p.node_rows
+      << " node lifecycle rows x " << ninv
+      << " invariants (+ Init), each row's FRAME, DELTA (job rows) and ENABLED (it can fire), and "
+         "the determinism of rows sharing an event, on "
       << shape_text(run.proof_shape) << "\n\n";
   out << std::left << std::setw(62) << "row";
   for (std::size_t c = 0; c < headers.size(); ++c) out << std::setw(widths[c]) << headers[c];
@@ -376,7 +377,8 @@ void print_table(std::ostream& out, const CheckRun& run) {
 void print_json(std::ostream& out, const CheckRun& run) {
   const auto& p = run.proof;
   out << std::fixed << std::setprecision(3);
-  out << "{\n  \"rows\": " << p.rows << ",\n  \"invariants\": [";
+  out << "{\n  \"rows\": " << p.rows << ",\n  \"node_rows\": " << p.node_rows
+      << ",\n  \"invariants\": [";
   for (std::size_t i = 0; i < spec::kAllInvariants.size(); ++i)
     out << (i ? ", " : "") << json_escape(std::string(spec::inv_id(spec::kAllInvariants[i])));
   int n_inv = 0, n_frame = 0, n_delta = 0, n_enabled = 0, n_det = 0;

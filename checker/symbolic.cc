@@ -95,6 +95,17 @@ SymCluster fire(const Z3Domain& d, const SymRow& row, const SymCluster& pre, int
   return post;
 }
 
+SymCluster fire_node(const Z3Domain& d, const NodeSymRow& row, const SymCluster& pre, int n) {
+  SymCluster post = pre;
+  post.node_state[n] = d.k(static_cast<std::int64_t>(row.dst));
+  return post;
+}
+
+std::string show_node_event(const NodeSymRow& row, int n) {
+  return std::string(spec::node_event_name(row.event)) + " node" + std::to_string(n) +
+         "  via " + row.label();
+}
+
 std::string show_job(z3::model& m, const SymCluster& s, int j) {
   std::ostringstream out;
   const auto& job = s.jobs[j];
@@ -125,7 +136,9 @@ std::string show_cluster(z3::model& m, const SymCluster& s) {
   out << "fleet: reserve=" << value_of(m, s.reserve()) << " premium_admitted="
       << value_of(m, s.premium_admitted.front());
   for (int n = 0; n < s.nodes; ++n)
-    out << " node" << n << "{host_mem=" << value_of(m, s.host_mem[n])
+    out << " node" << n << "{"
+        << spec::node_state_name(static_cast<spec::NodeState>(small_value_of(m, s.node_state[n])))
+        << " host_mem=" << value_of(m, s.host_mem[n])
         << " held=" << value_of(m, s.node_held[n]) << " swap=" << value_of(m, s.node_swap[n])
         << "}";
   out << "\n      devices:";

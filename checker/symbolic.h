@@ -14,6 +14,7 @@ namespace orrery::checker {
 using SymCluster = spec::ClusterVars<Z3Domain>;
 using SymParams = spec::Params<Z3Domain>;
 using SymRow = core::RowDesc<Z3Domain>;
+using NodeSymRow = core::NodeRowDesc<Z3Domain>;
 
 // The shape of a bounded cluster: `nodes` nodes of `devices_per_node` devices, `jobs` job slots.
 struct Shape {
@@ -35,6 +36,10 @@ SymParams make_params(const Z3Domain& d, int devices, const std::string& prefix)
 SymCluster fire(const Z3Domain& d, const SymRow& row, const SymCluster& pre, int j,
                 const SymParams& p);
 
+// The state after node row `row` fires for node n: the node's state set to the row's target (a
+// node row has no other effect).
+SymCluster fire_node(const Z3Domain& d, const NodeSymRow& row, const SymCluster& pre, int n);
+
 // Every state variable of a symbolic cluster (not the shape or the fleet values), in a fixed
 // order: the integers and the membership bits of the held sets.
 std::vector<z3::expr*> state_refs(SymCluster& s);
@@ -45,5 +50,7 @@ std::string show_job(z3::model& m, const SymCluster& s, int j);
 std::string show_params(z3::model& m, const SymParams& p, spec::EventKind e);
 // "Preempt job0 beneficiary=job1  via row #9 Running --Preempt--> Checkpointing [...]"
 std::string show_event(z3::model& m, const SymRow& row, int j, const SymParams& p);
+// "Drain node1  via node row node #3 Up --Drain--> Draining [none]"
+std::string show_node_event(const NodeSymRow& row, int n);
 
 }  // namespace orrery::checker

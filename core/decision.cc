@@ -88,6 +88,19 @@ std::string Decision::describe() const {
   return s;
 }
 
+std::string NodeDecision::describe() const {
+  return std::string(spec::node_event_name(event)) + " node " + std::to_string(node);
+}
+
+std::string encode_node_record(const NodeDecision& d, std::int64_t time_ms) {
+  std::string out(1, static_cast<char>(RecordKind::kNode));
+  put_i64(out, time_ms);
+  put_i64(out, static_cast<std::int64_t>(d.event));
+  put_i64(out, static_cast<std::int64_t>(d.origin));
+  put_i64(out, d.node);
+  return out;
+}
+
 std::string encode_fleet_record(std::string_view fleet_text) {
   std::string out(1, static_cast<char>(RecordKind::kFleet));
   out.append(fleet_text);
@@ -122,6 +135,23 @@ Result<DecodedRecord> decode_record(std::string_view bytes) {
   if (bytes[0] == static_cast<char>(RecordKind::kFleet)) {
     r.kind = RecordKind::kFleet;
     r.fleet_text = std::string(bytes.substr(1));
+    return r;
+  }
+  if (bytes[0] == static_cast<char>(RecordKind::kNode)) {
+    r.kind = RecordKind::kNode;
+    Reader in(bytes);
+    r.time_ms = in.i64("time_ms");
+    auto event = in.i64("event");
+    auto origin = in.i64("origin");
+    r.node.node = in.i64("node");
+    if (in.error().empty() && !in.done()) in.fail("trailing bytes after node decision");
+    if (in.error().empty() && (event < 0 || event >= spec::kNumNodeEvents))
+      in.fail("unknown node event " + std::to_string(event));
+    if (in.error().empty() && (origin < 0 || origin >= spec::kNumOrigins))
+      in.fail("unknown origin " + std::to_string(origin));
+    if (!in.error().empty()) return Status::Error("bad node decision record: " + in.error());
+    r.node.event = static_cast<spec::NodeEvent>(event);
+    r.node.origin = static_cast<spec::Origin>(origin);
     return r;
   }
   if (bytes[0] != static_cast<char>(RecordKind::kDecision))

@@ -37,16 +37,29 @@ struct Decision {
   std::string describe() const;
 };
 
-// Journal records: the first is the fleet (as Fleet::to_text()), every other one a decision.
-enum class RecordKind : char { kFleet = 'F', kDecision = 'D' };
+// A node decision: one node lifecycle event (core/node_machine_table.h) for one node.
+struct NodeDecision {
+  spec::NodeEvent event = spec::NodeEvent::kRegister;
+  spec::Origin origin = spec::Origin::kRuntime;
+  std::int64_t node = -1;  // index in Fleet::nodes
+
+  // "Drain node 1"
+  std::string describe() const;
+};
+
+// Journal records: the first is the fleet (as Fleet::to_text()), every other one a job decision
+// or a node decision.
+enum class RecordKind : char { kFleet = 'F', kDecision = 'D', kNode = 'N' };
 
 std::string encode_fleet_record(std::string_view fleet_text);
 std::string encode_decision_record(const Decision& d, std::int64_t time_ms);
+std::string encode_node_record(const NodeDecision& d, std::int64_t time_ms);
 
 struct DecodedRecord {
   RecordKind kind = RecordKind::kDecision;
   std::string fleet_text;  // kFleet
   Decision decision;       // kDecision
+  NodeDecision node;       // kNode
   std::int64_t time_ms = 0;
 };
 Result<DecodedRecord> decode_record(std::string_view bytes);

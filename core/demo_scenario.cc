@@ -29,6 +29,19 @@ class Script {
     return c;
   }
 
+  // Commits a node decision and prints it.
+  Status node(spec::NodeEvent e, int n, spec::Origin origin = spec::Origin::kRuntime) {
+    clock_.advance(1000);
+    auto c = core_.commit_node(NodeDecision{e, origin, n});
+    if (!c) return Status::Error("demo node step rejected: " + c.reason());
+    out_ << "  [t=" << std::setw(6) << clock_.now_ms() / 1000 << "s] #" << std::setw(2) << c->seq
+         << "  node " << core_.fleet().nodes[n].name << "  " << std::setw(13)
+         << spec::node_state_name(c->node_from) << " -> " << std::left << std::setw(13)
+         << spec::node_state_name(c->node_to) << std::right << "  "
+         << NodeDecision{e, origin, n}.describe() << "  (node row #" << c->row << ")\n";
+    return Status::Ok();
+  }
+
   Result<int> submit(const std::string& name, spec::Tier tier, std::int64_t world,
                      std::int64_t min_dev, std::int64_t max_dev) {
     Decision d;
@@ -75,6 +88,12 @@ class Script {
 
 Result<DemoSummary> run_demo_scenario(SchedulerCore& core, ManualClock& clock, std::ostream& out) {
   Script s(core, clock, out);
+
+  s.note("the node agents register; each node is readied");
+  for (int n = 0; n < static_cast<int>(core.fleet().nodes.size()); ++n) {
+    if (auto st = s.node(spec::NodeEvent::kRegister, n); !st) return st;
+    if (auto st = s.node(spec::NodeEvent::kReady, n); !st) return st;
+  }
 
   s.note("a basic and a standard job arrive and run");
   auto basic = s.submit("resnet-basic", spec::Tier::kBasic, 8, 2, 4);
@@ -185,6 +204,36 @@ Result<DemoSummary> run_demo_scenario(SchedulerCore& core, ManualClock& clock, s
   if (auto st = s.simple(EventKind::kComplete, b); !st) return st;
   if (auto st = s.simple(EventKind::kProgress, st_job, 120, 200000); !st) return st;
   if (auto st = s.simple(EventKind::kComplete, st_job); !st) return st;
+
+  s.note("node0 is drained: a job may not be placed there; node1 misses its heartbeats");
+  if (auto st = s.node(spec::NodeEvent::kDrain, 0, spec::Origin::kOperator); !st) return st;
+  if (auto st = s.node(spec::NodeEvent::kHeartbeatLost, 1); !st) return st;
+  {
+    auto late = s.submit("late-basic", spec::Tier::kBasic, 2, 1, 2);
+    if (!late) return late.status();
+    if (auto st = s.simple(EventKind::kAdmit, *late); !st) return st;
+    auto none = policy::propose_gang(core, *late, EventKind::kPlace);
+    out << "  placement policy for job " << *late << ": "
+        << (none.kind == policy::Proposal::Kind::kOk ? "fits" : none.why) << "\n";
+    Decision bad;
+    bad.event = EventKind::kPlace;
+    bad.origin = spec::Origin::kPlanner;
+    bad.job = *late;
+    bad.devices = {core.fleet().nodes[0].first_device};
+    bad.splice = 2;
+    clock.advance(1000);
+    auto c = core.commit(bad);
+    if (c) return Status::Error("the core placed a job on a draining node");
+    out << "  rejected (policy bug counted): " << c.reason() << "\n";
+    s.note("node1 holds nothing: it is failed over, rejoins, and the job runs there");
+    if (auto st = s.node(spec::NodeEvent::kFailedOver, 1); !st) return st;
+    if (auto st = s.node(spec::NodeEvent::kRegister, 1); !st) return st;
+    if (auto st = s.node(spec::NodeEvent::kReady, 1); !st) return st;
+    if (auto st = s.gang(EventKind::kPlace, *late); !st) return st;
+    if (auto st = s.simple(EventKind::kStart, *late); !st) return st;
+    if (auto st = s.simple(EventKind::kComplete, *late); !st) return st;
+    if (auto st = s.node(spec::NodeEvent::kUndrain, 0, spec::Origin::kOperator); !st) return st;
+  }
 
   return DemoSummary{core.committed(), core.rejected()};
 }

@@ -87,4 +87,59 @@ std::vector<RowDesc<D>> rows_of() {
   return rows;
 }
 
+// A row of the node table (core/node_machine_table.h): no action (the row sets the node's state
+// only), a guard over the node.
+template <class D>
+struct NodeRowDesc {
+  int index = 0;  // 1-based position in the node table
+  spec::NodeState src{};
+  spec::NodeEvent event{};
+  spec::NodeState dst{};
+  std::string_view guard_name = "none";
+  spec::Clauses<D> (*guard)(const D&, const spec::ClusterVars<D>&, int) = nullptr;
+
+  // "node #8 Lost --FailedOver--> Down [node_idle]"
+  std::string label() const {
+    return "node #" + std::to_string(index) + " " + std::string(spec::node_state_name(src)) +
+           " --" + std::string(spec::node_event_name(event)) + "--> " +
+           std::string(spec::node_state_name(dst)) + " [" + std::string(guard_name) + "]";
+  }
+};
+
+namespace detail {
+
+template <class D>
+struct NodeRowCollector {
+  std::vector<NodeRowDesc<D>>* out;
+  template <class Row>
+  void operator()(boost::msm::wrap<Row>) const {
+    NodeRowDesc<D> r;
+    r.index = static_cast<int>(out->size()) + 1;
+    r.src = Row::Source::kState;
+    r.event = Row::Evt::kKind;
+    r.dst = Row::Target::kState;
+    using G = typename Row::Guard;
+    static_assert(has_spec_type<G>::value || std::is_same_v<G, boost::msm::front::none>,
+                  "a node row's guard must be NodeSpecGuard<...> or none");
+    static_assert(std::is_same_v<typename Row::Action, boost::msm::front::none>,
+                  "a node row has no action: it changes the node's state only");
+    if constexpr (has_spec_type<G>::value) {
+      r.guard_name = G::spec_type::name;
+      r.guard = &G::spec_type::template clauses<D>;
+    }
+    out->push_back(r);
+  }
+};
+
+}  // namespace detail
+
+// The rows of a node MSM transition table, in table order.
+template <class D, class Table>
+std::vector<NodeRowDesc<D>> node_rows_of() {
+  std::vector<NodeRowDesc<D>> rows;
+  boost::mpl::for_each<Table, boost::msm::wrap<boost::mpl::placeholders::_1>>(
+      detail::NodeRowCollector<D>{&rows});
+  return rows;
+}
+
 }  // namespace orrery::core

@@ -71,6 +71,13 @@ Result<std::pair<Committed, Decision>> SchedulerCore::replay_one(const std::stri
                                                                 std::uint64_t index) {
   auto rec = decode_record(record);
   if (!rec) return Status::Error("journal record " + std::to_string(index) + ": " + rec.reason());
+  if (rec->kind == RecordKind::kNode) {
+    auto c = apply_node(rec->node, rec->time_ms, /*journaled=*/true);
+    if (!c)
+      return Status::Error("journal record " + std::to_string(index) + " (" +
+                           rec->node.describe() + ") does not replay: " + c.reason());
+    return std::pair{*c, Decision{}};
+  }
   if (rec->kind != RecordKind::kDecision)
     return Status::Error("journal record " + std::to_string(index) + ": a second fleet record");
   auto c = apply(rec->decision, rec->time_ms, /*journaled=*/true);
@@ -182,7 +189,81 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
   if (!fired.ok() || machine_.state() != row->dst) std::abort();  // a bug, not bad input
   cluster_.jobs[j].state = static_cast<std::int64_t>(machine_.state());
   ++committed_;
-  return Committed{committed_, time_ms, j, from, row->dst, row->index, durable_seq() >= committed_};
+  Committed c;
+  c.seq = committed_;
+  c.time_ms = time_ms;
+  c.job = j;
+  c.from = from;
+  c.to = row->dst;
+  c.row = row->index;
+  c.durable = durable_seq() >= committed_;
+  return c;
+}
+
+int SchedulerCore::node_id(const std::string& name) const {
+  for (std::size_t n = 0; n < fleet_.nodes.size(); ++n)
+    if (fleet_.nodes[n].name == name) return static_cast<int>(n);
+  return -1;
+}
+
+Result<Committed> SchedulerCore::commit_node(const NodeDecision& decision) {
+  auto r = apply_node(decision, clock_.now_ms(), /*journaled=*/false);
+  if (!r) ++rejected_;
+  return r;
+}
+
+Result<Committed> SchedulerCore::apply_node(const NodeDecision& d, std::int64_t time_ms,
+                                            bool journaled) {
+  const Concrete dom;
+  if (!spec::may_decide_node(d.origin, d.event))
+    return Status::Error("a " + std::string(spec::origin_name(d.origin)) + " may not decide " +
+                         std::string(spec::node_event_name(d.event)) +
+                         " (operators drain and undrain; the runtime reports registrations, "
+                         "heartbeat loss and failover)");
+  if (d.node < 0 || d.node >= cluster_.nodes)
+    return Status::Error("unknown node " + std::to_string(d.node));
+  const int n = static_cast<int>(d.node);
+  const auto from = node_state(n);
+  const NodeRowDesc<Concrete>* row = nullptr;
+  std::string why;
+  for (const auto& r : node_rows()) {
+    if (r.src != from || r.event != d.event) continue;
+    if (r.guard) {
+      auto cs = r.guard(dom, cluster_, n);
+      if (!spec::all_of(dom, cs)) {
+        why += (why.empty() ? "" : " | ") + std::string(r.guard_name) + ": " + failed_clauses(cs);
+        continue;
+      }
+    }
+    row = &r;
+    break;
+  }
+  const std::string what = std::string(spec::node_event_name(d.event)) + " for node " +
+                           fleet_.nodes[n].name + " in state " +
+                           std::string(spec::node_state_name(from));
+  if (!row) {
+    if (why.empty()) return Status::Error("no transition: " + what);
+    return Status::Error("rejected " + what + ": " + why);
+  }
+  if (journal_ && !journaled) {
+    if (auto st = journal_->append(encode_node_record(d, time_ms)); !st)
+      return Status::Error("journal append failed: " + st.reason());
+  }
+  NodeFireContext ctx{&cluster_, n};
+  node_machine_.position(from);
+  auto fired = node_machine_.fire(d.event, ctx);
+  if (!fired.ok() || node_machine_.state() != row->dst) std::abort();  // a bug, not bad input
+  cluster_.node_state[n] = static_cast<std::int64_t>(node_machine_.state());
+  ++committed_;
+  Committed c;
+  c.seq = committed_;
+  c.time_ms = time_ms;
+  c.node = n;
+  c.node_from = from;
+  c.node_to = row->dst;
+  c.row = row->index;
+  c.durable = durable_seq() >= committed_;
+  return c;
 }
 
 // The journal holds the fleet record, then one record per committed decision, so decision `seq` is

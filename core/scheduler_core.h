@@ -31,18 +31,22 @@
 #include "core/fleet.h"
 #include "core/job_machine.h"
 #include "core/journal.h"
+#include "core/node_machine.h"
 #include "core/result.h"
 #include "spec/model.h"
 
 namespace orrery::core {
 
 struct Committed {
-  std::uint64_t seq = 0;  // 1-based count of committed decisions
+  std::uint64_t seq = 0;  // 1-based count of committed decisions (job and node decisions alike)
   std::int64_t time_ms = 0;
-  int job = -1;
+  int job = -1;   // -1 for a node decision
   spec::JobState from{};
   spec::JobState to{};
-  int row = 0;  // 1-based index of the lifecycle row taken
+  int node = -1;  // a node decision's node, else -1
+  spec::NodeState node_from{};
+  spec::NodeState node_to{};
+  int row = 0;  // 1-based index of the row taken, in the job table or the node table
   bool durable = false;  // already on disk per the journal's fsync policy (see durable_seq())
 };
 
@@ -65,8 +69,8 @@ class SchedulerCore {
 
   // Rebuilds the core by replaying journal records (the fleet record first). New decisions go to
   // `journal` (normally the same journal opened for append), or nowhere when it is nullptr.
-  // `on_replayed(core, committed, decision)`, if given, sees the state after every replayed
-  // decision.
+  // `on_replayed(core, committed, decision)`, if given, sees the state after every replayed job
+  // decision (node decisions are replayed without it).
   template <class OnReplayed>
   static Result<std::unique_ptr<SchedulerCore>> recover(const std::vector<std::string>& records,
                                                         const Clock& clock, JournalWriter* journal,
@@ -79,6 +83,10 @@ class SchedulerCore {
   }
 
   Result<Committed> commit(const Decision& decision);
+  // A node lifecycle decision, checked and journaled like a job decision: the origin may decide it
+  // (spec::may_decide_node), the node exists, the node table has a row for (its state, event) whose
+  // guard holds; then the node machine fires.
+  Result<Committed> commit_node(const NodeDecision& decision);
 
   // The spec parameters a decision stands for (bad devices or device type -> error). For a Submit
   // the job is the next free id.
@@ -91,6 +99,11 @@ class SchedulerCore {
     return static_cast<spec::JobState>(cluster_.jobs[job].state);
   }
   const JobInfo& job_info(int job) const { return info_[job]; }
+  spec::NodeState node_state(int node) const {
+    return static_cast<spec::NodeState>(cluster_.node_state[node]);
+  }
+  // The node called `name`, or -1.
+  int node_id(const std::string& name) const;
   const std::string& device_type(int job) const {
     return fleet_.device_types[static_cast<std::size_t>(cluster_.jobs[job].dtype)];
   }
@@ -106,6 +119,9 @@ class SchedulerCore {
   SchedulerCore(Fleet fleet, const Clock& clock, JournalWriter* journal);
   // commit() at a given time; `journaled` when the decision comes from the journal already.
   Result<Committed> apply(const Decision& decision, std::int64_t time_ms, bool journaled);
+  Result<Committed> apply_node(const NodeDecision& decision, std::int64_t time_ms, bool journaled);
+  // A node record replays with no decision to report: the pair's Decision is then unused and
+  // Committed::job is -1.
   Result<std::pair<Committed, Decision>> replay_one(const std::string& record,
                                                     std::uint64_t index);
 
@@ -116,6 +132,7 @@ class SchedulerCore {
   // One Boost.MSM machine for every job: positioned at the job's recorded state (cluster_.jobs[j]
   // .state, which it alone updates) before each event, so a job record carries no machine.
   JobMachine machine_;
+  NodeMachine node_machine_;  // likewise for every node
   std::vector<JobInfo> info_;
   std::uint64_t committed_ = 0;
   std::uint64_t rejected_ = 0;
@@ -131,7 +148,7 @@ Result<std::unique_ptr<SchedulerCore>> SchedulerCore::recover(
   for (std::size_t i = 1; i < records.size(); ++i) {
     auto c = core->replay_one(records[i], i + 1);
     if (!c) return c.status();
-    on_replayed(static_cast<const SchedulerCore&>(*core), c->first, c->second);
+    if (c->first.job >= 0) on_replayed(static_cast<const SchedulerCore&>(*core), c->first, c->second);
   }
   core->journal_ = journal;
   return core;

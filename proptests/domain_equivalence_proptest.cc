@@ -51,6 +51,7 @@
 #include "core/job_machine.h"
 #include "core/job_machine_table.h"
 #include "core/row_desc.h"
+#include "core/node_bootstrap.h"
 #include "core/scheduler_core.h"
 #include "proptests/cluster_diff.h"
 #include "proptests/dense_domain.h"
@@ -104,6 +105,7 @@ spec::ClusterVars<To> with_sets(const spec::ClusterVars<From>& s, ConvertSet set
   t.owner_epoch = s.owner_epoch;
   t.resv_for = s.resv_for;
   t.resv_gen = s.resv_gen;
+  t.node_state = s.node_state;
   t.node_held = s.node_held;
   t.node_swap = s.node_swap;
   t.premium_admitted = s.premium_admitted;
@@ -167,6 +169,7 @@ Cluster reachable_state(int fleet) {
   auto made = core::SchedulerCore::create(std::move(*parsed), clock, nullptr);
   RC_ASSERT(made.ok());
   auto& sched = **made;
+  RC_ASSERT(core::bring_up_all_nodes(sched).ok());
   RefModel m = RefModel::from_fleet(fleet, 1'000);
   const int steps = uniform(0, 120);
   for (int i = 0; i < steps; ++i) {
@@ -235,10 +238,12 @@ void perturb(Cluster& s) {
         else s.resv_gen[dev] = near(s.resv_gen[dev], 6);
         break;
       }
-      case 5: {  // a per-node counter
+      case 5: {  // a per-node counter or the node's lifecycle state
         const auto node = static_cast<std::size_t>(uniform(0, s.nodes));
-        if (uniform(0, 2) == 0) s.node_held[node] = near(s.node_held[node], 8);
-        else s.node_swap[node] = near(s.node_swap[node], 16);
+        const int what = uniform(0, 3);
+        if (what == 0) s.node_held[node] = near(s.node_held[node], 8);
+        else if (what == 1) s.node_swap[node] = near(s.node_swap[node], 16);
+        else s.node_state[node] = uniform<std::int64_t>(-1, spec::kNumNodeStates + 1);
         break;
       }
       default:  // the premium counter

@@ -38,6 +38,7 @@
 #include "core/decision.h"
 #include "core/fleet.h"
 #include "core/row_desc.h"
+#include "core/node_bootstrap.h"
 #include "core/scheduler_core.h"
 #include "proptests/cluster_diff.h"
 #include "proptests/generators.h"
@@ -100,6 +101,9 @@ struct Sut {
     auto c = core::SchedulerCore::create(std::move(*fleet), clock, nullptr);
     if (!c) throw std::runtime_error("cannot create core: " + c.reason());
     core = std::move(*c);
+    // The reference model has every node Up: node agents are not part of these sequences.
+    if (auto st = core::bring_up_all_nodes(*core); !st)
+      throw std::runtime_error("cannot bring the nodes up: " + st.reason());
   }
 };
 

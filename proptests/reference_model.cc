@@ -63,6 +63,9 @@ RefModel RefModel::from_fleet(int fleet_index, std::int64_t start_ms) {
     }
   }
   m.reserved_for.assign(m.dev_type.size(), -1);
+  // Every node is Up, as core::bring_up_all_nodes() leaves the core under test: two node decisions
+  // (Register, Ready) per node, committed before the sequence starts.
+  m.committed = 2 * f.nodes.size();
   return m;
 }
 

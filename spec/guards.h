@@ -51,7 +51,8 @@ struct GuardAdmit {
 // workers per device, the right device type with enough memory for one worker (spliced workers
 // take turns, each sees the whole device), no device held by another job or reserved for a job
 // this one does not take precedence over (a reservation never blocks a job that outranks its
-// beneficiary, so it cannot keep a higher tier waiting), and
+// beneficiary, so it cannot keep a higher tier waiting), every device not held already on a node
+// that is Up (never on one draining, lost, down or still joining: INV-NODE), and
 // on every node the job touches, device capacity and host memory for the swapped-out workers once
 // the job's old devices are given back and the new ones taken. Visits only the selection and the
 // job's held devices.
@@ -66,6 +67,7 @@ struct GuardGang {
     auto type_ok = d.b(true);
     auto free = d.b(true);
     auto unreserved = d.b(true);
+    auto up = d.b(true);
     auto sums = d.node_sums(s.nodes);
     auto old_swap = swap_per_device(d, job.splice, job.mem);
     auto new_swap = swap_per_device(d, p.splice, job.mem);
@@ -75,6 +77,7 @@ struct GuardGang {
     d.members(p.sel, [&](int dev, const Bool& in) {
       type_ok = type_ok && d.implies(in, s.dev_type(dev) == job.dtype && job.mem <= s.dev_mem(dev));
       free = free && d.implies(in, s.owner[dev] == d.k(-1) || s.owner[dev] == me);
+      up = up && d.implies(in && !(s.owner[dev] == me), on_up_node(d, s, dev));
       unreserved = unreserved && d.implies(in, !reserved(d, s, dev) || s.resv_for[dev] == me ||
                                                    outranks(d, s, j, s.resv_for[dev]));
       sums.add(s.node_of(dev), indicator(d, in), d.ite(in, new_swap, d.k(0)));
@@ -91,6 +94,7 @@ struct GuardGang {
         {"devices of the job's type, with memory for a worker", type_ok},
         {"devices not held by another job", free},
         {"devices not reserved for another job", unreserved},
+        {"new devices on nodes that are Up", up},
         {"node capacity and host memory for swapped-out workers", cap_ok},
     };
   }

@@ -25,10 +25,11 @@ enum class Inv {
   kAdmit,    // INV-ADMIT
   kIndex,    // INV-INDEX
   kReserve,  // INV-RESERVE
+  kNode,     // INV-NODE
 };
-inline constexpr std::array<Inv, 11> kAllInvariants = {
-    Inv::kWorld, Inv::kGang, Inv::kExcl,  Inv::kCap,   Inv::kCkpt,    Inv::kEpoch,
-    Inv::kTier,  Inv::kTerm, Inv::kAdmit, Inv::kIndex, Inv::kReserve};
+inline constexpr std::array<Inv, 12> kAllInvariants = {
+    Inv::kWorld, Inv::kGang,  Inv::kExcl,  Inv::kCap,     Inv::kCkpt, Inv::kEpoch,
+    Inv::kTier,  Inv::kTerm,  Inv::kAdmit, Inv::kIndex,   Inv::kReserve, Inv::kNode};
 
 constexpr std::string_view inv_id(Inv i) {
   switch (i) {
@@ -43,6 +44,7 @@ constexpr std::string_view inv_id(Inv i) {
     case Inv::kAdmit: return "INV-ADMIT";
     case Inv::kIndex: return "INV-INDEX";
     case Inv::kReserve: return "INV-RESERVE";
+    case Inv::kNode: return "INV-NODE";
   }
   return "INV-?";
 }
@@ -60,6 +62,7 @@ constexpr std::string_view inv_summary(Inv i) {
     case Inv::kAdmit: return "admitted premium demand within the premium reserve";
     case Inv::kIndex: return "owners match held sets; each counter equals the sum it stands for";
     case Inv::kReserve: return "freed devices reserved for the beneficiary; only it may take them";
+    case Inv::kNode: return "devices taken only on Up nodes; none held on a Down or Joining node";
   }
   return "";
 }
@@ -92,6 +95,7 @@ void clear_state(const D& d, ClusterVars<D>& s) {
   s.owner_epoch.assign(m, d.k(0));
   s.resv_for.assign(m, d.k(-1));
   s.resv_gen.assign(m, d.k(0));
+  s.node_state.assign(n, d.k(static_cast<std::int64_t>(NodeState::kDown)));
   s.node_held.assign(n, d.k(0));
   s.node_swap.assign(n, d.k(0));
   s.premium_admitted.assign(1, d.k(0));
@@ -113,7 +117,10 @@ typename D::Bool fleet_wellformed(const D& d, const ClusterVars<D>& s) {
   return ok;
 }
 
-// Init: a well-formed fleet, every job slot new, no device held or reserved, counters zero.
+// Init: a well-formed fleet, every job slot new, no device held or reserved, counters zero, and
+// every node in some lifecycle state. A fresh core has every node Down; any other node state is
+// reachable from there by node events alone while nothing is held, so starting the checker from
+// any of them (BMC explores node rows too) covers exactly what a fresh core can reach.
 template <class D>
 typename D::Bool init_state(const D& d, const ClusterVars<D>& s) {
   auto ok = fleet_wellformed(d, s);
@@ -127,7 +134,8 @@ typename D::Bool init_state(const D& d, const ClusterVars<D>& s) {
     ok = ok && s.owner[dev] == d.k(-1) && s.owner_epoch[dev] == d.k(0) &&
          s.resv_for[dev] == d.k(-1) && s.resv_gen[dev] == d.k(0);
   for (int n = 0; n < s.nodes; ++n)
-    ok = ok && s.node_held[n] == d.k(0) && s.node_swap[n] == d.k(0);
+    ok = ok && s.node_held[n] == d.k(0) && s.node_swap[n] == d.k(0) &&
+         d.k(0) <= s.node_state[n] && s.node_state[n] < d.k(kNumNodeStates);
   return ok && s.premium_admitted.front() == d.k(0);
 }
 
@@ -161,10 +169,12 @@ typename D::Bool init_state(const D& d, const ClusterVars<D>& s) {
 // decision in O(|named devices|) and the whole state only now and then (docs/checker.md).
 
 inline constexpr bool has_job_part(Inv inv) {
-  return inv != Inv::kExcl && inv != Inv::kCap && inv != Inv::kAdmit;
+  return inv != Inv::kExcl && inv != Inv::kCap && inv != Inv::kAdmit && inv != Inv::kNode;
 }
-inline constexpr bool has_device_part(Inv inv) { return inv == Inv::kIndex || inv == Inv::kReserve; }
-inline constexpr bool has_node_part(Inv inv) { return inv == Inv::kCap; }
+inline constexpr bool has_device_part(Inv inv) {
+  return inv == Inv::kIndex || inv == Inv::kReserve || inv == Inv::kNode;
+}
+inline constexpr bool has_node_part(Inv inv) { return inv == Inv::kCap || inv == Inv::kNode; }
 inline constexpr bool has_fleet_part(Inv inv) { return inv == Inv::kAdmit; }
 inline constexpr bool has_sums_part(Inv inv) { return inv == Inv::kExcl || inv == Inv::kIndex; }
 
@@ -236,6 +246,7 @@ typename D::Bool job_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int
     case Inv::kExcl:
     case Inv::kCap:
     case Inv::kAdmit:
+    case Inv::kNode:
       break;
   }
   return d.b(true);
@@ -257,6 +268,10 @@ typename D::Bool device_invariant(const D& d, Inv inv, const ClusterVars<D>& s, 
               d.select(
                   s.num_jobs(), s.resv_for[dev],
                   [&](int i) { return s.resv_gen[dev] <= s.jobs[i].resv_gen; }, d.b(false)));
+    case Inv::kNode:
+      // A held device is on a node that may hold devices: never on one Down (so a node goes Down
+      // only once every job that held its devices has been failed over) or still Joining.
+      return s.owner[dev] == d.k(-1) || node_may_hold(d, s.node_state[s.node_of(dev)]);
     default:
       return d.b(true);
   }
@@ -266,6 +281,8 @@ template <class D>
 typename D::Bool node_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int n) {
   if (inv == Inv::kCap)  // INV-CAP: devices held and host memory for swapped-out workers
     return s.node_held[n] <= s.node_devs[n] && s.node_swap[n] <= s.host_mem[n];
+  if (inv == Inv::kNode)  // the node is in a lifecycle state
+    return d.k(0) <= s.node_state[n] && s.node_state[n] < d.k(kNumNodeStates);
   return d.b(true);
 }
 
@@ -398,9 +415,11 @@ typename D::Int freed_for(const D& d, const ClusterVars<D>& pre, int j, const Pa
 
 inline constexpr bool has_step_part(Inv inv) {
   return inv == Inv::kWorld || inv == Inv::kCkpt || inv == Inv::kEpoch || inv == Inv::kTier ||
-         inv == Inv::kTerm || inv == Inv::kReserve;
+         inv == Inv::kTerm || inv == Inv::kReserve || inv == Inv::kNode;
 }
-inline constexpr bool has_device_step_part(Inv inv) { return inv == Inv::kReserve; }
+inline constexpr bool has_device_step_part(Inv inv) {
+  return inv == Inv::kReserve || inv == Inv::kNode;
+}
 
 // A step invariant is split like the state invariants: a part per job i (job_step, for every step
 // invariant) and a part per device (device_step, INV-RESERVE's (a) and (b)); step_invariant is
@@ -428,6 +447,11 @@ FreedFor<D> freed_for_step(const D& d, const ClusterVars<D>& pre, int j, const P
 template <class D>
 typename D::Bool device_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
                              const ClusterVars<D>& post, int dev, const FreedFor<D>& f) {
+  if (inv == Inv::kNode)
+    // No job enters a holding state on, or grows onto, a node that is not Up: a device the
+    // acting job did not own before and owns now is on an Up node.
+    return d.implies(post.owner[dev] == d.k(j) && !(pre.owner[dev] == d.k(j)),
+                     on_up_node(d, pre, dev));
   if (inv != Inv::kReserve) return d.b(true);
   // (a) A reserved device is taken only by the job it is reserved for, or by one that takes
   // precedence over that job (a reservation never keeps a higher tier waiting). (b) A device the
@@ -481,7 +505,8 @@ typename D::Bool job_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
     case Inv::kCap:
     case Inv::kAdmit:
     case Inv::kIndex:
-      break;  // state invariants only
+    case Inv::kNode:
+      break;  // state invariants, or a device part only
   }
   return d.b(true);
 }

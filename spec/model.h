@@ -84,6 +84,8 @@ struct ClusterVars {
   std::vector<Int> owner_epoch;  // the owner's epoch when held, 0 when free
   std::vector<Int> resv_for;     // the job it is reserved for, -1 when none
   std::vector<Int> resv_gen;     // that job's reservation generation when it was reserved
+  // Per node: its lifecycle state (NodeState; the node machine, core/node_machine_table.h).
+  std::vector<Int> node_state;
   // Counters (INV-INDEX says what each stands for).
   std::vector<Int> node_held;         // node -> devices held on it
   std::vector<Int> node_swap;         // node -> MiB of host memory used by swapped-out workers
@@ -124,6 +126,7 @@ void for_each_state_var(C& s, FInt&& on_int, FSet&& on_set) {
     on_int(dev("resv_gen", i), s.resv_gen[i]);
   }
   for (int n = 0; n < s.nodes; ++n) {
+    on_int(dev("node_state", n), s.node_state[n]);
     on_int(dev("node_held", n), s.node_held[n]);
     on_int(dev("node_swap", n), s.node_swap[n]);
   }
@@ -203,6 +206,27 @@ typename D::Bool starting_state(const D& d, const typename D::Int& st) {
 }
 
 // ---- Derived quantities --------------------------------------------------------------------
+
+// A node in this state may have devices held on it: Up, Draining (its jobs are being moved off),
+// Lost (its jobs are being failed over). Down and Joining nodes hold nothing (INV-NODE).
+template <class D>
+typename D::Bool node_may_hold(const D& d, const typename D::Int& st) {
+  return one_of(d, st, {NodeState::kUp, NodeState::kDraining, NodeState::kLost});
+}
+
+// Device dev is on a node that is Up: the only devices a job may newly take (INV-NODE).
+template <class D>
+typename D::Bool on_up_node(const D& d, const ClusterVars<D>& s, int dev) {
+  return is(d, s.node_state[s.node_of(dev)], NodeState::kUp);
+}
+
+// Visits the devices of node n: f(dev). O(groups + the node's devices).
+template <class D, class F>
+void for_each_node_device(const ClusterVars<D>& s, int n, F&& f) {
+  for (int g = 0; g < s.num_groups(); ++g)
+    if (s.group_node[g] == n)
+      for (int dev = s.group_first[g]; dev < s.group_first[g + 1]; ++dev) f(dev);
+}
 
 // Job b (any value: it may come from a decision) is a job that is waiting for devices.
 template <class D>

@@ -26,6 +26,7 @@
 #include "checker/symbolic.h"
 #include "core/job_machine_table.h"
 #include "core/row_desc.h"
+#include "core/node_bootstrap.h"
 #include "core/scheduler_core.h"
 #include "spec/invariants.h"
 
@@ -83,16 +84,23 @@ void ExpectDecided(const ProofReport& r) {
 
 TEST(ProverTest, RealLifecycleTableIsProved) {
   const auto rows = lifecycle_rows();
+  const auto node_rows = node_lifecycle_rows();
   ASSERT_EQ(rows.size(), 45u);
+  ASSERT_EQ(node_rows.size(), 8u);
   constexpr std::size_t kInvs = spec::kAllInvariants.size();
-  constexpr std::size_t kPerRow = kInvs + 3;  // every invariant, FRAME, DELTA, ENABLED
+  constexpr std::size_t kPerRow = kInvs + 3;      // every invariant, FRAME, DELTA, ENABLED
+  constexpr std::size_t kPerNodeRow = kInvs + 2;  // every invariant, FRAME, ENABLED
   auto r = prove(rows, kProofShape, kTimeoutMs);
   EXPECT_EQ(r.rows, 45);
+  EXPECT_EQ(r.node_rows, 8);
   EXPECT_EQ(r.failed, 0);
-  // Init x 11 invariants, then per row 11 invariants, FRAME, DELTA and ENABLED, then one
-  // DETERMINISTIC per pair of rows sharing (source, event): the 5 failure sources x 2 failure
+  // Init x 12 invariants, then per job row 12 invariants, FRAME, DELTA and ENABLED, per node row
+  // 12 invariants, FRAME and ENABLED (no node rows share a source and an event), then one
+  // DETERMINISTIC per pair of job rows sharing (source, event): the 5 failure sources x 2 failure
   // events.
-  EXPECT_EQ(r.obligations.size(), kInvs + rows.size() * kPerRow + 10);
+  const std::size_t job_end = kInvs + rows.size() * kPerRow;
+  const std::size_t node_end = job_end + node_rows.size() * kPerNodeRow;
+  EXPECT_EQ(r.obligations.size(), node_end + 10);
   EXPECT_EQ(r.proved, static_cast<int>(r.obligations.size()));
   for (const auto& ob : r.obligations) {
     EXPECT_TRUE(ob.proved) << ob.row_label << " " << obligation_name(ob) << "\n"
@@ -102,8 +110,10 @@ TEST(ProverTest, RealLifecycleTableIsProved) {
     EXPECT_TRUE(ob.local) << ob.row_label << " " << obligation_name(ob);
   }
   for (auto inv : spec::kAllInvariants) EXPECT_TRUE(unbounded(r, inv)) << spec::inv_id(inv);
-  // Init first, then every row in table order: every invariant, then FRAME, DELTA, ENABLED.
-  for (std::size_t i = 0; i < kInvs + rows.size() * kPerRow; ++i) {
+  ASSERT_EQ(r.obligations.size(), node_end + 10);
+  // Init first, then every job row in table order: every invariant, then FRAME, DELTA, ENABLED;
+  // then every node row, numbered after the job rows: every invariant, FRAME, ENABLED.
+  for (std::size_t i = 0; i < node_end; ++i) {
     const auto& ob = r.obligations[i];
     if (i < kInvs) {
       EXPECT_EQ(ob.row, 0);
@@ -111,25 +121,94 @@ TEST(ProverTest, RealLifecycleTableIsProved) {
       EXPECT_EQ(ob.row_label, "Init");
       continue;
     }
-    const std::size_t k = i - kInvs;
-    EXPECT_EQ(ob.row, static_cast<int>(k / kPerRow + 1));
-    EXPECT_EQ(ob.row_label, rows[k / kPerRow].label());
-    if (k % kPerRow < kInvs) {
-      EXPECT_EQ(ob.kind, ObligationKind::kInvariant);
-      EXPECT_EQ(ob.inv, spec::kAllInvariants[k % kPerRow]);
+    const bool node = i >= job_end;
+    const std::size_t per = node ? kPerNodeRow : kPerRow;
+    const std::size_t k = node ? i - job_end : i - kInvs;
+    if (node) {
+      EXPECT_EQ(ob.row, static_cast<int>(rows.size() + k / per + 1));
+      EXPECT_EQ(ob.row_label, node_rows[k / per].label());
     } else {
-      const auto want = k % kPerRow == kInvs       ? ObligationKind::kFrame
-                        : k % kPerRow == kInvs + 1 ? ObligationKind::kDelta
-                                                   : ObligationKind::kEnabled;
+      EXPECT_EQ(ob.row, static_cast<int>(k / per + 1));
+      EXPECT_EQ(ob.row_label, rows[k / per].label());
+    }
+    if (k % per < kInvs) {
+      EXPECT_EQ(ob.kind, ObligationKind::kInvariant);
+      EXPECT_EQ(ob.inv, spec::kAllInvariants[k % per]);
+    } else {
+      const auto want = k % per == kInvs                   ? ObligationKind::kFrame
+                        : (!node && k % per == kInvs + 1) ? ObligationKind::kDelta
+                                                          : ObligationKind::kEnabled;
       EXPECT_EQ(ob.kind, want);
     }
   }
-  for (std::size_t i = kInvs + rows.size() * kPerRow; i < r.obligations.size(); ++i) {
+  for (std::size_t i = node_end; i < r.obligations.size(); ++i) {
     const auto& ob = r.obligations[i];
     EXPECT_EQ(ob.kind, ObligationKind::kDeterministic);
     EXPECT_EQ(rows[ob.row - 1].src, rows[ob.other_row - 1].src);
     EXPECT_EQ(rows[ob.row - 1].event, rows[ob.other_row - 1].event);
   }
+}
+
+// The node table's one guard is what keeps a node from going Down under a job: without it,
+// FailedOver breaks INV-NODE (a device held on a Down node), with a counterexample.
+TEST(ProverTest, NodeFailoverWithoutItsGuardBreaksNodeInvariant) {
+  auto node_rows = node_lifecycle_rows();
+  bool dropped = false;
+  for (auto& r : node_rows)
+    if (r.event == spec::NodeEvent::kFailedOver) {
+      r.guard = nullptr;
+      r.guard_name = "none";
+      dropped = true;
+    }
+  ASSERT_TRUE(dropped);
+  auto r = prove(lifecycle_rows(), node_rows, kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  std::vector<std::string> failed;
+  for (const auto& ob : r.obligations)
+    if (!ob.proved) failed.push_back(ob.row_label + " " + obligation_name(ob));
+  ASSERT_EQ(failed.size(), 1u) << ::testing::PrintToString(failed);
+  EXPECT_EQ(failed[0], "node #8 Lost --FailedOver--> Down [none] INV-NODE");
+  for (const auto& ob : r.obligations)
+    if (!ob.proved) EXPECT_NE(ob.counterexample.find("owner=job"), std::string::npos)
+                        << ob.counterexample;
+  EXPECT_FALSE(unbounded(r, spec::Inv::kNode));
+}
+
+// GuardGang without its clause about nodes.
+struct GangWithoutUp {
+  static constexpr std::string_view name = "gang_fits_anywhere";
+  template <class D>
+  static spec::Clauses<D> clauses(const D& d, const spec::ClusterVars<D>& s, int j,
+                                  const spec::Params<D>& p) {
+    auto cs = spec::GuardGang::clauses(d, s, j, p);
+    spec::Clauses<D> out;
+    for (auto& c : cs)
+      if (c.name != "new devices on nodes that are Up") out.push_back(c);
+    return out;
+  }
+};
+
+// Without the "new devices on nodes that are Up" clause, placement breaks INV-NODE's step part
+// (a job enters a holding state on a node that is not Up) on every row that takes devices.
+TEST(ProverTest, PlacementOnANodeThatIsNotUpBreaksNodeInvariant) {
+  auto rows = lifecycle_rows();
+  int replaced = 0;
+  for (auto& r : rows)
+    if (r.guard_name == spec::GuardGang::name) {
+      r.guard = &GangWithoutUp::clauses<Z3Domain>;
+      ++replaced;
+    }
+  ASSERT_EQ(replaced, 2);  // Place and Resume
+  auto r = prove(rows, kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  std::set<int> node_failures;
+  for (const auto& ob : r.obligations)
+    if (!ob.proved) {
+      EXPECT_EQ(ob.kind, ObligationKind::kInvariant) << ob.row_label;
+      EXPECT_EQ(ob.inv, spec::Inv::kNode) << ob.row_label;
+      node_failures.insert(ob.row);
+    }
+  EXPECT_EQ(node_failures, (std::set<int>{3, 11}));
 }
 
 // An effect that changes another job breaks FRAME (and the symmetry the proof relies on).
@@ -185,9 +264,9 @@ TEST(ProverTest, MissingGuardFailsTierInvariant) {
   auto rows = core::rows_of<Z3Domain, MissingGuardTable>();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].guard, nullptr);
-  auto r = prove(rows, kProofShape, kTimeoutMs);
+  auto r = prove(rows, {}, kProofShape, kTimeoutMs);
   ExpectDecided(r);
-  // Init, the row's invariants, FRAME, DELTA, ENABLED.
+  // Init, the row's invariants, FRAME, DELTA, ENABLED (no node rows).
   EXPECT_EQ(r.obligations.size(), 2 * spec::kAllInvariants.size() + 3);
   EXPECT_GT(r.failed, 0);
   EXPECT_EQ(failing_rows(r), std::set<int>{1});
@@ -622,6 +701,11 @@ TEST(BmcTest, InductionThatDoesNotCloseIsInconclusive) {
 class ReplayTest : public ::testing::Test {
  protected:
 
+  // The node decisions write_journal() starts with (2 nodes: Register, Ready), and its job
+  // decisions.
+  static constexpr std::uint64_t kNodeDecisions = 4;
+  static constexpr std::uint64_t kJobDecisions = 14;
+
   // A short run of the core on the default fleet, journaled; returns the decisions committed.
   std::uint64_t write_journal() {
     auto w = core::JournalWriter::open(path_, {core::FsyncPolicy::kNever, 4});
@@ -632,6 +716,7 @@ class ReplayTest : public ::testing::Test {
     EXPECT_TRUE(sc.ok()) << sc.reason();
     if (!sc.ok()) return 0;
     auto& c = **sc;
+    EXPECT_TRUE(core::bring_up_all_nodes(c).ok());  // kNodeDecisions node decisions
     auto commit = [&](core::Decision d) {
       clock.advance(3);
       auto r = c.commit(d);
@@ -702,15 +787,16 @@ class ReplayTest : public ::testing::Test {
 
 TEST_F(ReplayTest, JournalOfACoreRunReplaysCleanly) {
   const auto n = write_journal();
-  ASSERT_EQ(n, 14u);
+  ASSERT_EQ(n, kNodeDecisions + kJobDecisions);
   auto r = replay_journal(path_);
   EXPECT_TRUE(r.ok) << r.error;
   EXPECT_TRUE(r.error.empty()) << r.error;
   EXPECT_TRUE(r.violations.empty()) << r.violations.front();
   EXPECT_EQ(r.records, n + 1);
   EXPECT_EQ(r.decisions, n);
-  // 11 state checks for the initial state and after each decision, 6 step checks per decision.
-  EXPECT_EQ(r.checks, 11 * (n + 1) + 6 * n);
+  // 12 state checks for the initial state and after each decision, 7 step checks per job
+  // decision.
+  EXPECT_EQ(r.checks, 12 * (n + 1) + 7 * kJobDecisions);
   EXPECT_TRUE(r.clean_tail);
   EXPECT_TRUE(r.tail_error.empty());
 }
@@ -718,7 +804,7 @@ TEST_F(ReplayTest, JournalOfACoreRunReplaysCleanly) {
 // The sampling options change what is checked when, never the verdict on a good journal.
 TEST_F(ReplayTest, FullAndSampledChecksAgreeOnAGoodJournal) {
   const auto n = write_journal();
-  ASSERT_EQ(n, 14u);
+  ASSERT_EQ(n, kNodeDecisions + kJobDecisions);
   ReplayOptions every;
   every.full_every = 1;  // the whole state after every decision, as replay did before
   auto r = replay_journal(path_, every);

@@ -14,6 +14,12 @@ namespace orrery::testing {
 
 using Cluster = spec::ClusterVars<spec::Concrete>;
 
+// Every node Up, as core::bring_up_all_nodes() leaves a core: for tests that build a cluster
+// state by hand and place jobs on it.
+inline void all_nodes_up(Cluster& s) {
+  for (auto& st : s.node_state) st = static_cast<std::int64_t>(spec::NodeState::kUp);
+}
+
 // Per device: the owner's epoch where job j owns it, else 0.
 inline std::vector<std::int64_t> hold_row(const Cluster& s, int j) {
   std::vector<std::int64_t> row(static_cast<std::size_t>(s.num_devices()), 0);
@@ -36,6 +42,7 @@ inline void ExpectSameCluster(const Cluster& a, const Cluster& b) {
   EXPECT_EQ(a.owner_epoch, b.owner_epoch);
   EXPECT_EQ(a.resv_for, b.resv_for);
   EXPECT_EQ(a.resv_gen, b.resv_gen);
+  EXPECT_EQ(a.node_state, b.node_state);
   EXPECT_EQ(a.node_held, b.node_held);
   EXPECT_EQ(a.node_swap, b.node_swap);
   EXPECT_EQ(a.premium_admitted, b.premium_admitted);

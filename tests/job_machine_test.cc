@@ -37,6 +37,7 @@ class JobMachineTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cluster_ = default_fleet().empty_cluster();
+    testing::all_nodes_up(cluster_);
     spec::Concrete d;
     for (int j = 0; j < 2; ++j) spec::add_job_slot(d, cluster_);
     auto& waiting = cluster_.jobs[1];

@@ -4,6 +4,7 @@
 // every commit; then the same script with a real journal, recovery from it, and recovery from a
 // journal whose tail is corrupt.
 #include "tests/temp_dir.h"
+#include "core/node_bootstrap.h"
 #include "core/scheduler_core.h"
 
 #include <gtest/gtest.h>
@@ -400,6 +401,9 @@ void run_scenario(Driver& t) {
   EXPECT_EQ(t.core().cluster().node_held, (std::vector<std::int64_t>{0, 0}));
 }
 
+// The node decisions bring_up_all_nodes() commits on the default fleet (2 nodes: Register, Ready).
+constexpr std::size_t kNodeDecisions = 4;
+
 class SchedulerCoreTest : public ::testing::Test {
  protected:
 
@@ -417,10 +421,12 @@ class SchedulerCoreTest : public ::testing::Test {
     ManualClock clock(1000);
     auto core = SchedulerCore::create(default_fleet(), clock, w->get());
     ASSERT_TRUE(core.ok()) << core.reason();
+    ASSERT_TRUE(bring_up_all_nodes(**core).ok());
     Driver t(**core, clock);
     run_scenario(t);
     ASSERT_TRUE((*w)->flush().ok());
-    EXPECT_EQ((*w)->records(), 1 + t.snapshots.size());  // rejected decisions are not journaled
+    // Rejected decisions are not journaled.
+    EXPECT_EQ((*w)->records(), 1 + kNodeDecisions + t.snapshots.size());
     snapshots = t.snapshots;
     decisions = t.decisions;
     final_cluster = (*core)->cluster();
@@ -435,11 +441,12 @@ TEST_F(SchedulerCoreTest, ScriptedLifecycle) {
   ManualClock clock(1000);
   auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
   ASSERT_TRUE(core.ok()) << core.reason();
+  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
   EXPECT_EQ((*core)->num_jobs(), 0);
   EXPECT_EQ((*core)->fleet().num_devices(), 8);
   Driver t(**core, clock);
   run_scenario(t);
-  EXPECT_EQ((*core)->committed(), t.snapshots.size());
+  EXPECT_EQ((*core)->committed(), kNodeDecisions + t.snapshots.size());
   EXPECT_EQ((*core)->rejected(), t.expected_rejections);
   EXPECT_EQ(t.expected_rejections, 43u);  // every t.rejected() in the script
   const JobState want[] = {JobState::kCompleted, JobState::kFailed, JobState::kCancelled,
@@ -460,6 +467,7 @@ TEST_F(SchedulerCoreTest, HostMemoryClauseDoesNotWrapAround) {
   ManualClock clock;
   auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
   ASSERT_TRUE(core.ok());
+  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
   auto& c = **core;
   // W=4 on exactly one device: splice 4, so 3 workers' memory must wait in host memory.
   auto s = c.commit(submit("huge", Tier::kStandard, 4, 1, 1, std::int64_t{1} << 62));
@@ -484,6 +492,7 @@ TEST_F(SchedulerCoreTest, ReservationsProtectTheBeneficiaryButNeverBlockAHigherT
   ManualClock clock;
   auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
   ASSERT_TRUE(core.ok());
+  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
   auto& c = **core;
   auto as_planner = [](Decision d) {
     d.origin = spec::Origin::kPlanner;
@@ -539,6 +548,7 @@ TEST_F(SchedulerCoreTest, AttainedServiceDoesNotWrapAround) {
   ManualClock clock;
   auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
   ASSERT_TRUE(core.ok());
+  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
   auto& c = **core;
   ASSERT_TRUE(c.commit(submit("a", Tier::kStandard, 1, 1, 1)).ok());
   ASSERT_TRUE(c.commit(ev(EventKind::kAdmit, 0)).ok());
@@ -593,7 +603,7 @@ TEST_F(SchedulerCoreTest, RecoveryRebuildsTheSameCluster) {
   auto contents = read_journal(path_);
   ASSERT_TRUE(contents.ok()) << contents.reason();
   EXPECT_TRUE(contents->clean) << contents->tail_error;
-  ASSERT_EQ(contents->records.size(), 1 + snaps.size());
+  ASSERT_EQ(contents->records.size(), 1 + kNodeDecisions + snaps.size());
 
   ManualClock clock(0);
   std::size_t i = 0;
@@ -615,7 +625,7 @@ TEST_F(SchedulerCoreTest, RecoveryRebuildsTheSameCluster) {
   ASSERT_TRUE(core.ok()) << core.reason();
   EXPECT_EQ(i, snaps.size());
   ExpectSameCluster((*core)->cluster(), final_cluster);
-  EXPECT_EQ((*core)->committed(), snaps.size());
+  EXPECT_EQ((*core)->committed(), kNodeDecisions + snaps.size());
   EXPECT_EQ((*core)->rejected(), 0u);
   ASSERT_EQ((*core)->num_jobs(), 5);
   for (int j = 0; j < 5; ++j) EXPECT_EQ((*core)->state(j), snaps.back().states[j]);
@@ -654,11 +664,11 @@ TEST_F(SchedulerCoreTest, RecoveryStopsAtTheLastGoodRecord) {
     ASSERT_TRUE(contents.ok()) << contents.reason();
     EXPECT_FALSE(contents->clean);
     EXPECT_FALSE(contents->tail_error.empty());
-    ASSERT_EQ(contents->records.size(), 1 + want_decisions);
+    ASSERT_EQ(contents->records.size(), 1 + kNodeDecisions + want_decisions);
     ManualClock clock;
     auto core = SchedulerCore::recover(contents->records, clock, nullptr);
     ASSERT_TRUE(core.ok()) << core.reason();
-    EXPECT_EQ((*core)->committed(), want_decisions);
+    EXPECT_EQ((*core)->committed(), kNodeDecisions + want_decisions);
     ExpectSameCluster((*core)->cluster(), snaps[want_decisions - 1].cluster);
     for (int j = 0; j < (*core)->num_jobs(); ++j)
       EXPECT_EQ((*core)->state(j), snaps[want_decisions - 1].states[j]);
@@ -670,7 +680,7 @@ TEST_F(SchedulerCoreTest, RecoveryStopsAtTheLastGoodRecord) {
     auto w = JournalWriter::open(path_, {FsyncPolicy::kNever, 4});
     ASSERT_TRUE(w.ok()) << w.reason();
     EXPECT_FALSE((*w)->recovered_tail_error().empty());
-    EXPECT_EQ((*w)->records(), n);
+    EXPECT_EQ((*w)->records(), kNodeDecisions + n);
     auto contents = read_journal(path_);
     ASSERT_TRUE(contents.ok());
     EXPECT_TRUE(contents->clean);
@@ -679,14 +689,14 @@ TEST_F(SchedulerCoreTest, RecoveryStopsAtTheLastGoodRecord) {
     ASSERT_TRUE(core.ok()) << core.reason();
     auto c = (*core)->commit(decisions.back());
     ASSERT_TRUE(c.ok()) << c.reason();
-    EXPECT_EQ(c->seq, n);
+    EXPECT_EQ(c->seq, kNodeDecisions + n);
     ExpectSameCluster((*core)->cluster(), final_cluster);
     ASSERT_TRUE((*w)->flush().ok());
   }
   auto contents = read_journal(path_);
   ASSERT_TRUE(contents.ok());
   EXPECT_TRUE(contents->clean) << contents->tail_error;
-  ASSERT_EQ(contents->records.size(), 1 + n);
+  ASSERT_EQ(contents->records.size(), 1 + kNodeDecisions + n);
   ManualClock clock;
   auto core = SchedulerCore::recover(contents->records, clock, nullptr);
   ASSERT_TRUE(core.ok()) << core.reason();
@@ -722,6 +732,7 @@ TEST_F(SchedulerCoreTest, HostMemoryClauseAtTheMemoryBound) {
   ManualClock clock;
   auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
   ASSERT_TRUE(core.ok());
+  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
   auto& c = **core;
   ASSERT_TRUE(c.commit(submit("huge", Tier::kStandard, 4, 1, 1, spec::kMaxMemMib)).ok());
   EXPECT_FALSE(c.commit(submit("huger", Tier::kStandard, 4, 1, 1, spec::kMaxMemMib + 1)).ok());
@@ -742,6 +753,7 @@ TEST_F(SchedulerCoreTest, DeviceMemoryMustHoldAWorker) {
   ManualClock clock;
   auto core = SchedulerCore::create(*fleet, clock, nullptr);
   ASSERT_TRUE(core.ok());
+  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
   auto& c = **core;
   ASSERT_TRUE(c.commit(submit("big", Tier::kStandard, 2, 1, 2, 50000, "A100-40G")).ok());
   ASSERT_TRUE(c.commit(submit("fits", Tier::kStandard, 2, 1, 2, 40960, "A100-40G")).ok());
@@ -759,6 +771,7 @@ TEST_F(SchedulerCoreTest, OriginsAreEnforced) {
   ManualClock clock;
   auto core = SchedulerCore::create(default_fleet(), clock, nullptr);
   ASSERT_TRUE(core.ok());
+  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
   auto& c = **core;
   auto as = [](Decision d, spec::Origin o) {
     d.origin = o;

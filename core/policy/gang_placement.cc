@@ -19,7 +19,7 @@ Proposal propose_gang(const SchedulerCore& core, int job, spec::EventKind event,
   std::vector<std::vector<int>> free_on(s.nodes);
   std::vector<int> own(jv.held.begin(), jv.held.end());
   for (int dev = 0; dev < m; ++dev) {
-    if (s.owner[dev] != -1 || s.dev_type(dev) != jv.dtype) continue;
+    if (s.owner[dev] != -1 || s.dev_type(dev) != jv.dtype || !spec::on_up_node(d, s, dev)) continue;
     if (spec::reserved(d, s, dev) && s.resv_for[dev] != job &&
         !spec::outranks(d, s, job, s.resv_for[dev]))
       continue;

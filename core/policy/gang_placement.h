@@ -5,7 +5,8 @@
 // with W / c <= kSpliceLimit and for which enough free devices of the job's type exist, taking
 // devices node by node from the node with the most free ones (fewest nodes, most NVLink locality).
 // Devices reserved for another job are not free to it, unless it outranks that job; devices
-// reserved for this job are.
+// reserved for this job are. Only devices on Up nodes are taken (draining, lost, down and joining
+// nodes take no new work); devices a resize keeps stay wherever they are.
 #pragma once
 
 #include <string>
