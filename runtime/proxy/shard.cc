@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@ constexpr char kEnd[4] = {'E', 'N', 'D', '!'};
 constexpr std::uint32_t kVersion = 1;
 constexpr std::uint64_t kFixed = 8 + 4 * 4 + 8 * 3 + 4 * 2 + 8 * 2;
 constexpr std::uint32_t kMaxEntries = 1u << 20;
+constexpr std::uint64_t kChunk = 1u << 20;
 
 template <class T>
 void put(std::string& b, T v) {
@@ -96,16 +98,18 @@ Result<std::uint64_t> write_shard(const std::string& path, const ShardMeta& m,
   std::uint32_t crc = crc32c_fast_extend(0, head.data(), head.size());
   std::uint64_t total = head.size();
   Status s = write_all(fd, head.data(), head.size(), tmp);
-  for (std::size_t i = 0; s && i < m.allocs.size(); ++i) {
-    crc = crc32c_fast_extend(crc, alloc_data[i], m.allocs[i].size);
-    s = write_all(fd, alloc_data[i], m.allocs[i].size, tmp);
-    total += m.allocs[i].size;
-  }
-  for (std::size_t i = 0; s && i < m.state_lens.size(); ++i) {
-    crc = crc32c_fast_extend(crc, states[i], m.state_lens[i]);
-    s = write_all(fd, states[i], m.state_lens[i], tmp);
-    total += m.state_lens[i];
-  }
+  // Checksum and write chunk by chunk, so each chunk is checksummed while it is in cache.
+  auto put_bytes = [&](const void* p, std::uint64_t n) {
+    const auto* c = static_cast<const char*>(p);
+    for (std::uint64_t off = 0; s && off < n; off += kChunk) {
+      const std::uint64_t k = std::min(kChunk, n - off);
+      crc = crc32c_fast_extend(crc, c + off, k);
+      s = write_all(fd, c + off, k, tmp);
+    }
+    total += n;
+  };
+  for (std::size_t i = 0; s && i < m.allocs.size(); ++i) put_bytes(alloc_data[i], m.allocs[i].size);
+  for (std::size_t i = 0; s && i < m.state_lens.size(); ++i) put_bytes(states[i], m.state_lens[i]);
   if (s) {
     std::string tail;
     put(tail, crc);
@@ -203,8 +207,12 @@ Result<ShardReader> ShardReader::open(const std::string& path) {
 }
 
 Status ShardReader::read_next(void* dst, std::uint64_t n) {
-  if (auto s = read_all(fd_, dst, n, path_); !s) return s;
-  crc_ = crc32c_fast_extend(crc_, dst, n);
+  auto* c = static_cast<char*>(dst);
+  for (std::uint64_t off = 0; off < n; off += kChunk) {
+    const std::uint64_t k = std::min(kChunk, n - off);
+    if (auto s = read_all(fd_, c + off, k, path_); !s) return s;
+    crc_ = crc32c_fast_extend(crc_, c + off, k);
+  }
   return Status::Ok();
 }
 
