@@ -299,7 +299,7 @@ TEST(NodeRuntime, CheckpointThenRestoreOnOtherDevicesGivesTheSameDigest) {
   auto rt = start(dir, 4);
   ASSERT_TRUE(rt);
   const int job = 200;
-  ASSERT_TRUE(rt->launch(spec(job, 1, 4, {{0, {0, 1}}, {1, {2, 3}}}, {"--step-delay-us=3000"})).ok());
+  ASSERT_TRUE(rt->launch(spec(job, 1, 4, {{0, {0, 1}}, {1, {2, 3}}}, {"--step-delay-us=5000"})).ok());
   auto ev = wait_for(*rt, job, Kind::kProgress);
   ASSERT_EQ(ev.back().kind, Kind::kProgress);
   ASSERT_TRUE(rt->checkpoint(job, 1, -1, true).ok());
