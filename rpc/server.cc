@@ -10,6 +10,7 @@
 #include <kj/compat/http.h>
 
 #include "core/fleet.h"
+#include "rpc/connection.h"
 #include "rpc/convert.h"
 #include "rpc/secret.h"
 
@@ -193,7 +194,7 @@ class RpcNodeLink final : public service::NodeLink, public kj::TaskSet::ErrorHan
     std::string w = what;
     tasks_.add(p.catch_([s, session, job, epoch, w, fatal](kj::Exception&& e) {
       std::string msg = w + " job " + std::to_string(job) + " epoch " + std::to_string(epoch) +
-                        " failed: " + std::string(e.getDescription().cStr());
+                        " failed: " + reason_of(e);
       if (fatal) s->command_failed(session, job, epoch, msg);
       else std::cerr << "orrery-core: " << msg << "\n";
     }));

@@ -354,7 +354,8 @@ std::vector<std::pair<int, LaunchCommand>> Service::launches(int job, std::int64
       c.args = t.spec.args;
       c.args.push_back("--steps=" + std::to_string(t.spec.steps));
       c.restore_step = restore_step;
-      c.collective = "job-" + std::to_string(job) + "-epoch-" + std::to_string(jv.epoch);
+      // A shared-memory style name ("/..."), the same on every node of the incarnation.
+      c.collective = "/orrery-job" + std::to_string(job) + "-epoch" + std::to_string(jv.epoch);
       by_node[node] = out.size();
       out.emplace_back(node, std::move(c));
       it = by_node.find(node);
