@@ -295,8 +295,11 @@ Status LocalNodeRuntime::launch(const LaunchSpec& spec) {
     if (proxies_[lp.device].dead) return Status::Error("launch: the proxy of device " + std::to_string(lp.device) + " is gone");
   }
   std::string coll = spec.collective.empty() ? default_collective_name(spec.job, spec.epoch) : spec.collective;
-  if (coll.size() < 2 || coll[0] != '/' || coll.find('/', 1) != std::string::npos || coll.size() > 200) {
-    return Status::Error("launch: collective name '" + coll + "' is not a shm name like /name");
+  const bool tcp = coll.rfind("tcp://", 0) == 0;
+  if (coll.size() > 200 ||
+      (!tcp && (coll.size() < 2 || coll[0] != '/' || coll.find('/', 1) != std::string::npos))) {
+    return Status::Error("launch: collective name '" + coll +
+                         "' is neither a shm name like /name nor tcp://HOST:PORT/ID");
   }
   JobRun run;
   run.job = spec.job;
@@ -403,7 +406,7 @@ void LocalNodeRuntime::end_run(JobRun& run, bool kill_workers) {
       }
     }
   }
-  Collective::unlink(run.collective);
+  if (run.collective.rfind("tcp://", 0) != 0) Collective::unlink(run.collective);
 }
 
 void LocalNodeRuntime::refresh(JobRun& run) {

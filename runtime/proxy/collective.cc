@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/proxy/kernels.h"
+#include "runtime/proxy/tcp_collective.h"
 
 namespace orrery::runtime {
 
@@ -126,18 +127,27 @@ Status Collective::contribute(int rank, std::int64_t step, const float* data, st
   return Status::Ok();
 }
 
-const float* Collective::result(std::int64_t step, std::uint64_t* flags) const {
+const float* Collective::result(std::int64_t step, std::uint64_t* flags) {
   const auto& ph = h()->phase[step & 1];
   if (ph.done_step.load(std::memory_order_acquire) != step) return nullptr;
   if (flags != nullptr) *flags = ph.result_flags.load(std::memory_order_relaxed);
   return result_buf(static_cast<int>(step & 1));
 }
 
-void Collective::wait(std::int64_t step, long timeout_ns) const {
+void Collective::wait(std::int64_t step, long timeout_ns) {
   auto& ph = h()->phase[step & 1];
   const std::uint32_t g = ph.gen.load(std::memory_order_seq_cst);
   if (ph.done_step.load(std::memory_order_acquire) == step) return;
   futex_wait(&ph.gen, g, timeout_ns);
+}
+
+Result<std::unique_ptr<CollectiveGroup>> open_collective_group(const std::string& name, int world,
+                                                               std::uint64_t capacity,
+                                                               bool holds_rank0) {
+  if (name.rfind("tcp://", 0) == 0) return open_tcp_collective(name, world, capacity, holds_rank0);
+  auto c = Collective::open(name, world, capacity);
+  if (!c) return c.status();
+  return std::unique_ptr<CollectiveGroup>(new Collective(std::move(c.value())));
 }
 
 }  // namespace orrery::runtime

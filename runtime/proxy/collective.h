@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/result.h"
@@ -17,19 +18,37 @@
 
 namespace orrery::runtime {
 
-class Collective {
+// What the proxy needs of a job's allreduce group, whatever carries it.
+class CollectiveGroup {
+ public:
+  virtual ~CollectiveGroup() = default;
+  // Adds rank's contribution for `step` with its flags.
+  virtual Status contribute(int rank, std::int64_t step, const float* data, std::uint64_t count,
+                            std::uint64_t flags) = 0;
+  // The rank-ordered sum of `step` once every rank has contributed, else nullptr; `flags` gets
+  // the OR of all ranks' flags. Valid until the contribution of step + 2.
+  virtual const float* result(std::int64_t step, std::uint64_t* flags) = 0;
+  // Sleeps until the result of `step` may be there, at most timeout_ns.
+  virtual void wait(std::int64_t step, long timeout_ns) = 0;
+};
+
+// Opens a job incarnation's group by name: "tcp://HOST:PORT/ID" is the TCP variant
+// (tcp_collective.h; the proxy holding rank 0 serves the hub at HOST:PORT), anything else a
+// shared-memory segment of that name on this machine.
+Result<std::unique_ptr<CollectiveGroup>> open_collective_group(const std::string& name, int world,
+                                                               std::uint64_t capacity,
+                                                               bool holds_rank0);
+
+class Collective final : public CollectiveGroup {
  public:
   // Opens (or creates) the segment for `world` ranks and buffers of up to `capacity` floats.
   static Result<Collective> open(const std::string& name, int world, std::uint64_t capacity);
   static void unlink(const std::string& name);
 
-  // Adds rank's contribution for `step` (count <= capacity) with its flags.
   Status contribute(int rank, std::int64_t step, const float* data, std::uint64_t count,
-                    std::uint64_t flags);
-  // The result of `step` if every rank has contributed, else nullptr. `flags` gets the OR.
-  const float* result(std::int64_t step, std::uint64_t* flags) const;
-  // Sleeps until the result of `step` may be there, at most timeout_ns.
-  void wait(std::int64_t step, long timeout_ns) const;
+                    std::uint64_t flags) override;
+  const float* result(std::int64_t step, std::uint64_t* flags) override;
+  void wait(std::int64_t step, long timeout_ns) override;
 
   int world() const;
   static std::size_t header_size();

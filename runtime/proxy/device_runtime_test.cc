@@ -1,7 +1,10 @@
 // End-to-end tests of the device side with real processes: orrery-proxy children, workers
 // (the test process itself through the worker library, or orrery-train-mlp launched by the
 // NodeRuntime), shared-memory rings and collectives, checkpoint shards on disk.
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -325,6 +328,46 @@ TEST(NodeRuntime, CheckpointThenRestoreOnOtherDevicesGivesTheSameDigest) {
   ASSERT_EQ(ev.back().kind, Kind::kCompleted) << ev.back().detail;
   EXPECT_NE(ev.back().detail.find(reference_digest(4)), std::string::npos) << ev.back().detail;
   EXPECT_NE(ev.back().detail.find("restored_from=" + std::to_string(step)), std::string::npos);
+}
+
+// Two nodes (two NodeRuntimes, as two machines would run) and the TCP collective between them:
+// the same digest as the reference.
+TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
+  Dir da, db;
+  auto a = start(da, 1);
+  NodeRuntimeOptions o;
+  o.node_name = "other";
+  o.devices = 2;
+  o.device_mem_mib = 64;
+  o.data_dir = db.path();
+  o.bin_dir = ORRERY_BIN_DIR;
+  auto b = start_node_runtime(o);
+  ASSERT_TRUE(a && b.ok());
+  // A free port on loopback for the hub (rank 0's node serves it).
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  ::close(fd);
+  const int job = 500;
+  LaunchSpec sa = spec(job, 1, 4, {{0, {0, 1}}});
+  sa.collective = "tcp://127.0.0.1:" + std::to_string(port) + "/j500-e1";
+  LaunchSpec sb = sa;
+  sb.local = {{0, {2}}, {1, {3}}};
+  ASSERT_TRUE((*b)->launch(sb).ok());  // the far node first: it waits for the hub
+  ASSERT_TRUE(a->launch(sa).ok());
+  auto ea = wait_for(*a, job, Kind::kCompleted);
+  auto eb = wait_for(**b, job, Kind::kCompleted);
+  ASSERT_EQ(ea.back().kind, Kind::kCompleted) << ea.back().detail;
+  ASSERT_EQ(eb.back().kind, Kind::kCompleted) << eb.back().detail;
+  const std::string ref = reference_digest(4);
+  EXPECT_NE(ea.back().detail.find(ref), std::string::npos) << ea.back().detail;
+  EXPECT_NE(eb.back().detail.find(ref), std::string::npos) << eb.back().detail;
+  EXPECT_NE(eb.back().detail.find("rank=2"), std::string::npos);
 }
 
 // The pid of a child of this process running orrery-train-mlp as `rank` of `job`.

@@ -88,13 +88,13 @@ void ProxyServer::idle_wait(std::uint32_t bell) {
   ProxyHeader& h = seg_->header;
   // A session whose resident rank waits on the allreduce has something to watch besides the
   // doorbell: the collective's result.
-  const Collective* coll = nullptr;
+  CollectiveGroup* coll = nullptr;
   std::int64_t coll_step = -1;
   for (auto& [j, s] : sessions_) {
     if (s.cur < s.order.size()) {
       auto r = s.ranks.find(s.order[s.cur]);
       if (r != s.ranks.end() && r->second.in_reduce && s.coll) {
-        coll = &*s.coll;
+        coll = s.coll.get();
         coll_step = r->second.reduce_step;
       }
     }
@@ -437,9 +437,10 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
       auto c = check_range(s, rk, buf, count * sizeof(float), "allreduce buffer");
       if (!c) return fail(c.reason());
       if (!s.coll) {
-        auto co = Collective::open(s.collective, s.world, count);
+        const bool rank0 = std::find(s.order.begin(), s.order.end(), 0) != s.order.end();
+        auto co = open_collective_group(s.collective, s.world, count, rank0);
         if (!co) return fail("allreduce: " + co.reason());
-        s.coll.emplace(std::move(co.value()));
+        s.coll = std::move(co.value());
       }
       const void* src = be_->host_view(buf, count * sizeof(float));
       std::vector<float> staging;

@@ -84,7 +84,7 @@ class ProxyServer {
     std::map<int, Rank> ranks;
     std::size_t cur = 0;  // index into order of the resident rank
     std::string collective;
-    std::optional<Collective> coll;
+    std::unique_ptr<CollectiveGroup> coll;
   };
   struct PendingCheckpoint {
     std::int64_t epoch = 0, at_step = -1;
