@@ -352,6 +352,13 @@ int main(int argc, char** argv) {
     }
   }
   if (calls < 100 || mib < 1 || steps < 1) return 2;
+  {  // the figures below depend on how busy the machine is: say so
+    std::ifstream la("/proc/loadavg");
+    std::string l1, l5;
+    la >> l1 >> l5;
+    std::printf("runtime_bench: %u cores, load average %s (1 min) %s (5 min) at start\n",
+                std::thread::hardware_concurrency(), l1.c_str(), l5.c_str());
+  }
   round_trips(calls);
   checkpoint_restore(mib);
   splicing(steps);
