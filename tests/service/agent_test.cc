@@ -1,0 +1,129 @@
+// runtime::Agent in-process: epoch fencing of commands, shards uploaded before a checkpoint is
+// reported, shards fetched before a restore, reports kept while the core is unreachable. The
+// NodeRuntime and CoreLink here are recording stand-ins: the real ones are exercised between real
+// processes by service_e2e_test.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "runtime/node/agent.h"
+
+namespace orrery::runtime {
+namespace {
+
+class RecordingRuntime final : public NodeRuntime {
+ public:
+  Status launch(const LaunchSpec& s) override {
+    calls.push_back("launch " + std::to_string(s.job) + "/" + std::to_string(s.epoch) + " restore " +
+                    std::to_string(s.restore_step));
+    run.insert({s.job, s.epoch});
+    return Status::Ok();
+  }
+  Status checkpoint(int job, std::int64_t epoch, std::int64_t, bool then_stop) override {
+    calls.push_back("checkpoint " + std::to_string(job) + "/" + std::to_string(epoch) + (then_stop ? " stop" : ""));
+    return Status::Ok();
+  }
+  Status stop(int job, std::int64_t epoch) override {
+    calls.push_back("stop " + std::to_string(job) + "/" + std::to_string(epoch));
+    run.erase({job, epoch});
+    return Status::Ok();
+  }
+  std::vector<std::pair<int, std::int64_t>> running() const override { return {run.begin(), run.end()}; }
+  std::vector<JobEvent> poll() override { return std::exchange(events, {}); }
+  std::string shard_path(int job, std::int64_t step, int rank) const override {
+    return "/ckpt/" + std::to_string(job) + "/" + std::to_string(step) + "/" + std::to_string(rank);
+  }
+  std::vector<std::string> calls;
+  std::set<std::pair<int, std::int64_t>> run;
+  std::vector<JobEvent> events;
+};
+
+class RecordingCore final : public CoreLink {
+ public:
+  Status report(const service::NodeReport& r) override {
+    if (!up) return Status::Error("connection lost");
+    log.push_back("report " + std::string(service::report_kind_name(r.kind)) + " step " + std::to_string(r.step));
+    return Status::Ok();
+  }
+  Status upload_shard(int job, std::int64_t epoch, std::int64_t step, int rank, const std::string& path) override {
+    if (!up) return Status::Error("connection lost");
+    log.push_back("upload " + std::to_string(job) + "/" + std::to_string(epoch) + " step " + std::to_string(step) +
+                  " rank " + std::to_string(rank) + " from " + path);
+    return Status::Ok();
+  }
+  Status download_shard(int job, std::int64_t step, int rank, const std::string& path) override {
+    log.push_back("download " + std::to_string(job) + " step " + std::to_string(step) + " rank " +
+                  std::to_string(rank) + " to " + path);
+    return Status::Ok();
+  }
+  bool connected() const override { return up; }
+  bool up = true;
+  std::vector<std::string> log;
+};
+
+AgentCommand launch_cmd(int job, std::int64_t epoch, std::int64_t restore = -1) {
+  AgentCommand c;
+  c.kind = AgentCommand::Kind::kLaunch;
+  c.launch.job = job;
+  c.launch.epoch = epoch;
+  c.launch.world = 2;
+  c.launch.local = {{0, {0}}, {1, {1}}};
+  c.launch.workload = "mlp";
+  c.launch.restore_step = restore;
+  return c;
+}
+
+Status run_one(Agent& a, CoreLink& core, AgentCommand c) {
+  Status out = Status::Error("not carried out");
+  a.enqueue(std::move(c), [&](Status s) { out = s; });
+  a.pump(core);
+  return out;
+}
+
+TEST(Agent, RefusesCommandsOfAnOlderEpochAndStopsOlderIncarnations) {
+  RecordingRuntime rt;
+  RecordingCore core;
+  Agent a(rt);
+  ASSERT_TRUE(run_one(a, core, launch_cmd(0, 3)).ok());
+  AgentCommand ck;
+  ck.kind = AgentCommand::Kind::kCheckpoint;
+  ck.job = 0;
+  ck.epoch = 2;
+  auto st = run_one(a, core, ck);
+  EXPECT_EQ(st.reason(), "stale epoch 2 for job 0: this node has seen epoch 3");
+  EXPECT_FALSE(run_one(a, core, launch_cmd(0, 1)).ok());
+  EXPECT_EQ(a.stale_commands(), 2u);
+  ASSERT_TRUE(run_one(a, core, launch_cmd(0, 4, 100)).ok());
+  std::vector<std::string> want = {"launch 0/3 restore -1", "stop 0/3", "launch 0/4 restore 100"};
+  EXPECT_EQ(rt.calls, want);
+  // The restore's shards were fetched from the core before the launch.
+  EXPECT_EQ(core.log.size(), 2u);
+  EXPECT_EQ(core.log[0], "download 0 step 100 rank 0 to /ckpt/0/100/0");
+  AgentCommand stop_old;
+  stop_old.kind = AgentCommand::Kind::kStop;
+  stop_old.job = 0;
+  stop_old.epoch = 3;
+  EXPECT_FALSE(run_one(a, core, stop_old).ok());
+  EXPECT_EQ(rt.run.size(), 1u);
+}
+
+TEST(Agent, UploadsShardsBeforeReportingACheckpointAndKeepsReportsWhileDisconnected) {
+  RecordingRuntime rt;
+  RecordingCore core;
+  Agent a(rt);
+  ASSERT_TRUE(run_one(a, core, launch_cmd(5, 1)).ok());
+  core.up = false;
+  rt.events.push_back({JobEvent::Kind::kCheckpointed, 5, 1, 40, 0, ""});
+  rt.events.push_back({JobEvent::Kind::kProgress, 5, 1, 41, 7, ""});
+  a.pump(core);
+  EXPECT_TRUE(core.log.empty());
+  core.up = true;  // reconnected
+  a.pump(core);
+  std::vector<std::string> want = {"upload 5/1 step 40 rank 0 from /ckpt/5/40/0",
+                                   "upload 5/1 step 40 rank 1 from /ckpt/5/40/1",
+                                   "report checkpointed step 40", "report progress step 41"};
+  EXPECT_EQ(core.log, want);
+}
+
+}  // namespace
+}  // namespace orrery::runtime

@@ -1,0 +1,286 @@
+// orrery-core serve, orrery-node agents and clients as real processes on loopback, talking Cap'n
+// Proto: the end-to-end paths of docs/runtime.md (submit to completion, authentication, bad
+// requests, failover from the last checkpoint after a node dies, recovery and reconciliation after
+// the core is SIGKILLed). Results are checked against the workload's uninterrupted reference run
+// (orrery-train-mlp --reference): a job resumed from a checkpoint must end bit-identical.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <map>
+#include <regex>
+
+#include "rpc/client_connection.h"
+#include "tests/service/cluster_harness.h"
+
+namespace orrery::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBin = ORRERY_BIN_DIR;        // orrery-node, orrery-proxy, orrery-train-mlp
+const std::string kCore = ORRERY_CORE_BIN;      // orrery-core
+
+// Runs `f` with a fresh client connection on its own thread (one KJ event loop per thread).
+template <class F>
+auto with_client(const std::string& addr, const std::string& secret, F f) {
+  return std::async(std::launch::async, [=] {
+           auto api = rpc::connect_client(addr, secret);
+           EXPECT_TRUE(api.ok()) << api.reason();
+           return f(**api);
+         })
+      .get();
+}
+
+class Cluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = std::getenv("TMPDIR");
+    dir_ = fs::path(tmp ? tmp : "/tmp") /
+           ("orrery-svc-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    write(dir_ / "secret", "test-secret\n");
+    write(dir_ / "fleet",
+          "region local\ncluster c1\n"
+          "node n1 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n"
+          "node n2 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n");
+  }
+  void TearDown() override {
+    nodes_.clear();
+    core_.kill_group(SIGKILL);
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  static void write(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
+
+  void start_core(int port = 0) {
+    std::string log = (dir_ / ("core-" + std::to_string(core_starts_++) + ".log")).string();
+    core_ = Proc({kCore, "serve", "--listen", "127.0.0.1:" + std::to_string(port), "--data",
+                  (dir_ / "data").string(), "--secret", (dir_ / "secret").string(), "--fleet",
+                  (dir_ / "fleet").string(), "--metrics", "127.0.0.1:0",
+                  "--heartbeat-timeout-ms", "600"},
+                 log);
+    ASSERT_TRUE(eventually(5000, [&] { return read_file(log).find("metrics on") != std::string::npos; }))
+        << read_file(log);
+    port_ = port_after(read_file(log), "listening on ");
+    metrics_port_ = port_after(read_file(log), "metrics on http://");
+    addr_ = "127.0.0.1:" + std::to_string(port_);
+  }
+  void start_node(const std::string& name, const std::string& secret_file = "secret") {
+    nodes_[name] = Proc({kBin + "/orrery-node", "--core", addr_, "--name", name, "--secret",
+                         (dir_ / secret_file).string(), "--data", (dir_ / ("node-" + name)).string(),
+                         "--devices", "2", "--device-mem-mib", "256"},
+                        (dir_ / (name + ".log")).string());
+  }
+  std::vector<service::NodeStatus> nodes() {
+    return with_client(addr_, "test-secret", [](service::ClientApi& c) {
+      auto n = c.nodes();
+      return n.ok() ? *n : std::vector<service::NodeStatus>{};
+    });
+  }
+  std::optional<service::JobStatus> job(int id) {
+    return with_client(addr_, "test-secret", [id](service::ClientApi& c) -> std::optional<service::JobStatus> {
+      auto js = c.jobs();
+      if (!js.ok()) return std::nullopt;
+      for (auto& j : *js)
+        if (j.job == id) return j;
+      return std::nullopt;
+    });
+  }
+  bool node_up(const std::string& name) {
+    for (auto& n : nodes())
+      if (n.name == name) return n.state == spec::NodeState::kUp;
+    return false;
+  }
+  int submit(const service::JobSpec& s) {
+    auto r = with_client(addr_, "test-secret", [s](service::ClientApi& c) { return c.submit(s); });
+    EXPECT_TRUE(r.ok()) << r.reason();
+    return r.ok() ? *r : -1;
+  }
+  std::string metrics() { return http_get(metrics_port_, "/metrics"); }
+  // The digest of the uninterrupted reference run of the MLP workload.
+  static std::string reference_digest(int world, int steps) {
+    std::string cmd = kBin + "/orrery-train-mlp --reference --world=" + std::to_string(world) +
+                      " --steps=" + std::to_string(steps);
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    ::pclose(p);
+    std::smatch m;
+    if (std::regex_search(out, m, std::regex("digest=([0-9a-f]+)"))) return m[1];
+    return "none: " + out;
+  }
+  static std::string digest_of(const std::string& note) {
+    std::smatch m;
+    if (std::regex_search(note, m, std::regex("digest=([0-9a-f]+)"))) return m[1];
+    return "none: " + note;
+  }
+  static service::JobSpec mlp_job(const std::string& name, int steps, int every) {
+    service::JobSpec s;
+    s.name = name;
+    s.world = 2;
+    s.min_devices = 1;
+    s.max_devices = 2;
+    s.mem_mib = 16;
+    s.steps = steps;
+    s.checkpoint_every = every;
+    return s;
+  }
+
+  fs::path dir_;
+  Proc core_;
+  std::map<std::string, Proc> nodes_;
+  int core_starts_ = 0;
+  int port_ = 0, metrics_port_ = 0;
+  std::string addr_;
+};
+
+TEST_F(Cluster, SubmitRunsToCompletionWithTheReferenceResult) {
+  start_core();
+  start_node("n1");
+  ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); })) << nodes_["n1"].output();
+  int id = submit(mlp_job("train", 200, 50));
+  ASSERT_GE(id, 0);
+  ASSERT_TRUE(eventually(15000, [&] {
+    auto j = job(id);
+    return j && j->state == spec::JobState::kCompleted;
+  })) << job(id)->note;
+  auto j = *job(id);
+  EXPECT_EQ(j.progress, 200);
+  EXPECT_GE(j.checkpoint, 50);  // periodic checkpoints committed (shards in the store)
+  EXPECT_EQ(digest_of(j.note), reference_digest(2, 200));
+  EXPECT_TRUE(fs::exists(dir_ / "data" / "checkpoints" / ("job-" + std::to_string(id))));
+  auto m = metrics();
+  EXPECT_NE(m.find("orrery_jobs{state=\"Completed\",tier=\"standard\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("orrery_nodes{state=\"Up\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("orrery_journal_durability_lag 0"), std::string::npos) << m;
+  // The timeline holds the whole lifecycle, in order.
+  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 1000); });
+  std::string all;
+  for (auto& l : lines) all += l + "\n";
+  for (const char* want : {"New -> Submitted", "Submitted -> Queued", "Queued -> Placed",
+                           "Placed -> Running", "Running -> Completed"})
+    EXPECT_NE(all.find(want), std::string::npos) << want << "\n" << all;
+}
+
+TEST_F(Cluster, WrongSecretIsRefusedForClientsAndNodes) {
+  start_core();
+  auto api = std::async(std::launch::async, [&] { return rpc::connect_client(addr_, "not-it").status(); }).get();
+  ASSERT_FALSE(api.ok());
+  EXPECT_NE(api.reason().find("authentication failed: wrong secret"), std::string::npos) << api.reason();
+  write(dir_ / "wrong", "not-it\n");
+  start_node("n1", "wrong");
+  EXPECT_EQ(nodes_["n1"].wait_exit(5000), 1);
+  EXPECT_NE(nodes_["n1"].output().find("authentication failed: wrong secret"), std::string::npos)
+      << nodes_["n1"].output();
+  EXPECT_FALSE(node_up("n1"));
+}
+
+TEST_F(Cluster, MalformedRequestsGetClearErrorsAndChangeNothing) {
+  start_core();
+  start_node("n9");  // not in the fleet
+  EXPECT_EQ(nodes_["n9"].wait_exit(5000), 1);
+  EXPECT_NE(nodes_["n9"].output().find("unknown node \"n9\""), std::string::npos) << nodes_["n9"].output();
+  auto before = metrics();
+  with_client(addr_, "test-secret", [](service::ClientApi& c) {
+    auto bad = Cluster::mlp_job("bad", 10, 0);
+    bad.world = 0;
+    auto r = c.submit(bad);
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(r.reason().find("world must be in [1, 2^20], got 0"), std::string::npos) << r.reason();
+    bad = Cluster::mlp_job("bad", 10, 0);
+    bad.device_type = "TPU";
+    r = c.submit(bad);
+    EXPECT_NE(r.reason().find("unknown device type \"TPU\""), std::string::npos) << r.reason();
+    bad = Cluster::mlp_job("bad", 10, 0);
+    bad.max_devices = 3;
+    r = c.submit(bad);
+    EXPECT_NE(r.reason().find("max_devices <= world"), std::string::npos) << r.reason();
+    auto st = c.cancel(99);
+    EXPECT_EQ(st.reason(), "unknown job 99");
+    st = c.preempt(-5, -1);
+    EXPECT_EQ(st.reason(), "unknown job -5");
+    st = c.drain("nowhere");
+    EXPECT_EQ(st.reason(), "unknown node \"nowhere\"");
+    st = c.migrate(7, std::string("n1"));
+    EXPECT_EQ(st.reason(), "unknown job 7");
+    auto lg = c.logs(3, 10);
+    EXPECT_EQ(lg.reason(), "unknown job 3");
+    auto js = c.jobs();
+    EXPECT_TRUE(js.ok() && js->empty());
+    return 0;
+  });
+  auto after = metrics();
+  auto committed = [](const std::string& m) {
+    std::smatch s;
+    std::regex_search(m, s, std::regex("orrery_decisions_committed_total (\\d+)"));
+    return s[1].str();
+  };
+  EXPECT_EQ(committed(before), committed(after));
+  EXPECT_EQ(core_.wait_exit(100), -1) << "the core must still run";
+}
+
+TEST_F(Cluster, NodeKilledJobResumesElsewhereFromItsLastCheckpoint) {
+  start_core();
+  start_node("n1");
+  ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); }));
+  const int steps = 3000;
+  int id = submit(mlp_job("failover", steps, 100));
+  ASSERT_TRUE(eventually(10000, [&] {
+    auto j = job(id);
+    return j && j->state == spec::JobState::kRunning && j->checkpoint >= 100;
+  })) << job(id)->note;
+  start_node("n2");
+  ASSERT_TRUE(eventually(5000, [&] { return node_up("n2"); }));
+  auto before = *job(id);
+  ASSERT_EQ(before.nodes, std::vector<std::string>{"n1"});
+  nodes_["n1"].kill_group(SIGKILL);  // the machine dies: agent, proxies, workers
+  ASSERT_TRUE(eventually(10000, [&] {
+    auto j = job(id);
+    return j && j->epoch > before.epoch && j->nodes == std::vector<std::string>{"n2"};
+  })) << job(id)->note;
+  auto moved = *job(id);
+  EXPECT_GE(moved.checkpoint, before.checkpoint);
+  ASSERT_TRUE(eventually(20000, [&] {
+    auto j = job(id);
+    return j && j->state == spec::JobState::kCompleted;
+  })) << job(id)->note;
+  EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
+  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 1000); });
+  std::string all;
+  for (auto& l : lines) all += l + "\n";
+  EXPECT_NE(all.find("NodeLoss"), std::string::npos) << all;
+  for (auto& n : nodes())
+    if (n.name == "n1") EXPECT_EQ(n.state, spec::NodeState::kDown);
+}
+
+TEST_F(Cluster, CoreKilledRecoversAndReconcilesRunningJobs) {
+  start_core();
+  start_node("n1");
+  ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); }));
+  const int steps = 2500;
+  int id = submit(mlp_job("survivor", steps, 100));
+  ASSERT_TRUE(eventually(10000, [&] {
+    auto j = job(id);
+    return j && j->state == spec::JobState::kRunning && j->progress > 0;
+  }));
+  auto before = *job(id);
+  core_.kill_group(SIGKILL);
+  start_core(port_);  // same address: the agent reconnects and registers with what it runs
+  ASSERT_TRUE(eventually(5000, [&] {
+    return nodes_["n1"].output().find("reconnecting") != std::string::npos && node_up("n1");
+  })) << nodes_["n1"].output();
+  auto after = *job(id);
+  EXPECT_EQ(after.epoch, before.epoch);  // adopted, not restarted
+  EXPECT_GE(after.progress, before.progress);
+  ASSERT_TRUE(eventually(20000, [&] {
+    auto j = job(id);
+    return j && j->state == spec::JobState::kCompleted;
+  })) << job(id)->note;
+  EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
+  EXPECT_EQ(job(id)->epoch, before.epoch);
+}
+
+}  // namespace
+}  // namespace orrery::testing
