@@ -197,7 +197,8 @@ Status LocalNodeRuntime::start_proxies() {
     auto pid = spawn(bin,
                      {"--shm", p.shm, "--device", std::to_string(d), "--mem-mib",
                       std::to_string(opt_.device_mem_mib), "--backend", opt_.backend,
-                      "--ckpt-dir", opt_.data_dir + "/ckpt"},
+                      "--ckpt-dir", opt_.data_dir + "/ckpt", "--parent-pid",
+                      std::to_string(::getpid())},
                      {}, p.log);
     if (!pid) return pid.status();
     p.pid = *pid;

@@ -207,6 +207,23 @@ TEST(DeviceProxy, RestoreOnAnotherProxyKeepsAddressesContentsAndHostState) {
   EXPECT_EQ(*(*w)->alloc(10), b + round_granule(pb.size() * 4));
 }
 
+TEST(DeviceProxy, OlderEpochIsFenced) {
+  Dir dir;
+  const std::string shm = unique("fence");
+  ProxyChild proxy(shm, dir.path() + "/ckpt");
+  WorkerEnv newer = env_for(shm, 31, 0, 1);
+  newer.epoch = 5;
+  auto w = Worker::connect(newer);
+  ASSERT_TRUE(w.ok()) << w.reason();
+  WorkerEnv older = env_for(shm, 31, 0, 1);
+  older.epoch = 4;
+  auto stale = Worker::connect(older);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_NE(stale.reason().find("fenced"), std::string::npos) << stale.reason();
+  // The newer incarnation is untouched.
+  EXPECT_TRUE((*w)->alloc(64).ok());
+}
+
 // ---- through the NodeRuntime, with orrery-train-mlp workers ----
 
 const std::vector<std::string> kArgs = {"--steps=24", "--batch=16", "--din=16", "--hidden=32",
@@ -368,6 +385,64 @@ TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
   EXPECT_NE(ea.back().detail.find(ref), std::string::npos) << ea.back().detail;
   EXPECT_NE(eb.back().detail.find(ref), std::string::npos) << eb.back().detail;
   EXPECT_NE(eb.back().detail.find("rank=2"), std::string::npos);
+}
+
+TEST(NodeRuntime, CheckpointAtAGivenStepAndGoOn) {
+  Dir dir;
+  auto rt = start(dir, 1);
+  ASSERT_TRUE(rt);
+  const int job = 600;
+  ASSERT_TRUE(rt->launch(spec(job, 1, 2, {{0, {1, 0}}}, {"--step-delay-us=2000"})).ok());
+  auto ev = wait_for(*rt, job, Kind::kStarted);
+  ASSERT_EQ(ev.back().kind, Kind::kStarted);
+  ASSERT_TRUE(rt->checkpoint(job, 1, 20, false).ok());
+  ev = wait_for(*rt, job, Kind::kCompleted);
+  ASSERT_EQ(ev.back().kind, Kind::kCompleted) << ev.back().detail;
+  const JobEvent* ck = find(ev, Kind::kCheckpointed);
+  ASSERT_NE(ck, nullptr);
+  EXPECT_EQ(ck->step, 20);
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(std::filesystem::exists(rt->shard_path(job, 20, r)));
+  EXPECT_FALSE(std::filesystem::exists(rt->shard_path(job, 21, 0)));
+  EXPECT_NE(ev.back().detail.find(reference_digest(2)), std::string::npos) << ev.back().detail;
+}
+
+// The pid of this process's child whose command line contains `needle`.
+pid_t find_child(const std::string& needle) {
+  DIR* d = ::opendir("/proc");
+  pid_t found = -1;
+  while (dirent* e = ::readdir(d)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string comm, state;
+    pid_t self = 0, ppid = 0;
+    stat >> self >> comm >> state >> ppid;
+    if (ppid != ::getpid()) continue;
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string all((std::istreambuf_iterator<char>(cmd)), {});
+    if (all.find(needle) != std::string::npos) found = pid;
+  }
+  ::closedir(d);
+  return found;
+}
+
+TEST(NodeRuntime, DeadProxyIsReportedCrashed) {
+  Dir dir;
+  auto rt = start(dir, 1);
+  ASSERT_TRUE(rt);
+  const int job = 700;
+  ASSERT_TRUE(rt->launch(spec(job, 1, 1, {{0, {0}}}, {"--step-delay-us=20000"})).ok());
+  ASSERT_EQ(wait_for(*rt, job, Kind::kStarted).back().kind, Kind::kStarted);
+  const pid_t proxy = find_child("orrery-proxy");
+  ASSERT_GT(proxy, 0);
+  ::kill(proxy, SIGKILL);
+  auto ev = wait_for(*rt, job, Kind::kCrashed);
+  ASSERT_EQ(ev.back().kind, Kind::kCrashed);
+  EXPECT_NE(ev.back().detail.find("proxy of device 0"), std::string::npos) << ev.back().detail;
+  EXPECT_TRUE(rt->running().empty());
+  Status s = rt->launch(spec(job, 2, 1, {{0, {0}}}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.reason().find("gone"), std::string::npos) << s.reason();
 }
 
 // The pid of a child of this process running orrery-train-mlp as `rank` of `job`.

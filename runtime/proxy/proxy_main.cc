@@ -1,9 +1,10 @@
 // orrery-proxy: one process per device. Usage:
 //   orrery-proxy --shm /NAME --device N [--mem-mib M] [--backend host] [--ckpt-dir DIR]
-//                [--spin-us U]
+//                [--spin-us U] [--parent-pid P]
 // Creates the shared-memory segment /NAME (workers attach with ORRERY_PROXY=/NAME), prints one
 // "ready" line and serves until SIGTERM/SIGINT or a shutdown command; exits 0 after removing the
-// segment and printing its counters, 2 on bad arguments, 1 if it cannot start.
+// segment and printing its counters, 2 on bad arguments, 1 if it cannot start. With
+// --parent-pid it also exits when that process stops being its parent (the node runtime died).
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,7 +24,7 @@ void on_signal(int) { g_stop = 1; }
 int usage(const char* why) {
   std::fprintf(stderr,
                "orrery-proxy: %s\nusage: orrery-proxy --shm /NAME --device N [--mem-mib M] "
-               "[--backend host] [--ckpt-dir DIR] [--spin-us U]\n",
+               "[--backend host] [--ckpt-dir DIR] [--spin-us U] [--parent-pid P]\n",
                why);
   return 2;
 }
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
     else if (const char* v = val("--backend")) backend = v;
     else if (const char* v = val("--ckpt-dir")) o.ckpt_dir = v;
     else if (const char* v = val("--spin-us")) o.spin_ns = std::atol(v) * 1000;
+    else if (const char* v = val("--parent-pid")) o.parent_pid = std::atoi(v);
     else return usage(("unknown argument " + a).c_str());
   }
   if (o.shm_name.size() < 2 || o.shm_name[0] != '/' || o.shm_name.find('/', 1) != std::string::npos) {

@@ -611,6 +611,11 @@ void ProxyServer::drop_session(int job, const std::string& why) {
 }
 
 void ProxyServer::check_dead_workers() {
+  if (opt_.parent_pid > 0 && ::getppid() != opt_.parent_pid) {
+    std::fprintf(stderr, "orrery-proxy[%d]: parent %d is gone; exiting\n", opt_.device, opt_.parent_pid);
+    stop_ = true;
+    return;
+  }
   std::vector<std::pair<int, int>> dead;
   for (auto& [j, s] : sessions_) {
     for (auto& [r, rk] : s.ranks) {

@@ -29,6 +29,9 @@ struct ProxyOptions {
   std::string ckpt_dir;   // shards: <ckpt_dir>/job-J/step-S/rank-R.ckpt
   long spin_ns = 50'000;  // how long the proxy spins before sleeping on its doorbell
   const volatile std::sig_atomic_t* stop_flag = nullptr;  // set by main()'s SIGTERM handler
+  // > 0: exit when this process is no longer our parent (the node runtime died), so workers of a
+  // dead node do not train on unsupervised: their next call fails and they exit.
+  int parent_pid = 0;
 };
 
 struct ProxyStats {
