@@ -7,6 +7,11 @@
 // stable addresses plus its registered host state) is written, checksummed, to
 // `<ckpt_dir>/job-<J>/step-<S>/rank-<R>.ckpt`; restore reads the same files. Uploading shards to
 // the core's checkpoint store and fetching them for a restore is the agent's business.
+//
+// Steps are counted as *completed* steps everywhere here: a checkpoint "at step S" holds the state
+// after S steps (the job resumes with step index S), kProgress's `step` is the number of steps
+// every local rank has completed. The implementation is runtime/node/node_runtime.h
+// (start_node_runtime below); docs/runtime.md, "Device proxy, workers and workloads".
 #pragma once
 
 #include <cstdint>
@@ -42,7 +47,9 @@ struct LaunchSpec {
   std::vector<std::string> args;    // workload arguments (e.g. "--steps=200")
   std::int64_t restore_step = -1;   // >= 0: restore every local rank from that step's shards
   // The collective group of this incarnation: a name all nodes of the job derive identically
-  // from (job, epoch), so their proxies meet without a rendezvous service.
+  // from (job, epoch), so their proxies meet without a rendezvous service. A shm name ("/x":
+  // every rank on this machine; empty: /orrery-coll-j<J>-e<E>) or "tcp://HOST:PORT/ID" across
+  // machines (HOST:PORT on the node holding rank 0, whose proxy serves the hub there).
   std::string collective;
 };
 
