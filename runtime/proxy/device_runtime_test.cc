@@ -207,6 +207,55 @@ TEST(DeviceProxy, RestoreOnAnotherProxyKeepsAddressesContentsAndHostState) {
   EXPECT_EQ(*(*w)->alloc(10), b + round_granule(pb.size() * 4));
 }
 
+// Two ranks of one job spliced on one 64 MiB device, each using 40 MiB at the same addresses:
+// each sees the whole device while it runs, and its bytes survive the other's turns.
+TEST(DeviceProxy, SplicedRanksEachSeeTheWholeDevice) {
+  Dir dir;
+  const std::string shm = unique("splice");
+  ProxyChild proxy(shm, dir.path() + "/ckpt");  // --mem-mib 64
+  const std::string coll = unique("coll");
+  const std::uint64_t big = 40ull << 20;
+  DevPtr addr[2] = {0, 0};
+  bool intact[2] = {false, false};
+  float sums[2] = {0, 0};
+  std::string errors[2];
+  auto rank_main = [&](int rank) {
+    WorkerEnv e = env_for(shm, 41, rank, 2);
+    e.collective = coll;
+    e.splice = {0, 1};
+    auto w = Worker::connect(e);
+    if (!w) return void(errors[rank] = w.reason());
+    auto p = (*w)->alloc(big);
+    auto g = (*w)->alloc(4 * sizeof(float));
+    if (!p || !g) return void(errors[rank] = "alloc failed");
+    addr[rank] = *p;
+    const std::vector<unsigned char> mine(big, static_cast<unsigned char>(0xa0 + rank));
+    if (!(*w)->copy_h2d(*p, mine.data(), big)) return void(errors[rank] = "h2d");
+    const float grad[4] = {static_cast<float>(rank + 1), 0, 0, 0};
+    (void)(*w)->copy_h2d(*g, grad, sizeof grad);
+    for (int step = 0; step < 3; ++step) {  // three safe points: the ranks take turns
+      if (!(*w)->allreduce(*g, 4, step)) return void(errors[rank] = "allreduce");
+    }
+    float out[4];
+    (void)(*w)->copy_d2h(out, *g, sizeof out);
+    sums[rank] = out[0];
+    std::vector<unsigned char> back(big);
+    (void)(*w)->copy_d2h(back.data(), *p, big);
+    intact[rank] = back == mine;
+  };
+  std::thread t0(rank_main, 0), t1(rank_main, 1);
+  t0.join();
+  t1.join();
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  EXPECT_EQ(addr[0], addr[1]);  // the same device addresses
+  EXPECT_TRUE(intact[0]);
+  EXPECT_TRUE(intact[1]);
+  // (1 + 2) = 3, then 3 + 3 = 6, then 12: each step sums both ranks' buffers in rank order.
+  EXPECT_EQ(sums[0], 12.f);
+  EXPECT_EQ(sums[1], 12.f);
+}
+
 TEST(DeviceProxy, OlderEpochIsFenced) {
   Dir dir;
   const std::string shm = unique("fence");

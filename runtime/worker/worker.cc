@@ -288,4 +288,12 @@ Status Worker::nop() {
   return status_of(call(r), "nop");
 }
 
+Result<std::pair<std::uint64_t, std::uint64_t>> Worker::mem_info() {
+  Request r;
+  r.op = static_cast<std::uint32_t>(Op::kMemInfo);
+  Response resp = call(r);
+  if (resp.code != 0) return Status::Error(std::string("mem_info: ") + resp.error);
+  return std::make_pair(resp.v[0], resp.v[1]);
+}
+
 }  // namespace orrery::runtime

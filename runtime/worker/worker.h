@@ -82,6 +82,8 @@ class Worker {
   // The workload's final line, readable by the node runtime (kCompleted's detail).
   Status report(std::string_view text);
   Status nop();  // one round trip (benchmarks)
+  // The device's memory: total, and what is mapped now (resident ranks of every job).
+  Result<std::pair<std::uint64_t, std::uint64_t>> mem_info();
 
  private:
   Worker() = default;
