@@ -129,6 +129,28 @@ TEST(DeviceProxy, RingRoundTripMovesBytesBothWays) {
   EXPECT_EQ(*q, job_window(3) + round_granule(n));  // a function of the allocation sequence
 }
 
+TEST(DeviceProxy, SlotsAreReusedAfterWorkersLeave) {
+  Dir dir;
+  const std::string shm = unique("slots");
+  ProxyChild proxy(shm, dir.path() + "/ckpt");
+  // More workers one after another than the segment has slots: closed slots are taken again,
+  // and each newcomer starts from clean rings and its job's window base.
+  for (int i = 0; i < kMaxWorkers + 8; ++i) {
+    WorkerEnv e = env_for(shm, 50 + i, 0, 1);
+    auto w = Worker::connect(e);
+    ASSERT_TRUE(w.ok()) << i << ": " << w.reason();
+    auto p = (*w)->alloc(1000);
+    ASSERT_TRUE(p.ok()) << p.reason();
+    EXPECT_EQ(*p, job_window(50 + i));
+  }
+  auto mem = Worker::connect(env_for(shm, 99, 0, 1));
+  ASSERT_TRUE(mem.ok());
+  auto info = (*mem)->mem_info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->first, 64ull << 20);
+  EXPECT_EQ(info->second, 0u);  // every departed worker's memory was freed
+}
+
 TEST(DeviceProxy, ForeignHandleIsRefusedNeverDereferenced) {
   Dir dir;
   const std::string shm = unique("foreign");

@@ -576,8 +576,10 @@ void ProxyServer::finish_rank(Session& s, Rank& rk, const std::string& why) {
   free_rank(rk);
   rk.gone = true;
   if (rk.slot >= 0) {
-    seg_->slots[rk.slot].state.store(static_cast<std::uint32_t>(SlotState::kClosed),
-                                     std::memory_order_release);
+    WorkerSlot& ws = seg_->slots[rk.slot];
+    // Nothing queued by a dead worker may be taken for the next one's hello.
+    ws.req_tail.store(ws.req_head.load(std::memory_order_acquire), std::memory_order_release);
+    ws.state.store(static_cast<std::uint32_t>(SlotState::kClosed), std::memory_order_release);
     owner_[rk.slot] = {};
     rk.slot = -1;
   }
@@ -598,9 +600,12 @@ void ProxyServer::drop_session(int job, const std::string& why) {
   for (auto& [r, rk] : it->second.ranks) {
     if (rk.slot >= 0) {
       WorkerSlot& ws = seg_->slots[rk.slot];
-      // Answer whatever the worker waits for, so it does not hang on a dropped session.
-      ws.req_tail.store(ws.req_head.load(std::memory_order_acquire), std::memory_order_release);
-      if (ws.req_head.load() != ws.resp_head.load()) publish_response(&ws, error_response(why, 2));
+      // Answer what the worker waits for (a request taken and deferred, or one still queued), so
+      // it does not hang on a dropped session; then drop what is queued.
+      const std::uint32_t head = ws.req_head.load(std::memory_order_acquire);
+      const bool waiting = rk.in_reduce || head != ws.req_tail.load(std::memory_order_relaxed);
+      ws.req_tail.store(head, std::memory_order_release);
+      if (waiting) publish_response(&ws, error_response(why, 2));
       ws.state.store(static_cast<std::uint32_t>(SlotState::kClosed), std::memory_order_release);
       owner_[rk.slot] = {};
       rk.slot = -1;

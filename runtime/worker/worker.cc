@@ -90,7 +90,10 @@ Result<std::unique_ptr<Worker>> Worker::connect(const WorkerEnv& env) {
   }
   if (slot < 0) return Status::Error("the proxy has no free worker slot");
   WorkerSlot& s = w->seg_->slots[slot];
-  s.resp_tail.store(s.resp_head.load());  // drop a response a previous worker never read
+  // Start from empty rings: drop a response a previous worker never read and a request it never
+  // had answered (the proxy does not look at a slot it does not own until a new request comes).
+  s.resp_tail.store(s.resp_head.load());
+  s.req_head.store(s.req_tail.load());
   s.worker_sleeping.store(0);
   s.hello_done.store(0);
   s.result[0] = '\0';
