@@ -350,6 +350,15 @@ Status LocalNodeRuntime::checkpoint(int job, std::int64_t epoch, std::int64_t at
     return Status::Error("checkpoint: job " + std::to_string(job) + " epoch " + std::to_string(epoch) +
                          " does not run here");
   }
+  refresh(it->second);
+  std::int64_t furthest = 0;
+  for (const auto& r : it->second.ranks) furthest = std::max(furthest, r.steps);
+  if (at_step == 0 || (at_step > 0 && at_step <= furthest)) {
+    // The boundary is behind a rank already (or is the start): it would never be cut.
+    return Status::Error("checkpoint: job " + std::to_string(job) + " is past step " +
+                         std::to_string(at_step) + " (at step " + std::to_string(furthest) +
+                         " here); ask for a later boundary or the next one (at_step < 0)");
+  }
   std::set<int> devices;
   for (const auto& r : it->second.ranks) devices.insert(r.device);
   Command c{CommandKind::kCheckpoint, job, epoch, at_step, then_stop ? 1u : 0u};

@@ -467,6 +467,7 @@ TEST(NodeRuntime, CheckpointAtAGivenStepAndGoOn) {
   auto ev = wait_for(*rt, job, Kind::kStarted);
   ASSERT_EQ(ev.back().kind, Kind::kStarted);
   ASSERT_TRUE(rt->checkpoint(job, 1, 20, false).ok());
+  EXPECT_FALSE(rt->checkpoint(job, 1, 0, false).ok());  // a boundary that is never cut
   ev = wait_for(*rt, job, Kind::kCompleted);
   ASSERT_EQ(ev.back().kind, Kind::kCompleted) << ev.back().detail;
   const JobEvent* ck = find(ev, Kind::kCheckpointed);
