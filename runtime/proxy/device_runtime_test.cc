@@ -418,6 +418,33 @@ TEST(NodeRuntime, CheckpointThenRestoreOnOtherDevicesGivesTheSameDigest) {
   EXPECT_NE(ev.back().detail.find("restored_from=" + std::to_string(step)), std::string::npos);
 }
 
+// Two node runtimes on one machine meet in the shared-memory collective named by the spec.
+TEST(NodeRuntime, TwoNodesOnOneMachineShareTheShmCollective) {
+  Dir da, db;
+  auto a = start(da, 1);
+  NodeRuntimeOptions o;
+  o.node_name = "second";
+  o.devices = 1;
+  o.device_mem_mib = 64;
+  o.data_dir = db.path();
+  o.bin_dir = ORRERY_BIN_DIR;
+  auto b = start_node_runtime(o);
+  ASSERT_TRUE(a && b.ok());
+  const int job = 550;
+  LaunchSpec sa = spec(job, 1, 3, {{0, {0, 2}}});
+  LaunchSpec sb = sa;  // the same collective name
+  sb.local = {{0, {1}}};
+  ASSERT_TRUE(a->launch(sa).ok());
+  ASSERT_TRUE((*b)->launch(sb).ok());
+  auto ea = wait_for(*a, job, Kind::kCompleted);
+  auto eb = wait_for(**b, job, Kind::kCompleted);
+  ASSERT_EQ(ea.back().kind, Kind::kCompleted) << ea.back().detail;
+  ASSERT_EQ(eb.back().kind, Kind::kCompleted) << eb.back().detail;
+  const std::string ref = reference_digest(3);
+  EXPECT_NE(ea.back().detail.find(ref), std::string::npos) << ea.back().detail;
+  EXPECT_NE(eb.back().detail.find(ref), std::string::npos) << eb.back().detail;
+}
+
 // Two nodes (two NodeRuntimes, as two machines would run) and the TCP collective between them:
 // the same digest as the reference.
 TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
