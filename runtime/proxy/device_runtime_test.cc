@@ -490,7 +490,7 @@ TEST(NodeRuntime, CheckpointAtAGivenStepAndGoOn) {
   auto rt = start(dir, 1);
   ASSERT_TRUE(rt);
   const int job = 600;
-  ASSERT_TRUE(rt->launch(spec(job, 1, 2, {{0, {1, 0}}}, {"--step-delay-us=2000"})).ok());
+  ASSERT_TRUE(rt->launch(spec(job, 1, 2, {{0, {1, 0}}}, {"--step-delay-us=5000"})).ok());
   auto ev = wait_for(*rt, job, Kind::kStarted);
   ASSERT_EQ(ev.back().kind, Kind::kStarted);
   ASSERT_TRUE(rt->checkpoint(job, 1, 20, false).ok());
@@ -590,7 +590,7 @@ TEST(NodeRuntime, CorruptShardIsAClearError) {
   auto rt = start(dir, 1);
   ASSERT_TRUE(rt);
   const int job = 400;
-  ASSERT_TRUE(rt->launch(spec(job, 1, 1, {{0, {0}}}, {"--step-delay-us=2000"})).ok());
+  ASSERT_TRUE(rt->launch(spec(job, 1, 1, {{0, {0}}}, {"--step-delay-us=5000"})).ok());
   wait_for(*rt, job, Kind::kProgress);
   ASSERT_TRUE(rt->checkpoint(job, 1, -1, true).ok());
   auto ev = wait_for(*rt, job, Kind::kStopped);
