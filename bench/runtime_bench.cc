@@ -8,6 +8,7 @@
 // 3. splicing: W=2 workers on 1 device vs the same workers on 2 devices, beyond W/D, and the
 //    proxy's own time spent switching.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -80,6 +81,7 @@ class Proxy {
     int st;
     ::waitpid(pid_, &st, 0);
   }
+  pid_t pid() const { return pid_; }
   void checkpoint(int job) {
     ProxyHeader& h = static_cast<ProxySegment*>(map_.data())->header;
     const std::uint32_t head = h.cmd_head.load();
@@ -121,6 +123,28 @@ void round_trips(int calls) {
     (void)(*w)->nop();
     ring[i] = ns_since(t);
   }
+  // The same with the proxy and this worker pinned to different cores: the transport's own cost,
+  // without the scheduler putting both on one core (the machine's other load still runs).
+  std::vector<double> pinned;
+  if (std::thread::hardware_concurrency() >= 2) {
+    cpu_set_t a, b;
+    CPU_ZERO(&a);
+    CPU_ZERO(&b);
+    CPU_SET(0, &a);
+    CPU_SET(1, &b);
+    cpu_set_t old;
+    ::sched_getaffinity(0, sizeof old, &old);
+    if (::sched_setaffinity(proxy.pid(), sizeof a, &a) == 0 && ::sched_setaffinity(0, sizeof b, &b) == 0) {
+      pinned.resize(calls);
+      for (int i = 0; i < 2000; ++i) (void)(*w)->nop();
+      for (int i = 0; i < calls; ++i) {
+        auto t = Clock::now();
+        (void)(*w)->nop();
+        pinned[i] = ns_since(t);
+      }
+    }
+    ::sched_setaffinity(0, sizeof old, &old);
+  }
   // Unix socket: the same request/response shape (a 64-byte request, a 64-byte answer).
   int sv[2];
   ::socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
@@ -152,6 +176,10 @@ void round_trips(int calls) {
   std::printf("round trip (%d calls each)\n", calls);
   std::printf("  proxy call (shm ring, nop)      p50 %8.2f us   p99 %8.2f us\n", r.p50 / 1e3, r.p99 / 1e3);
   std::printf("  unix socket (64 B each way)     p50 %8.2f us   p99 %8.2f us\n", s.p50 / 1e3, s.p99 / 1e3);
+  if (!pinned.empty()) {
+    const Pct q = pct(pinned);
+    std::printf("  proxy call, pinned to 2 cores   p50 %8.2f us   p99 %8.2f us\n", q.p50 / 1e3, q.p99 / 1e3);
+  }
 }
 
 double median(std::vector<double> v) {
