@@ -278,6 +278,74 @@ TEST(DeviceProxy, SplicedRanksEachSeeTheWholeDevice) {
   EXPECT_EQ(sums[1], 12.f);
 }
 
+// A worker sending thousands of random requests (sizes, addresses near and inside its window and
+// a neighbour's, kernels with random arguments) gets errors, not a crashed proxy, and never
+// reaches the other job's bytes.
+TEST(DeviceProxy, RandomRequestsNeitherCrashTheProxyNorReachAnotherJob) {
+  Dir dir;
+  const std::string shm = unique("random");
+  ProxyChild proxy(shm, dir.path() + "/ckpt");
+  auto victim = Worker::connect(env_for(shm, 61, 0, 1));
+  auto noisy = Worker::connect(env_for(shm, 62, 0, 1));
+  ASSERT_TRUE(victim.ok() && noisy.ok());
+  auto vp = (*victim)->alloc(1 << 16);
+  ASSERT_TRUE(vp.ok());
+  std::vector<unsigned char> vbytes(1 << 16, 0x5c);
+  ASSERT_TRUE((*victim)->copy_h2d(*vp, vbytes.data(), vbytes.size()).ok());
+
+  std::uint64_t x = 0x1234567;
+  auto rnd = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  std::vector<DevPtr> mine;
+  const std::uint64_t bases[] = {job_window(61), job_window(62), 0, ~0ull - 4096, 4096};
+  auto any_addr = [&]() -> DevPtr {
+    if (!mine.empty() && rnd() % 2 == 0) return mine[rnd() % mine.size()] + rnd() % 70000 - 1000;
+    return bases[rnd() % 5] + rnd() % (1 << 20);
+  };
+  const auto& kernels = all_kernels();
+  std::vector<unsigned char> buf(1 << 16);
+  int refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Status st;
+    switch (rnd() % 7) {
+      case 0: {
+        auto p = (*noisy)->alloc(rnd() % 3 == 0 ? rnd() : rnd() % 200000);
+        if (p) mine.push_back(*p);
+        st = p.status();
+        break;
+      }
+      case 1: st = (*noisy)->free(any_addr()); break;
+      case 2: st = (*noisy)->copy_h2d(any_addr(), buf.data(), rnd() % buf.size()); break;
+      case 3: st = (*noisy)->copy_d2h(buf.data(), any_addr(), rnd() % buf.size()); break;
+      case 4: st = (*noisy)->copy_d2d(any_addr(), any_addr(), rnd() % 100000); break;
+      default: {
+        const KernelDef& k = kernels[rnd() % kernels.size()];
+        std::uint64_t a[16];
+        for (int j = 0; j < 16; ++j) a[j] = rnd() % 3 == 0 ? any_addr() : rnd() % 64;
+        // Launch with the kernel's own argument count (a wrong count is refused too).
+        switch (k.nargs) {
+          case 3: st = (*noisy)->launch(k.name, {a[0], a[1], a[2]}); break;
+          case 4: st = (*noisy)->launch(k.name, {a[0], a[1], a[2], a[3]}); break;
+          case 5: st = (*noisy)->launch(k.name, {a[0], a[1], a[2], a[3], a[4]}); break;
+          case 8: st = (*noisy)->launch(k.name, {a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]}); break;
+          default: st = (*noisy)->launch(k.name, {a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]}); break;
+        }
+        break;
+      }
+    }
+    refused += st.ok() ? 0 : 1;
+  }
+  EXPECT_GT(refused, 1000);
+  EXPECT_TRUE((*noisy)->nop().ok());  // still served
+  std::vector<unsigned char> back(vbytes.size());
+  ASSERT_TRUE((*victim)->copy_d2h(back.data(), *vp, back.size()).ok());
+  EXPECT_EQ(back, vbytes);
+}
+
 TEST(DeviceProxy, OlderEpochIsFenced) {
   Dir dir;
   const std::string shm = unique("fence");
