@@ -493,7 +493,9 @@ std::vector<JobEvent> LocalNodeRuntime::poll() {
     }
     if (min_ckpt > run.reported_ckpt && min_ckpt >= 0) {
       run.reported_ckpt = min_ckpt;
-      emit(JobEvent::Kind::kCheckpointed, run, min_ckpt, shard_path(run.job, min_ckpt, 0));
+      int lowest = run.ranks[0].rank;
+      for (const auto& r : run.ranks) lowest = std::min(lowest, r.rank);
+      emit(JobEvent::Kind::kCheckpointed, run, min_ckpt, shard_path(run.job, min_ckpt, lowest));
     }
     if (min_steps > run.reported_steps) {
       run.reported_steps = min_steps;
