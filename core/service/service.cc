@@ -907,6 +907,7 @@ Status Service::report(const NodeSession& s, const NodeReport& r) {
   switch (r.kind) {
     case NodeReport::Kind::kStarted: {
       t.started.insert(n);
+      t.stop_expected.erase(n);
       if (std::includes(t.started.begin(), t.started.end(), t.nodes.begin(), t.nodes.end())) {
         core::Decision d;
         d.origin = Origin::kRuntime;
@@ -937,7 +938,7 @@ Status Service::report(const NodeSession& s, const NodeReport& r) {
       if (store_->complete(r.job, r.step, static_cast<int>(jv.world))) on_checkpointed(r.job, r.step);
       break;
     case NodeReport::Kind::kStopped:
-      if (t.stop_expected.erase(n)) break;
+      if (t.stop_expected.count(n)) break;  // the cut (or a relaunch) explains it
       if (state == JobState::kRunning && t.cut == Track::Cut::kNone && t.nodes.count(n))
         crash(r.job, "node " + node_name + " stopped the job unasked");
       break;

@@ -18,13 +18,20 @@ void Agent::drop_commands(const std::string& why) {
 
 bool Agent::runs(int job, std::int64_t epoch) const {
   for (auto& [j, e] : runtime_.running())
-    if (j == job && e == epoch) return true;
+    if (j == job && e / kGenerations == epoch) return true;
   return false;
 }
 
 std::vector<service::Incarnation> Agent::running() const {
   std::vector<service::Incarnation> out;
-  for (auto& [j, e] : runtime_.running()) out.push_back({j, e});
+  for (auto& [j, e] : runtime_.running()) out.push_back({j, e / kGenerations});
+  // An incarnation that ended while the core was unreachable still has its last reports (e.g.
+  // Completed) to deliver: registering it lets a restarted core adopt it and take them, instead of
+  // declaring its workers lost.
+  for (const auto& e : outbox_) {
+    service::Incarnation inc{e.job, e.epoch};
+    if (std::find(out.begin(), out.end(), inc) == out.end()) out.push_back(inc);
+  }
   return out;
 }
 
@@ -40,10 +47,18 @@ Status Agent::launch(CoreLink& core, const service::LaunchCommand& c, bool relau
   if (auto st = check_epoch(c.job, c.epoch); !st) return st;
   // Launching a newer epoch stops every older incarnation of the job here; a relaunch (resize at
   // a fixed epoch) replaces the same one.
+  if (!relaunch && runs(c.job, c.epoch)) {
+    newest_[c.job] = c.epoch;
+    return Status::Ok();  // sent again after a reconnect
+  }
   for (auto& [j, e] : runtime_.running())
-    if (j == c.job && (e < c.epoch || (relaunch && e == c.epoch))) (void)runtime_.stop(j, e);
+    if (j == c.job && e / kGenerations <= c.epoch) (void)runtime_.stop(j, e);
   newest_[c.job] = c.epoch;
-  if (!relaunch && runs(c.job, c.epoch)) return Status::Ok();  // sent again after a reconnect
+  std::int64_t rt_epoch = c.epoch * kGenerations;
+  if (auto it = runtime_epoch_.find(c.job);
+      it != runtime_epoch_.end() && it->second / kGenerations == c.epoch)
+    rt_epoch = it->second + 1;  // a relaunch of the same epoch: the next generation
+  runtime_epoch_[c.job] = rt_epoch;
   if (c.local.empty()) {
     shares_.erase(c.job);
     return Status::Ok();
@@ -57,13 +72,15 @@ Status Agent::launch(CoreLink& core, const service::LaunchCommand& c, bool relau
       }
   LaunchSpec spec;
   spec.job = c.job;
-  spec.epoch = c.epoch;
+  spec.epoch = rt_epoch;
   spec.world = c.world;
   for (const auto& s : c.local) spec.local.push_back(LocalPlacement{s.device, s.ranks});
   spec.workload = c.workload;
   spec.args = c.args;
   spec.restore_step = c.restore_step;
-  spec.collective = c.collective;
+  spec.collective = c.collective.empty() || rt_epoch % kGenerations == 0
+                        ? c.collective
+                        : c.collective + "-g" + std::to_string(rt_epoch % kGenerations);
   auto st = runtime_.launch(spec);
   if (!st) return st;
   shares_[c.job] = c;
@@ -81,13 +98,15 @@ Status Agent::execute(CoreLink& core, const AgentCommand& cmd) {
       if (!runs(cmd.job, cmd.epoch))
         return Status::Error("job " + std::to_string(cmd.job) + " epoch " + std::to_string(cmd.epoch) +
                              " does not run on this node");
-      return runtime_.checkpoint(cmd.job, cmd.epoch, cmd.at_step, cmd.then_stop);
+      return runtime_.checkpoint(cmd.job, runtime_epoch_[cmd.job], cmd.at_step, cmd.then_stop);
     }
     case AgentCommand::Kind::kStop: {
       if (auto st = check_epoch(cmd.job, cmd.epoch); !st) return st;
       newest_[cmd.job] = std::max(newest_[cmd.job], cmd.epoch);
-      if (runs(cmd.job, cmd.epoch)) return runtime_.stop(cmd.job, cmd.epoch);
-      return Status::Ok();
+      Status out = Status::Ok();
+      for (auto& [j, e] : runtime_.running())
+        if (j == cmd.job && e / kGenerations == cmd.epoch) out = runtime_.stop(j, e);
+      return out;
     }
   }
   return Status::Error("unknown command");
@@ -131,7 +150,13 @@ void Agent::pump(CoreLink& core) {
     if (!st && st.reason().rfind("stale epoch", 0) == 0) ++stale_commands_;
     if (done) done(st);
   }
-  for (auto& e : runtime_.poll()) outbox_.push_back(std::move(e));
+  for (auto& e : runtime_.poll()) {
+    auto it = runtime_epoch_.find(e.job);
+    if (it != runtime_epoch_.end() && e.epoch != it->second && e.epoch / kGenerations == it->second / kGenerations)
+      continue;  // a generation this agent replaced (resize relaunch)
+    e.epoch /= kGenerations;
+    outbox_.push_back(std::move(e));
+  }
   while (!outbox_.empty() && core.connected()) {
     if (!forward(core, outbox_.front())) break;
     outbox_.pop_front();

@@ -6,6 +6,12 @@
 // epoch is refused ("stale epoch ..."), and launching a newer epoch first stops the older one, so
 // two incarnations of a job never run here at once.
 //
+// Resize at a fixed epoch. The spec keeps a job's epoch across ResizeUp/ResizeDown (the same
+// incarnation, re-spliced), while the NodeRuntime launches an epoch only once. The agent therefore
+// runs core epoch E as runtime epoch E * kGenerations + g, g counting the relaunches of E on this
+// node: the runtime's own fencing keeps working, and everything the core sees (reports, running())
+// carries E. Events of a generation the agent has replaced are dropped.
+//
 // Threading: single-threaded. Commands arrive from event callbacks where blocking is not allowed,
 // so they are queued (enqueue) and carried out by pump(), which the connection calls from the top
 // of its loop, where it may block on the core (shard transfers).
@@ -49,6 +55,8 @@ struct AgentCommand {
 
 class Agent {
  public:
+  static constexpr std::int64_t kGenerations = 1 << 16;
+
   explicit Agent(NodeRuntime& runtime) : runtime_(runtime) {}
 
   // Queues a command from the core; `done` gets its outcome from the pump() that carries it out.
@@ -61,6 +69,7 @@ class Agent {
   // Fails the queued commands (their connection is gone).
   void drop_commands(const std::string& why);
 
+  // What runs here, plus incarnations whose last reports are still waiting to be delivered.
   std::vector<service::Incarnation> running() const;
   std::uint64_t stale_commands() const { return stale_commands_; }
 
@@ -77,6 +86,7 @@ class Agent {
   std::deque<JobEvent> outbox_;
   std::map<int, std::int64_t> newest_;                  // job -> newest epoch seen
   std::map<int, service::LaunchCommand> shares_;        // job -> this node's current share
+  std::map<int, std::int64_t> runtime_epoch_;           // job -> runtime epoch of the current run
   std::uint64_t stale_commands_ = 0;
 };
 

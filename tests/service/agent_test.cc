@@ -11,20 +11,25 @@
 namespace orrery::runtime {
 namespace {
 
+// "E.g": core epoch E, generation g (the agent's runtime epoch E * kGenerations + g).
+std::string gen(std::int64_t rt_epoch) {
+  return std::to_string(rt_epoch / Agent::kGenerations) + "." + std::to_string(rt_epoch % Agent::kGenerations);
+}
+
 class RecordingRuntime final : public NodeRuntime {
  public:
   Status launch(const LaunchSpec& s) override {
-    calls.push_back("launch " + std::to_string(s.job) + "/" + std::to_string(s.epoch) + " restore " +
+    calls.push_back("launch " + std::to_string(s.job) + "/" + gen(s.epoch) + " restore " +
                     std::to_string(s.restore_step));
     run.insert({s.job, s.epoch});
     return Status::Ok();
   }
   Status checkpoint(int job, std::int64_t epoch, std::int64_t, bool then_stop) override {
-    calls.push_back("checkpoint " + std::to_string(job) + "/" + std::to_string(epoch) + (then_stop ? " stop" : ""));
+    calls.push_back("checkpoint " + std::to_string(job) + "/" + gen(epoch) + (then_stop ? " stop" : ""));
     return Status::Ok();
   }
   Status stop(int job, std::int64_t epoch) override {
-    calls.push_back("stop " + std::to_string(job) + "/" + std::to_string(epoch));
+    calls.push_back("stop " + std::to_string(job) + "/" + gen(epoch));
     run.erase({job, epoch});
     return Status::Ok();
   }
@@ -94,7 +99,7 @@ TEST(Agent, RefusesCommandsOfAnOlderEpochAndStopsOlderIncarnations) {
   EXPECT_FALSE(run_one(a, core, launch_cmd(0, 1)).ok());
   EXPECT_EQ(a.stale_commands(), 2u);
   ASSERT_TRUE(run_one(a, core, launch_cmd(0, 4, 100)).ok());
-  std::vector<std::string> want = {"launch 0/3 restore -1", "stop 0/3", "launch 0/4 restore 100"};
+  std::vector<std::string> want = {"launch 0/3.0 restore -1", "stop 0/3.0", "launch 0/4.0 restore 100"};
   EXPECT_EQ(rt.calls, want);
   // The restore's shards were fetched from the core before the launch.
   EXPECT_EQ(core.log.size(), 2u);
@@ -113,8 +118,9 @@ TEST(Agent, UploadsShardsBeforeReportingACheckpointAndKeepsReportsWhileDisconnec
   Agent a(rt);
   ASSERT_TRUE(run_one(a, core, launch_cmd(5, 1)).ok());
   core.up = false;
-  rt.events.push_back({JobEvent::Kind::kCheckpointed, 5, 1, 40, 0, ""});
-  rt.events.push_back({JobEvent::Kind::kProgress, 5, 1, 41, 7, ""});
+  const std::int64_t e1 = 1 * Agent::kGenerations;
+  rt.events.push_back({JobEvent::Kind::kCheckpointed, 5, e1, 40, 0, ""});
+  rt.events.push_back({JobEvent::Kind::kProgress, 5, e1, 41, 7, ""});
   a.pump(core);
   EXPECT_TRUE(core.log.empty());
   core.up = true;  // reconnected
@@ -123,6 +129,26 @@ TEST(Agent, UploadsShardsBeforeReportingACheckpointAndKeepsReportsWhileDisconnec
                                    "upload 5/1 step 40 rank 1 from /ckpt/5/40/1",
                                    "report checkpointed step 40", "report progress step 41"};
   EXPECT_EQ(core.log, want);
+}
+
+TEST(Agent, RelaunchAtTheSameEpochRunsTheNextGenerationAndDropsTheOldOnesEvents) {
+  RecordingRuntime rt;
+  RecordingCore core;
+  Agent a(rt);
+  ASSERT_TRUE(run_one(a, core, launch_cmd(2, 7)).ok());
+  auto re = launch_cmd(2, 7, 50);
+  re.kind = AgentCommand::Kind::kRelaunch;
+  ASSERT_TRUE(run_one(a, core, re).ok());
+  std::vector<std::string> want = {"launch 2/7.0 restore -1", "stop 2/7.0", "launch 2/7.1 restore 50"};
+  EXPECT_EQ(rt.calls, want);
+  std::vector<service::Incarnation> running = {{2, 7}};
+  EXPECT_EQ(a.running(), running);  // the core sees its own epoch
+  core.log.clear();
+  rt.events.push_back({JobEvent::Kind::kStopped, 2, 7 * Agent::kGenerations, 50, 0, "old generation"});
+  rt.events.push_back({JobEvent::Kind::kStarted, 2, 7 * Agent::kGenerations + 1, 50, 0, ""});
+  a.pump(core);
+  std::vector<std::string> reports = {"report started step 50"};
+  EXPECT_EQ(core.log, reports);
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ class Cluster : public ::testing::Test {
     fs::create_directories(dir_);
     write(dir_ / "secret", "test-secret\n");
     write(dir_ / "fleet",
-          "region local\ncluster c1\n"
+          "premium_reserve 2\nregion local\ncluster c1\n"
           "node n1 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n"
           "node n2 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n");
   }
@@ -280,6 +280,124 @@ TEST_F(Cluster, CoreKilledRecoversAndReconcilesRunningJobs) {
   })) << job(id)->note;
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
   EXPECT_EQ(job(id)->epoch, before.epoch);
+}
+
+TEST_F(Cluster, PremiumJobPreemptsBasicJobWhichResumesLaterBitIdentical) {
+  start_core();
+  start_node("n1");
+  ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); }));
+  const int steps = 3000;
+  auto basic = mlp_job("basic", steps, 100);
+  basic.tier = spec::Tier::kBasic;
+  basic.min_devices = 2;  // takes the whole node
+  int b = submit(basic);
+  ASSERT_TRUE(eventually(10000, [&] {
+    auto j = job(b);
+    return j && j->state == spec::JobState::kRunning && j->progress > 0;
+  }));
+  auto premium = mlp_job("premium", 300, 0);
+  premium.tier = spec::Tier::kPremium;
+  premium.min_devices = 2;
+  int p = submit(premium);
+  ASSERT_TRUE(eventually(10000, [&] {
+    auto j = job(b);
+    return j && j->state == spec::JobState::kSuspended;
+  })) << job(b)->note << " / premium: " << job(p)->note;
+  ASSERT_TRUE(eventually(15000, [&] {
+    auto j = job(p);
+    return j && j->state == spec::JobState::kCompleted;
+  })) << job(p)->note;
+  ASSERT_TRUE(eventually(20000, [&] {
+    auto j = job(b);
+    return j && j->state == spec::JobState::kCompleted;
+  })) << job(b)->note;
+  EXPECT_EQ(digest_of(job(p)->note), reference_digest(2, 300));
+  EXPECT_EQ(digest_of(job(b)->note), reference_digest(2, steps));
+  auto lines = with_client(addr_, "test-secret", [b](service::ClientApi& c) { return *c.logs(b, 1000); });
+  std::string all;
+  for (auto& l : lines) all += l + "\n";
+  EXPECT_NE(all.find("Running -> Checkpointing: Preempt job 0 for job 1"), std::string::npos) << all;
+  EXPECT_NE(all.find("Checkpointing -> Suspended"), std::string::npos) << all;
+  EXPECT_NE(all.find("Suspended -> Restoring"), std::string::npos) << all;
+}
+
+TEST_F(Cluster, DrainMigratesJobsOffTheNodeBitIdentical) {
+  start_core();
+  start_node("n1");
+  ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); }));
+  const int steps = 3000;
+  int id = submit(mlp_job("mover", steps, 0));
+  ASSERT_TRUE(eventually(10000, [&] {
+    auto j = job(id);
+    return j && j->state == spec::JobState::kRunning && j->progress > 0;
+  }));
+  start_node("n2");
+  ASSERT_TRUE(eventually(5000, [&] { return node_up("n2"); }));
+  auto st = with_client(addr_, "test-secret", [](service::ClientApi& c) { return c.drain("n1"); });
+  ASSERT_TRUE(st.ok()) << st.reason();
+  ASSERT_TRUE(eventually(10000, [&] {
+    auto j = job(id);
+    return j && j->nodes == std::vector<std::string>{"n2"};
+  })) << job(id)->note;
+  ASSERT_TRUE(eventually(20000, [&] {
+    auto j = job(id);
+    return j && j->state == spec::JobState::kCompleted;
+  })) << job(id)->note;
+  EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
+  for (auto& n : nodes())
+    if (n.name == "n1") EXPECT_EQ(n.state, spec::NodeState::kDraining);
+}
+
+TEST_F(Cluster, ResizeDownForAWaitingJobThenBackUpKeepsTheEpochAndTheResult) {
+  start_core();
+  start_node("n1");
+  ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); }));
+  const int steps = 4000;
+  auto elastic = mlp_job("elastic", steps, 0);
+  elastic.tier = spec::Tier::kBasic;
+  int id = submit(elastic);
+  ASSERT_TRUE(eventually(10000, [&] {
+    auto j = job(id);
+    return j && j->state == spec::JobState::kRunning && j->progress > 0 && j->devices == 2;
+  }));
+  auto before = *job(id);
+  auto st = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return c.resize(id, 3, -1); });
+  EXPECT_NE(st.reason().find("elastic range [1, 2]"), std::string::npos) << st.reason();
+  st = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return c.resize(id, 1, -1); });
+  EXPECT_NE(st.reason().find("waiting job"), std::string::npos) << st.reason();
+  auto small = mlp_job("small", 200, 0);
+  small.world = 1;
+  small.max_devices = 1;
+  int s = submit(small);
+  ASSERT_TRUE(eventually(3000, [&] {
+    auto j = job(s);
+    return j && j->state == spec::JobState::kQueued;
+  }));
+  st = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return c.resize(id, 1, -1); });
+  ASSERT_TRUE(st.ok()) << st.reason();
+  EXPECT_EQ(job(id)->devices, 1);
+  EXPECT_EQ(job(id)->splice, 2);  // both ranks spliced on one device
+  ASSERT_TRUE(eventually(15000, [&] {
+    auto j = job(s);
+    return j && j->state == spec::JobState::kCompleted;
+  })) << job(s)->note;
+  EXPECT_EQ(digest_of(job(s)->note), reference_digest(1, 200));
+  // Nothing waits any more: the planner grows the elastic job back.
+  ASSERT_TRUE(eventually(10000, [&] {
+    auto j = job(id);
+    return j && (j->devices == 2 || j->state == spec::JobState::kCompleted);
+  })) << job(id)->note;
+  ASSERT_TRUE(eventually(20000, [&] {
+    auto j = job(id);
+    return j && j->state == spec::JobState::kCompleted;
+  })) << job(id)->note;
+  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 1000); });
+  std::string all;
+  for (auto& l : lines) all += l + "\n";
+  EXPECT_EQ(job(id)->epoch, before.epoch) << all;  // re-spliced, never restarted as a new incarnation
+  EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
+  EXPECT_NE(all.find("ResizeDown"), std::string::npos) << all;
+  EXPECT_NE(all.find("ResizeUp"), std::string::npos) << all;
 }
 
 }  // namespace
