@@ -363,6 +363,56 @@ TEST(DeviceProxy, OlderEpochIsFenced) {
   EXPECT_TRUE((*w)->alloc(64).ok());
 }
 
+TEST(WorkerEnvironment, MissingOrBadVariablesAreNamed) {
+  for (const char* v : {"ORRERY_PROXY", "ORRERY_COLLECTIVE", "ORRERY_JOB", "ORRERY_EPOCH",
+                        "ORRERY_RANK", "ORRERY_WORLD", "ORRERY_SPLICE", "ORRERY_RESTORE_STEP"}) {
+    ::unsetenv(v);
+  }
+  auto e = worker_env_from_environment();
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.reason().find("ORRERY_PROXY"), std::string::npos);
+  ::setenv("ORRERY_PROXY", "/p", 1);
+  ::setenv("ORRERY_COLLECTIVE", "/c", 1);
+  ::setenv("ORRERY_JOB", "4", 1);
+  ::setenv("ORRERY_EPOCH", "2", 1);
+  ::setenv("ORRERY_RANK", "x1", 1);
+  ::setenv("ORRERY_WORLD", "2", 1);
+  e = worker_env_from_environment();
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.reason().find("ORRERY_RANK=x1 is not an integer"), std::string::npos) << e.reason();
+  ::setenv("ORRERY_RANK", "2", 1);
+  e = worker_env_from_environment();
+  ASSERT_FALSE(e.ok());  // rank 2 of a world of 2
+  ::setenv("ORRERY_RANK", "1", 1);
+  ::setenv("ORRERY_SPLICE", "0,1", 1);
+  e = worker_env_from_environment();
+  ASSERT_TRUE(e.ok()) << e.reason();
+  EXPECT_EQ(e->restore_step, -1);
+  EXPECT_EQ(e->splice, (std::vector<int>{0, 1}));
+  auto w = Worker::connect(*e);  // no proxy by that name
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.reason().find("cannot reach the proxy"), std::string::npos) << w.reason();
+}
+
+TEST(MlpArguments, BadArgumentsAreNamed) {
+  auto c = parse_mlp_args({"--steps=0"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.reason().find("--steps"), std::string::npos);
+  EXPECT_FALSE(parse_mlp_args({"--lr=-1"}).ok());
+  EXPECT_FALSE(parse_mlp_args({"--hidden=abc"}).ok());
+  EXPECT_FALSE(parse_mlp_args({"--bogus"}).ok());
+  EXPECT_FALSE(parse_mlp_args({"--din=4096", "--hidden=8192"}).ok());  // too large a model
+  auto ok = parse_mlp_args({"--steps=7", "--seed=3", "--reference", "--world=3"});
+  ASSERT_TRUE(ok.ok()) << ok.reason();
+  EXPECT_EQ(ok->steps, 7);
+  EXPECT_TRUE(ok->reference);
+  // The reference is a pure function of its configuration.
+  EXPECT_EQ(run_mlp_reference(*ok).digest, run_mlp_reference(*ok).digest);
+  auto other = *ok;
+  other.world = 2;
+  EXPECT_NE(run_mlp_reference(*ok).digest, run_mlp_reference(other).digest);
+}
+
 // ---- through the NodeRuntime, with orrery-train-mlp workers ----
 
 const std::vector<std::string> kArgs = {"--steps=24", "--batch=16", "--din=16", "--hidden=32",
