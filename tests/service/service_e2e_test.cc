@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "rpc/client_connection.h"
+#include "rpc/connection.h"
 #include "tests/service/cluster_harness.h"
 
 namespace orrery::testing {
@@ -398,6 +399,117 @@ TEST_F(Cluster, ResizeDownForAWaitingJobThenBackUpKeepsTheEpochAndTheResult) {
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
   EXPECT_NE(all.find("ResizeDown"), std::string::npos) << all;
   EXPECT_NE(all.find("ResizeUp"), std::string::npos) << all;
+}
+
+// A node agent speaking the protocol by hand, to send what a real agent never would.
+class RawAgent final : public rpc::wire::NodeAgent::Server {
+ public:
+  explicit RawAgent(std::vector<std::string>* log) : log_(log) {}
+  kj::Promise<void> launch(LaunchContext ctx) override {
+    auto l = ctx.getParams().getLaunch();
+    log_->push_back("launch " + std::to_string(l.getJob()) + " " + std::to_string(l.getEpoch()));
+    return kj::READY_NOW;
+  }
+  kj::Promise<void> stop(StopContext ctx) override {
+    log_->push_back("stop " + std::to_string(ctx.getParams().getJob()) + " " +
+                    std::to_string(ctx.getParams().getEpoch()));
+    return kj::READY_NOW;
+  }
+
+ private:
+  std::vector<std::string>* log_;
+};
+
+TEST_F(Cluster, StaleEpochReportsAreRefusedAndTheStaleIncarnationStopped) {
+  start_core();
+  auto conn = rpc::connect_to(addr_);
+  ASSERT_TRUE(conn.ok()) << conn.reason();
+  auto& c = **conn;
+  auto& ws = c.io.waitScope;
+  std::vector<std::string> log;
+  auto expect_refused = [&](auto&& promise, const std::string& want) {
+    std::string got = "(accepted)";
+    KJ_IF_MAYBE(e, kj::runCatchingExceptions([&] { promise.wait(ws); })) { got = rpc::reason_of(*e); }
+    EXPECT_NE(got.find(want), std::string::npos) << got;
+  };
+  KJ_IF_MAYBE(b, c.bootstrap) {
+    auto login = b->loginNodeRequest();
+    login.setSecret("test-secret");
+    auto api = login.send().wait(ws).getApi();
+    auto reg = [&](const char* name, int devices) {
+      auto r = api.registerRequest();
+      r.setName(name);
+      r.getInventory().setDeviceType("host");
+      r.getInventory().setDevices(devices);
+      r.getInventory().setDeviceMemMib(256);
+      r.setAgent(kj::heap<RawAgent>(&log));
+      return r.send();
+    };
+    expect_refused(reg("n7", 2), "unknown node \"n7\" (not in the fleet)");
+    expect_refused(reg("n1", 3), "node n1 brings 3 devices, the fleet configures 2");
+    auto session = reg("n1", 2).wait(ws).getSession();
+    auto pump_until = [&](const std::string& line) {
+      for (int i = 0; i < 200; ++i) {
+        if (std::find(log.begin(), log.end(), line) != log.end()) return true;
+        session.heartbeatRequest().send().wait(ws);
+        c.io.provider->getTimer().afterDelay(20 * kj::MILLISECONDS).wait(ws);
+      }
+      return false;
+    };
+    auto spec = mlp_job("raw", 100, 0);
+    auto submitted = std::async(std::launch::async, [&] {
+      auto api2 = rpc::connect_client(addr_, "test-secret");
+      return (*api2)->submit(spec);
+    });
+    ASSERT_TRUE(pump_until("launch 0 1")) << "no launch";
+    ASSERT_TRUE(submitted.get().ok());
+    auto report = [&](int job, std::int64_t epoch, rpc::wire::JobReport::Kind kind, std::int64_t step) {
+      auto r = session.reportRequest();
+      r.getReport().setKind(kind);
+      r.getReport().setJob(job);
+      r.getReport().setEpoch(epoch);
+      r.getReport().setStep(step);
+      return r.send();
+    };
+    report(0, 1, rpc::wire::JobReport::Kind::STARTED, 0).wait(ws);
+    expect_refused(report(0, 0, rpc::wire::JobReport::Kind::PROGRESS, 5),
+                   "stale epoch 0 for job 0: current epoch is 1");
+    ASSERT_TRUE(pump_until("stop 0 0")) << "the stale incarnation was not told to stop";
+    expect_refused(report(42, 1, rpc::wire::JobReport::Kind::PROGRESS, 5), "unknown job 42");
+    expect_refused(report(0, 1, rpc::wire::JobReport::Kind::PROGRESS, -3), "report step must be >= 0");
+    auto up = session.uploadShardRequest();
+    up.setJob(0);
+    up.setEpoch(0);
+    up.setStep(0);
+    up.setRank(0);
+    expect_refused(up.send(), "stale epoch 0 for job 0");
+    auto up2 = session.uploadShardRequest();
+    up2.setJob(0);
+    up2.setEpoch(1);
+    up2.setStep(0);
+    up2.setRank(5);
+    expect_refused(up2.send(), "rank 5 out of range [0, 2)");
+    // A shard whose bytes do not match the announced checksum is not stored.
+    auto up3 = session.uploadShardRequest();
+    up3.setJob(0);
+    up3.setEpoch(1);
+    up3.setStep(0);
+    up3.setRank(0);
+    up3.setSize(3);
+    up3.setCrc32c(12345);
+    auto sink = up3.send().wait(ws).getSink();
+    auto w = sink.writeRequest();
+    const capnp::byte bytes[] = {1, 2, 3};
+    w.setChunk(kj::arrayPtr(bytes, 3));
+    w.send().wait(ws);
+    expect_refused(sink.doneRequest().send(), "shard checksum mismatch");
+    EXPECT_FALSE(fs::exists(dir_ / "data" / "checkpoints" / "job-0" / "step-0" / "rank-0.ckpt"));
+  }
+  auto j = std::async(std::launch::async, [&] { return job(0); }).get();
+  ASSERT_TRUE(j.has_value());
+  EXPECT_EQ(j->state, spec::JobState::kRunning);
+  EXPECT_EQ(j->progress, 0);  // nothing from the stale incarnation was committed
+  EXPECT_NE(metrics().find("orrery_reports_rejected_total 1"), std::string::npos);
 }
 
 }  // namespace
