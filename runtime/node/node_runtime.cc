@@ -130,6 +130,8 @@ class LocalNodeRuntime final : public NodeRuntime {
   ~LocalNodeRuntime() override;
 
   Status start_proxies();
+  Status spawn_proxy(ProxyProc& p);
+  Status wait_ready(ProxyProc& p);
   Status launch(const LaunchSpec& spec) override;
   Status checkpoint(int job, std::int64_t epoch, std::int64_t at_step, bool then_stop) override;
   Status stop(int job, std::int64_t epoch) override;
@@ -193,45 +195,59 @@ Status LocalNodeRuntime::start_proxies() {
     p.device = d;
     p.shm = base + "-dev" + std::to_string(d);
     p.log = opt_.data_dir + "/logs/proxy-dev" + std::to_string(d) + ".log";
-    ::shm_unlink(p.shm.c_str());  // a leftover of a crashed runtime of the same pid
-    auto pid = spawn(bin,
-                     {"--shm", p.shm, "--device", std::to_string(d), "--mem-mib",
-                      std::to_string(opt_.device_mem_mib), "--backend", opt_.backend,
-                      "--ckpt-dir", opt_.data_dir + "/ckpt", "--parent-pid",
-                      std::to_string(::getpid())},
-                     {}, p.log);
-    if (!pid) return pid.status();
-    p.pid = *pid;
     proxies_.push_back(std::move(p));
+    if (auto st = spawn_proxy(proxies_.back()); !st) return st;
   }
-  // Wait until each segment is there and ready.
   for (auto& p : proxies_) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (;;) {
-      auto m = ShmMapping::open(p.shm, sizeof(ProxySegment));
-      if (m.ok()) {
-        auto* seg = static_cast<ProxySegment*>(m->data());
-        if (seg->header.ready.load(std::memory_order_acquire) == 1 &&
-            seg->header.pid == static_cast<std::int32_t>(p.pid)) {
-          p.map = std::move(m.value());
-          p.seg = seg;
-          break;
-        }
-      }
-      int st = 0;
-      if (::waitpid(p.pid, &st, WNOHANG) == p.pid) {
-        p.dead = true;
-        return Status::Error("orrery-proxy for device " + std::to_string(p.device) + " " +
-                             exit_text(st) + ": " + last_line(p.log));
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        return Status::Error("orrery-proxy for device " + std::to_string(p.device) +
-                             " not ready within 10 s");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    if (auto st = wait_ready(p); !st) return st;
   }
   return Status::Ok();
+}
+
+Status LocalNodeRuntime::spawn_proxy(ProxyProc& p) {
+  ::shm_unlink(p.shm.c_str());  // a leftover of a dead proxy or a crashed runtime of the same pid
+  p.map = ShmMapping();
+  p.seg = nullptr;
+  auto pid = spawn(opt_.bin_dir + "/" + kProxyBinary,
+                   {"--shm", p.shm, "--device", std::to_string(p.device), "--mem-mib",
+                    std::to_string(opt_.device_mem_mib), "--backend", opt_.backend, "--ckpt-dir",
+                    opt_.data_dir + "/ckpt", "--parent-pid", std::to_string(::getpid())},
+                   {}, p.log);
+  if (!pid) return pid.status();
+  p.pid = *pid;
+  p.dead = false;
+  return Status::Ok();
+}
+
+// Waits until the proxy's segment is there and ready.
+Status LocalNodeRuntime::wait_ready(ProxyProc& p) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    auto m = ShmMapping::open(p.shm, sizeof(ProxySegment));
+    if (m.ok()) {
+      auto* seg = static_cast<ProxySegment*>(m->data());
+      if (seg->header.ready.load(std::memory_order_acquire) == 1 &&
+          seg->header.pid == static_cast<std::int32_t>(p.pid)) {
+        p.map = std::move(m.value());
+        p.seg = seg;
+        return Status::Ok();
+      }
+    }
+    int st = 0;
+    if (::waitpid(p.pid, &st, WNOHANG) == p.pid) {
+      p.dead = true;
+      return Status::Error("orrery-proxy for device " + std::to_string(p.device) + " " +
+                           exit_text(st) + ": " + last_line(p.log));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(p.pid, SIGKILL);
+      ::waitpid(p.pid, &st, 0);
+      p.dead = true;
+      return Status::Error("orrery-proxy for device " + std::to_string(p.device) +
+                           " not ready within 10 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 Status LocalNodeRuntime::fence(int job, std::int64_t epoch, const char* what) const {
@@ -462,6 +478,9 @@ std::vector<JobEvent> LocalNodeRuntime::poll() {
           ++it;
         }
       }
+      // The device stays usable: a fresh proxy takes it over (its jobs restart from their
+      // checkpoints with new epochs, as the core decides). If that fails it stays gone.
+      if (spawn_proxy(p).ok() && !wait_ready(p).ok()) p.dead = true;
     }
   }
   for (auto it = runs_.begin(); it != runs_.end();) {

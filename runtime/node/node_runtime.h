@@ -15,6 +15,8 @@
 // an incarnation of the job runs.
 // A crashed worker takes its incarnation down: the other local ranks are killed and their device
 // memory freed (they would wait forever in the allreduce), and kCrashed says who died and how.
+// A dead proxy takes down the incarnations on its device (kCrashed) and is replaced by a fresh
+// one, so the device stays usable.
 #pragma once
 
 #include <string>
