@@ -363,7 +363,7 @@ TEST(DeviceProxy, OlderEpochIsFenced) {
   EXPECT_TRUE((*w)->alloc(64).ok());
 }
 
-TEST(WorkerEnvironment, MissingOrBadVariablesAreNamed) {
+TEST(DeviceWorkerEnvironment, MissingOrBadVariablesAreNamed) {
   for (const char* v : {"ORRERY_PROXY", "ORRERY_COLLECTIVE", "ORRERY_JOB", "ORRERY_EPOCH",
                         "ORRERY_RANK", "ORRERY_WORLD", "ORRERY_SPLICE", "ORRERY_RESTORE_STEP"}) {
     ::unsetenv(v);
@@ -394,7 +394,7 @@ TEST(WorkerEnvironment, MissingOrBadVariablesAreNamed) {
   EXPECT_NE(w.reason().find("cannot reach the proxy"), std::string::npos) << w.reason();
 }
 
-TEST(MlpArguments, BadArgumentsAreNamed) {
+TEST(DeviceMlpArguments, BadArgumentsAreNamed) {
   auto c = parse_mlp_args({"--steps=0"});
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.reason().find("--steps"), std::string::npos);

@@ -25,7 +25,7 @@ std::string temp_dir() {
   return ::mkdtemp(t.data());
 }
 
-TEST(Crc32cFast, SameAsTheJournals) {
+TEST(ProxyCrc32c, SameAsTheJournals) {
   std::string data(100'003, '\0');
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 + 7);
   for (std::size_t n : {0ul, 1ul, 7ul, 8ul, 9ul, 4096ul, 100'003ul}) {
@@ -37,7 +37,7 @@ TEST(Crc32cFast, SameAsTheJournals) {
             core::crc32c(std::string_view(data.data(), 6000)));
 }
 
-TEST(Shard, RoundTripAndCorruptionIsAClearError) {
+TEST(ProxyShard, RoundTripAndCorruptionIsAClearError) {
   const std::string dir = temp_dir();
   const std::string path = shard_file(dir, 7, 12, 3);
   std::vector<unsigned char> a(65536), b(131072);
@@ -92,7 +92,7 @@ TEST(Shard, RoundTripAndCorruptionIsAClearError) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Kernels, ExtentsCheckScalarsAndNamePointers) {
+TEST(ProxyKernels, ExtentsCheckScalarsAndNamePointers) {
   const KernelDef* k = find_kernel("mlp_forward");
   ASSERT_NE(k, nullptr);
   std::vector<PointerExtent> ext;
@@ -106,7 +106,7 @@ TEST(Kernels, ExtentsCheckScalarsAndNamePointers) {
   EXPECT_EQ(find_kernel("no_such_kernel"), nullptr);
 }
 
-TEST(Collective, SumsInRankOrderWhateverTheArrivalOrder) {
+TEST(ProxyCollective, SumsInRankOrderWhateverTheArrivalOrder) {
   const std::string name = "/orrery-unit-coll-" + std::to_string(::getpid());
   Collective::unlink(name);
   auto c = Collective::open(name, 3, 4);
@@ -132,7 +132,7 @@ TEST(Collective, SumsInRankOrderWhateverTheArrivalOrder) {
   Collective::unlink(name);
 }
 
-TEST(HostBackend, FixedAddressesAndParking) {
+TEST(ProxyHostBackend, FixedAddressesAndParking) {
   auto be = make_host_backend(0, 1 << 20);
   const std::uint64_t addr = job_window(1000 + ::getpid() % 20);
   ASSERT_TRUE(be->allocate(addr, kAllocGranule).ok());
