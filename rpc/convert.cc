@@ -1,6 +1,6 @@
 #include "rpc/convert.h"
 
-#include "core/service/service.h"
+#include "core/service/job_spec_check.h"
 
 namespace orrery::rpc {
 

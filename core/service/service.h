@@ -51,6 +51,7 @@
 #include "core/scheduler_core.h"
 #include "core/service/checkpoint_store.h"
 #include "core/service/client_api.h"
+#include "core/service/job_spec_check.h"
 #include "core/service/node_api.h"
 
 namespace orrery::service {
@@ -60,10 +61,6 @@ struct ServiceOptions {
   std::int64_t heartbeat_timeout_ms = 5000;
   core::JournalOptions journal{core::FsyncPolicy::kGroup, 256};
 };
-
-// Checks a submitted job's values (the spec's GuardSubmit checks the rest at commit); the reason
-// names the field. Shared with rpc/'s fuzz target.
-Status validate_job_spec(const JobSpec& spec);
 
 class Service final : public ClientApi {
  public:
