@@ -29,6 +29,7 @@
 
 #include "runtime/node/node_runtime.h"
 #include "runtime/proxy/crc32c_fast.h"
+#include "runtime/proxy/kernels.h"
 #include "runtime/proxy/ring.h"
 #include "runtime/proxy/shard.h"
 #include "runtime/worker/worker.h"
@@ -123,6 +124,16 @@ void round_trips(int calls) {
     (void)(*w)->nop();
     ring[i] = ns_since(t);
   }
+  // Asynchronous launches (a one-float fill each), then one synchronize: the cost per launch when
+  // the worker does not wait for each.
+  auto one = (*w)->alloc(64);
+  double async_ns = 0;
+  {
+    const auto t = Clock::now();
+    for (int i = 0; i < calls; ++i) (void)(*w)->launch("fill", {*one, 1, float_arg(1.f)});
+    (void)(*w)->synchronize();
+    async_ns = ns_since(t) / calls;
+  }
   // The same with the proxy and this worker pinned to different cores: the transport's own cost,
   // without the scheduler putting both on one core (the machine's other load still runs).
   std::vector<double> pinned;
@@ -176,6 +187,8 @@ void round_trips(int calls) {
   std::printf("round trip (%d calls each)\n", calls);
   std::printf("  proxy call (shm ring, nop)      p50 %8.2f us   p99 %8.2f us\n", r.p50 / 1e3, r.p99 / 1e3);
   std::printf("  unix socket (64 B each way)     p50 %8.2f us   p99 %8.2f us\n", s.p50 / 1e3, s.p99 / 1e3);
+  std::printf("  asynchronous launch (fill), per launch, %d queued then one synchronize: %.2f us\n",
+              calls, async_ns / 1e3);
   if (!pinned.empty()) {
     const Pct q = pct(pinned);
     std::printf("  proxy call, pinned to 2 cores   p50 %8.2f us   p99 %8.2f us\n", q.p50 / 1e3, q.p99 / 1e3);

@@ -129,6 +129,27 @@ TEST(DeviceProxy, RingRoundTripMovesBytesBothWays) {
   EXPECT_EQ(*q, job_window(3) + round_granule(n));  // a function of the allocation sequence
 }
 
+TEST(DeviceProxy, QueuedLaunchesRunInOrderAndTheirErrorIsReportedOnce) {
+  Dir dir;
+  const std::string shm = unique("async");
+  ProxyChild proxy(shm, dir.path() + "/ckpt");
+  auto w = Worker::connect(env_for(shm, 71, 0, 1));
+  ASSERT_TRUE(w.ok());
+  auto p = (*w)->alloc(16 * sizeof(float));
+  ASSERT_TRUE(p.ok());
+  for (int i = 0; i < 20; ++i) {
+    const DevPtr target = i == 7 ? *p + (1 << 20) : *p;  // the 8th names memory it does not own
+    ASSERT_TRUE((*w)->launch("fill", {target, 16, float_arg(static_cast<float>(i))}).ok());
+  }
+  float out[16] = {};
+  Status s = (*w)->copy_d2h(out, *p, sizeof out);  // the first call that waits
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.reason().find("argument 0"), std::string::npos) << s.reason();
+  ASSERT_TRUE((*w)->copy_d2h(out, *p, sizeof out).ok());
+  EXPECT_EQ(out[0], 19.f);  // every good launch ran, in order, the failed one changed nothing
+  EXPECT_EQ(out[15], 19.f);
+}
+
 TEST(DeviceProxy, SlotsAreReusedAfterWorkersLeave) {
   Dir dir;
   const std::string shm = unique("slots");
@@ -167,13 +188,17 @@ TEST(DeviceProxy, ForeignHandleIsRefusedNeverDereferenced) {
   Status s = (*b)->copy_d2h(stolen, *pa, sizeof stolen);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.reason().find("not within an allocation of job 12"), std::string::npos) << s.reason();
-  s = (*b)->launch("fill", {*pa, 4, float_arg(0.f)});
+  // Launches are asynchronous: the refusal comes back with the next call that waits.
+  ASSERT_TRUE((*b)->launch("fill", {*pa, 4, float_arg(0.f)}).ok());
+  s = (*b)->synchronize();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.reason().find("argument 0"), std::string::npos) << s.reason();
+  EXPECT_TRUE((*b)->synchronize().ok());  // reported once
   EXPECT_FALSE((*b)->copy_d2d(*pb, *pa, 16).ok());
   EXPECT_FALSE((*b)->free(*pa).ok());
   // Its own buffer, but reaching past its end, is refused too.
-  EXPECT_FALSE((*b)->launch("fill", {*pb, 1u << 20, float_arg(0.f)}).ok());
+  (void)(*b)->launch("fill", {*pb, 1u << 20, float_arg(0.f)});
+  EXPECT_FALSE((*b)->synchronize().ok());
   float check[4] = {};
   ASSERT_TRUE((*a)->copy_d2h(check, *pa, sizeof check).ok());
   EXPECT_EQ(std::memcmp(check, secret, sizeof secret), 0);

@@ -600,12 +600,16 @@ void ProxyServer::drop_session(int job, const std::string& why) {
   for (auto& [r, rk] : it->second.ranks) {
     if (rk.slot >= 0) {
       WorkerSlot& ws = seg_->slots[rk.slot];
-      // Answer what the worker waits for (a request taken and deferred, or one still queued), so
+      // Answer what the worker waits for (a request taken and deferred, or ones still queued), so
       // it does not hang on a dropped session; then drop what is queued.
+      // One answer per request the worker still waits for (asynchronous launches included).
       const std::uint32_t head = ws.req_head.load(std::memory_order_acquire);
-      const bool waiting = rk.in_reduce || head != ws.req_tail.load(std::memory_order_relaxed);
+      const std::uint32_t owed =
+          (head - ws.req_tail.load(std::memory_order_relaxed)) + (rk.in_reduce ? 1u : 0u);
       ws.req_tail.store(head, std::memory_order_release);
-      if (waiting) publish_response(&ws, error_response(why, 2));
+      for (std::uint32_t i = 0; i < owed && i < static_cast<std::uint32_t>(kRingDepth); ++i) {
+        publish_response(&ws, error_response(why, 2));
+      }
       ws.state.store(static_cast<std::uint32_t>(SlotState::kClosed), std::memory_order_release);
       owner_[rk.slot] = {};
       rk.slot = -1;

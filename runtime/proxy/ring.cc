@@ -97,13 +97,21 @@ Result<ShmMapping> ShmMapping::open(const std::string& name, std::size_t bytes) 
 }
 
 Response WorkerRing::call(const Request& r, long spin_ns) {
+  submit(r);
+  return wait(spin_ns);
+}
+
+void WorkerRing::submit(const Request& r) {
   const std::uint32_t head = s_->req_head.load(std::memory_order_relaxed);
   s_->req[head % kRingDepth] = r;
   s_->req_head.store(head + 1, std::memory_order_seq_cst);
   ProxyHeader& h = seg_->header;
   h.doorbell.fetch_add(1, std::memory_order_seq_cst);
   if (h.proxy_sleeping.load(std::memory_order_seq_cst) != 0) futex_wake(&h.doorbell);
+}
 
+Response WorkerRing::wait(long spin_ns) {
+  ProxyHeader& h = seg_->header;
   const std::uint32_t tail = s_->resp_tail.load(std::memory_order_relaxed);
   auto start = std::chrono::steady_clock::now();
   int n = 0;

@@ -159,6 +159,10 @@ class WorkerRing {
   unsigned char* data() const { return s_->data; }
   // Sends one request and waits for its response (spinning `spin_ns`, then sleeping).
   Response call(const Request& r, long spin_ns = 50'000);
+  // The two halves, for requests whose answers are collected later (asynchronous launches).
+  // Responses come back in request order; at most kRingDepth may be outstanding.
+  void submit(const Request& r);
+  Response wait(long spin_ns = 50'000);
 
  private:
   ProxySegment* seg_;

@@ -132,12 +132,34 @@ Worker::~Worker() {
   }
 }
 
+void Worker::drain(std::uint32_t keep) {
+  while (inflight_ > keep) {
+    Response x = ring_->wait();
+    --inflight_;
+    if (x.code != 0 && launch_error_.empty()) launch_error_ = std::string("launch: ") + x.error;
+    if (x.code == 2 || x.code < 0) {
+      dead_ = true;
+      inflight_ = 0;  // nothing more will be answered
+    }
+  }
+}
+
 Response Worker::call(Request& r) {
+  drain(0);
   if (dead_) {
     Response d;
     d.code = 2;
-    std::snprintf(d.error, sizeof d.error, "this worker's session was ended by the proxy");
+    std::snprintf(d.error, sizeof d.error, "%s",
+                  launch_error_.empty() ? "this worker's session was ended by the proxy"
+                                        : launch_error_.c_str());
     return d;
+  }
+  if (!launch_error_.empty()) {  // an earlier asynchronous launch failed: report it here
+    Response e;
+    e.code = 1;
+    std::snprintf(e.error, sizeof e.error, "%s", launch_error_.c_str());
+    launch_error_.clear();
+    return e;
   }
   Response resp = ring_->call(r);
   if (resp.code == 2 || resp.code < 0) dead_ = true;
@@ -211,7 +233,12 @@ Status Worker::launch(std::string_view kernel, std::initializer_list<std::uint64
   r.a[0] = args.size();
   std::size_t i = 1;
   for (auto a : args) r.a[i++] = a;
-  return status_of(call(r), "launch");
+  drain(kRingDepth - 2);  // room for this one and for a synchronous call behind it
+  if (dead_) return status_of(call(r), "launch");  // the session is over: say why
+  // An earlier launch's error stays pending for the next call that waits; this one is queued.
+  ring_->submit(r);
+  ++inflight_;
+  return Status::Ok();
 }
 
 Status Worker::synchronize() {

@@ -69,6 +69,9 @@ class Worker {
   Status copy_h2d(DevPtr dst, const void* src, std::uint64_t n);
   Status copy_d2h(void* dst, DevPtr src, std::uint64_t n);
   Status copy_d2d(DevPtr dst, DevPtr src, std::uint64_t n);
+  // Asynchronous, like a CUDA launch: queued on the ring without waiting (up to kRingDepth - 1
+  // in flight); an error of a queued launch is returned by the next call that waits (any other
+  // call, or synchronize()). Launches run in order with everything else the worker sends.
   Status launch(std::string_view kernel, std::initializer_list<std::uint64_t> args);
   Status synchronize();
   // Sum of `count` floats at buf across the job's ranks, in rank order, in place. One per step
@@ -88,6 +91,7 @@ class Worker {
  private:
   Worker() = default;
   Response call(Request& r);
+  void drain(std::uint32_t keep);  // collects responses until at most `keep` are outstanding
   Status status_of(const Response& r, const char* what);
 
   WorkerEnv env_;
@@ -98,6 +102,8 @@ class Worker {
   std::uint64_t restored_states_ = 0;
   bool dead_ = false;
   std::uint64_t last_flags_ = 0;
+  std::uint32_t inflight_ = 0;   // asynchronous launches not yet answered
+  std::string launch_error_;     // the first failed asynchronous launch, until reported
   std::vector<std::pair<void*, std::uint64_t>> states_;
 };
 
