@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -189,6 +190,18 @@ Status LocalNodeRuntime::start_proxies() {
   if (ec) return Status::Error("cannot create " + opt_.data_dir + ": " + ec.message());
   const std::string bin = opt_.bin_dir + "/" + kProxyBinary;
   if (::access(bin.c_str(), X_OK) != 0) return Status::Error(bin + " is not an executable");
+  // Segments left by earlier runtimes of this node name that were killed (a SIGKILLed proxy
+  // cannot remove its own): /orrery-<node>-<pid>-dev<D> whose <pid> is gone.
+  const std::string prefix = "orrery-" + sanitize(opt_.node_name) + "-";
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) != 0 || n.find("-dev", prefix.size()) == std::string::npos) continue;
+    const long pid = std::atol(n.c_str() + prefix.size());
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      ::shm_unlink(("/" + n).c_str());
+    }
+  }
+  ec.clear();
   const std::string base = "/orrery-" + sanitize(opt_.node_name) + "-" + std::to_string(::getpid());
   for (int d = 0; d < opt_.devices; ++d) {
     ProxyProc p;

@@ -264,6 +264,7 @@ bool ProxyServer::serve_session(Session& s) {
     std::uint64_t flags = 0;
     const float* res = s.coll->result(rk.reduce_step, &flags);
     if (res == nullptr) return false;
+    s.coll_done_once = true;
     const std::uint64_t t0 = now_ns();
     Response out;
     Status st = be_->copy_h2d(rk.reduce_buf, res, rk.reduce_count * sizeof(float));
@@ -586,7 +587,7 @@ void ProxyServer::finish_rank(Session& s, Rank& rk, const std::string& why) {
   bool all_gone = true;
   for (auto& [r, x] : s.ranks) all_gone = all_gone && x.gone;
   if (all_gone) {
-    sessions_.erase(job);
+    end_session(sessions_.find(job), false);
     return;
   }
   if (s.order[s.cur] == rk.rank) {
@@ -615,6 +616,18 @@ void ProxyServer::drop_session(int job, const std::string& why) {
       rk.slot = -1;
     }
     free_rank(rk);
+  }
+  end_session(it, true);
+}
+
+// The shm collective's name is removed by whichever proxy's session ends first once every proxy
+// has it open (after one completed allreduce: all W ranks contributed), or when the incarnation
+// is dropped; open mappings stay valid, so the other proxies finish undisturbed, and nothing is
+// left in /dev/shm when no node runtime is there to clean up.
+void ProxyServer::end_session(std::map<int, Session>::iterator it, bool dead) {
+  Session& s = it->second;
+  if (s.coll && (s.coll_done_once || dead) && s.collective.rfind("tcp://", 0) != 0) {
+    Collective::unlink(s.collective);
   }
   sessions_.erase(it);
 }

@@ -88,6 +88,7 @@ class ProxyServer {
     std::size_t cur = 0;  // index into order of the resident rank
     std::string collective;
     std::unique_ptr<CollectiveGroup> coll;
+    bool coll_done_once = false;  // a result came back: every proxy of the job has opened it
   };
   struct PendingCheckpoint {
     std::int64_t epoch = 0, at_step = -1;
@@ -110,6 +111,7 @@ class ProxyServer {
   Status park_rank(Rank& rk);
   void free_rank(Rank& rk);
   void drop_session(int job, const std::string& why);
+  void end_session(std::map<int, Session>::iterator it, bool dead);
   void finish_rank(Session& s, Rank& rk, const std::string& why);
   Result<std::uint64_t> check_range(const Session& s, const Rank& rk, std::uint64_t addr,
                                     std::uint64_t len, const std::string& what) const;
