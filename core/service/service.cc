@@ -61,6 +61,8 @@ struct Service::Track {
   std::set<int> cut_nodes;              // nodes asked to cut
   std::set<int> old_nodes;              // kResize: the nodes before the resize
   std::set<int> stop_expected;          // nodes whose Stopped report a cut explains
+  int relaunches = 0;  // relaunches of the current epoch (resize, refused preemption): each one
+                       // gets its own collective name, the same on every node
   spec::Origin cut_origin = spec::Origin::kOperator;
   std::int64_t ckpt_requested_at = -1;  // kPeriodic: progress when asked
   std::uint64_t admit_tried_at = ~std::uint64_t{0};
@@ -317,7 +319,8 @@ std::vector<std::pair<int, LaunchCommand>> Service::launches(int job, std::int64
       c.args.push_back("--steps=" + std::to_string(t.spec.steps));
       c.restore_step = restore_step;
       // A shared-memory style name ("/..."), the same on every node of the incarnation.
-      c.collective = "/orrery-job" + std::to_string(job) + "-epoch" + std::to_string(jv.epoch);
+      c.collective = "/orrery-job" + std::to_string(job) + "-epoch" + std::to_string(jv.epoch) +
+                     (t.relaunches ? "-r" + std::to_string(t.relaunches) : "");
       by_node[node] = out.size();
       out.emplace_back(node, std::move(c));
       it = by_node.find(node);
@@ -333,6 +336,7 @@ std::vector<std::pair<int, LaunchCommand>> Service::launches(int job, std::int64
 
 void Service::begin_incarnation(int job) {
   auto& t = track(job);
+  t.relaunches = 0;
   t.epoch = core_->cluster().jobs[job].epoch;
   t.nodes = nodes_of(job);
   t.started.clear();
@@ -959,6 +963,7 @@ void Service::relaunch_same(int job, std::int64_t step, const std::string& why) 
   t.note = why;
   t.started.clear();
   t.node_step.clear();
+  ++t.relaunches;
   send_launches(job, step, false);
 }
 
@@ -1016,6 +1021,7 @@ void Service::on_cut_done(int job, std::int64_t step) {
     t.nodes = nodes_of(job);
     t.started.clear();
     t.node_step.clear();
+    ++t.relaunches;
     send_launches(job, step, true);
   }
 }

@@ -78,9 +78,7 @@ Status Agent::launch(CoreLink& core, const service::LaunchCommand& c, bool relau
   spec.workload = c.workload;
   spec.args = c.args;
   spec.restore_step = c.restore_step;
-  spec.collective = c.collective.empty() || rt_epoch % kGenerations == 0
-                        ? c.collective
-                        : c.collective + "-g" + std::to_string(rt_epoch % kGenerations);
+  spec.collective = c.collective;  // the core names each relaunch's group, the same on every node
   auto st = runtime_.launch(spec);
   if (!st) return st;
   shares_[c.job] = c;
