@@ -61,6 +61,7 @@ struct Service::Track {
   std::set<int> cut_nodes;              // nodes asked to cut
   std::set<int> old_nodes;              // kResize: the nodes before the resize
   std::set<int> stop_expected;          // nodes whose Stopped report a cut explains
+  std::int64_t cut_since_ms = 0;  // when the pending cut was asked for
   int relaunches = 0;  // relaunches of the current epoch (resize, refused preemption): each one
                        // gets its own collective name, the same on every node
   spec::Origin cut_origin = spec::Origin::kOperator;
@@ -385,6 +386,7 @@ void Service::send_stop_all(int job, std::int64_t epoch, const std::set<int>& no
 
 void Service::send_cut(int job) {
   auto& t = track(job);
+  t.cut_since_ms = clock_.now_ms();
   t.cut_nodes = t.nodes;
   if (t.cut != Track::Cut::kPeriodic) t.stop_expected = t.nodes;
   std::int64_t epoch = t.epoch;
@@ -1169,6 +1171,11 @@ void Service::plan() {
       tv.beneficiary = j;
       tv.note = "preempting for job " + std::to_string(j);
       send_cut(victim);
+      continue;
+    }
+    if (state == JobState::kRunning && t.cut != Track::Cut::kNone &&
+        clock_.now_ms() - t.cut_since_ms > options_.cut_timeout_ms) {
+      crash(j, "checkpoint cut not stored within " + std::to_string(options_.cut_timeout_ms) + " ms");
       continue;
     }
     if (state != JobState::kRunning || t.cut != Track::Cut::kNone) continue;

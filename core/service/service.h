@@ -59,6 +59,9 @@ namespace orrery::service {
 struct ServiceOptions {
   std::string data_dir;
   std::int64_t heartbeat_timeout_ms = 5000;
+  // A checkpoint cut (periodic, preemption, migration, resize) not stored within this long is
+  // given up: the job counts a WorkerCrash and restarts from its last committed checkpoint.
+  std::int64_t cut_timeout_ms = 60000;
   core::JournalOptions journal{core::FsyncPolicy::kGroup, 256};
 };
 
