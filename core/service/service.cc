@@ -149,7 +149,12 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
   for (auto& c : s->conns_) c = std::make_unique<NodeConn>();
   s->started_ms_ = clock.now_ms();
   s->load_specs();
-  for (int j = 0; j < s->core_->num_jobs(); ++j) s->track(j);
+  for (int j = 0; j < s->core_->num_jobs(); ++j) {
+    s->track(j);
+    auto st = s->core_->state(j);
+    if (st != JobState::kCompleted && st != JobState::kFailed && st != JobState::kCancelled)
+      s->active_.insert(j);
+  }
   return s;
 }
 
@@ -456,6 +461,7 @@ Result<int> Service::submit(const JobSpec& spec) {
     return c.status();
   }
   auto& t = track(c->job);
+  active_.insert(c->job);
   t.spec = spec;
   t.have_spec = true;
   t.submitted_ms = clock_.now_ms();
@@ -524,7 +530,7 @@ Result<std::vector<NodeStatus>> Service::nodes() {
 int Service::pick_beneficiary(int victim) const {
   // The most favoured waiting job the spec lets `victim` be preempted for: dry-run GuardPreempt.
   std::vector<int> waiting;
-  for (int j = 0; j < core_->num_jobs(); ++j) {
+  for (int j : active_) {
     auto s = core_->state(j);
     if (j != victim && (s == JobState::kQueued || s == JobState::kSuspended)) waiting.push_back(j);
   }
@@ -671,9 +677,12 @@ Status Service::resize(int job, int devices, int beneficiary) {
     d.origin = Origin::kOperator;
   } else {
     if (beneficiary < 0) {
-      for (int b = 0; b < core_->num_jobs() && beneficiary < 0; ++b) {
+      for (int b : active_) {
         auto s = core_->state(b);
-        if (b != job && (s == JobState::kQueued || s == JobState::kSuspended)) beneficiary = b;
+        if (b != job && (s == JobState::kQueued || s == JobState::kSuspended)) {
+          beneficiary = b;
+          break;
+        }
       }
       if (beneficiary < 0) return Status::Error("shrinking needs a waiting job to give the devices to; none waits");
     }
@@ -1120,12 +1129,24 @@ void Service::monitor_heartbeats() {
 }
 
 void Service::plan() {
+  // Only jobs not yet finished: a tick costs O(live jobs), however many finished ones the journal
+  // holds.
+  std::vector<int> live;
+  for (auto it = active_.begin(); it != active_.end();) {
+    auto s = core_->state(*it);
+    if (s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kCancelled) {
+      it = active_.erase(it);
+      continue;
+    }
+    live.push_back(*it);
+    ++it;
+  }
   bool waiting = false;
-  for (int j = 0; j < core_->num_jobs(); ++j) {
+  for (int j : live) {
     auto s = core_->state(j);
     if (s == JobState::kSubmitted || s == JobState::kQueued || s == JobState::kSuspended) waiting = true;
   }
-  for (int j = 0; j < core_->num_jobs(); ++j) {
+  for (int j : live) {
     auto& t = track(j);
     auto state = core_->state(j);
     const auto& jv = core_->cluster().jobs[j];
@@ -1158,8 +1179,8 @@ void Service::plan() {
       if (p.kind != core::policy::Proposal::Kind::kRetryLater || jv.tier != static_cast<std::int64_t>(spec::Tier::kPremium))
         continue;
       bool pending = false;
-      for (auto& [k, tr] : tracks_)
-        if (tr->cut == Track::Cut::kPreempt && tr->beneficiary == j) pending = true;
+      for (int k : live)
+        if (track(k).cut == Track::Cut::kPreempt && track(k).beneficiary == j) pending = true;
       if (pending) continue;
       auto d = core::policy::propose_preemption(*core_, j);
       if (!d) continue;

@@ -167,6 +167,7 @@ class Service final : public ClientApi {
   std::unique_ptr<core::SchedulerCore> core_;
   std::unique_ptr<CheckpointStore> store_;
   std::map<int, std::unique_ptr<Track>> tracks_;
+  std::set<int> active_;  // jobs not Completed, Failed or Cancelled
   std::vector<std::unique_ptr<NodeConn>> conns_;  // per fleet node
   std::vector<std::function<void()>> actions_;
   std::vector<ClusterEvent> timeline_;
