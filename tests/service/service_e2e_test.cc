@@ -237,10 +237,15 @@ TEST_F(Cluster, NodeKilledJobResumesElsewhereFromItsLastCheckpoint) {
   auto before = *job(id);
   ASSERT_EQ(before.nodes, std::vector<std::string>{"n1"});
   nodes_["n1"].kill_group(SIGKILL);  // the machine dies: agent, proxies, workers
+  auto killed = std::chrono::steady_clock::now();
   ASSERT_TRUE(eventually(10000, [&] {
     auto j = job(id);
-    return j && j->epoch > before.epoch && j->nodes == std::vector<std::string>{"n2"};
+    return j && j->epoch > before.epoch && j->nodes == std::vector<std::string>{"n2"} &&
+           j->state == spec::JobState::kRunning;
   })) << job(id)->note;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count();
+  std::printf("failover: running again on n2 %lld ms after n1 was killed (heartbeat timeout 600 ms)\n",
+              static_cast<long long>(ms));
   auto moved = *job(id);
   EXPECT_GE(moved.checkpoint, before.checkpoint);
   ASSERT_TRUE(eventually(20000, [&] {
