@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <fcntl.h>
@@ -91,6 +92,22 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
   fs::create_directories(options.data_dir + "/jobs", ec);
   if (ec) return Status::Error("cannot create data directory " + options.data_dir + ": " + ec.message());
   std::unique_ptr<Service> s(new Service(options, clock));
+  {
+    const std::string id_path = options.data_dir + "/cluster_id";
+    std::ifstream in(id_path);
+    std::getline(in, s->cluster_id_);
+    const bool valid = s->cluster_id_.size() == 16 &&
+                       s->cluster_id_.find_first_not_of("0123456789abcdef") == std::string::npos;
+    if (!valid) {
+      std::random_device rd;
+      char buf[17];
+      std::snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
+      s->cluster_id_ = buf;
+      std::ofstream out(id_path, std::ios::trunc);
+      out << s->cluster_id_ << "\n";
+      if (!out.flush()) return Status::Error("cannot write " + id_path);
+    }
+  }
   auto store = CheckpointStore::open(options.data_dir + "/checkpoints");
   if (!store) return store.status();
   s->store_ = std::move(*store);
@@ -325,7 +342,7 @@ std::vector<std::pair<int, LaunchCommand>> Service::launches(int job, std::int64
       c.args.push_back("--steps=" + std::to_string(t.spec.steps));
       c.restore_step = restore_step;
       // A shared-memory style name ("/..."), the same on every node of the incarnation.
-      c.collective = "/orrery-job" + std::to_string(job) + "-epoch" + std::to_string(jv.epoch) +
+      c.collective = "/orrery-" + cluster_id_ + "-job" + std::to_string(job) + "-epoch" + std::to_string(jv.epoch) +
                      (t.relaunches ? "-r" + std::to_string(t.relaunches) : "");
       by_node[node] = out.size();
       out.emplace_back(node, std::move(c));
@@ -1158,8 +1175,11 @@ void Service::plan() {
       d.origin = Origin::kPlanner;
       d.job = j;
       auto c = commit(d);
-      if (!c) t.note = "not admitted: " + c.reason();
-      continue;
+      if (!c) {
+        t.note = "not admitted: " + c.reason();
+        continue;
+      }
+      state = core_->state(j);  // Queued: try to place it in this same tick
     }
     if (state == JobState::kQueued || state == JobState::kSuspended) {
       auto ev = state == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;

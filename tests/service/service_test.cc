@@ -1,0 +1,179 @@
+// The Service in-process with a manual clock and recording node links: heartbeat monitor and
+// failover from the last checkpoint, report aggregation and fencing, recovery from the journal and
+// reconciliation on re-registration, deterministic (no processes, no sleeps).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/journal.h"
+#include "core/service/service.h"
+
+namespace orrery::service {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RecordingLink final : NodeLink {
+  void launch(const LaunchCommand& c) override {
+    log.push_back("launch " + std::to_string(c.job) + " epoch " + std::to_string(c.epoch) + " restore " +
+                  std::to_string(c.restore_step) + " devices " + std::to_string(c.local.size()));
+  }
+  void relaunch(const LaunchCommand& c) override {
+    log.push_back("relaunch " + std::to_string(c.job) + " epoch " + std::to_string(c.epoch));
+  }
+  void checkpoint(int job, std::int64_t epoch, std::int64_t, bool then_stop) override {
+    log.push_back("checkpoint " + std::to_string(job) + " epoch " + std::to_string(epoch) +
+                  (then_stop ? " stop" : ""));
+  }
+  void stop(int job, std::int64_t epoch) override {
+    log.push_back("stop " + std::to_string(job) + " epoch " + std::to_string(epoch));
+  }
+  bool saw(const std::string& line) const { return std::find(log.begin(), log.end(), line) != log.end(); }
+  std::vector<std::string> log;
+};
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = std::getenv("TMPDIR");
+    dir_ = fs::path(tmp ? tmp : "/tmp") / ("orrery-service-test-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    opts_.data_dir = dir_.string();
+    opts_.heartbeat_timeout_ms = 1000;
+    opts_.journal.fsync = core::FsyncPolicy::kNever;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::unique_ptr<Service> open(bool with_fleet) {
+    std::optional<core::Fleet> fleet;
+    if (with_fleet) {
+      auto f = core::Fleet::parse(
+          "region r\ncluster c\nnode n1 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n"
+          "node n2 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n");
+      EXPECT_TRUE(f.ok()) << f.reason();
+      fleet = *f;
+    }
+    auto s = Service::open(opts_, fleet, clock_);
+    EXPECT_TRUE(s.ok()) << s.reason();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  static NodeReport rep(NodeReport::Kind k, int job, std::int64_t epoch, std::int64_t step) {
+    NodeReport r;
+    r.kind = k;
+    r.job = job;
+    r.epoch = epoch;
+    r.step = step;
+    return r;
+  }
+  static void upload(Service& s, const NodeSession& n, int job, std::int64_t epoch, std::int64_t step, int rank) {
+    std::string bytes = "shard " + std::to_string(rank) + " of step " + std::to_string(step);
+    auto up = s.upload_shard(n, job, epoch, step, rank, bytes.size(), core::crc32c(bytes));
+    ASSERT_TRUE(up.ok()) << up.reason();
+    ASSERT_TRUE((*up)->write(bytes).ok());
+    ASSERT_TRUE((*up)->finish().ok());
+  }
+  JobSpec spec() {
+    JobSpec s;
+    s.name = "j";
+    s.world = 2;
+    s.max_devices = 2;
+    s.steps = 1000;
+    return s;
+  }
+  fs::path dir_;
+  ServiceOptions opts_;
+  core::ManualClock clock_{1000};
+};
+
+TEST_F(ServiceTest, LostNodeFailsOverFromTheLastCheckpointAndARestartedCoreReconciles) {
+  auto s = open(true);
+  auto l1 = std::make_shared<RecordingLink>();
+  auto l2 = std::make_shared<RecordingLink>();
+  auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
+  ASSERT_TRUE(n1.ok()) << n1.reason();
+  auto id = s->submit(spec());
+  ASSERT_TRUE(id.ok());
+  s->tick();  // admit, place
+  ASSERT_TRUE(l1->saw("launch 0 epoch 1 restore -1 devices 2")) << l1->log.size();
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 0)).ok());
+  EXPECT_EQ(s->core().state(0), spec::JobState::kRunning);
+  // A checkpoint counts only once every rank's shard is in the store.
+  upload(*s, *n1, 0, 1, 10, 0);
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kCheckpointed, 0, 1, 10)).ok());
+  EXPECT_EQ(s->core().cluster().jobs[0].ckpt, -1);
+  upload(*s, *n1, 0, 1, 10, 1);
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kCheckpointed, 0, 1, 10)).ok());
+  EXPECT_EQ(s->core().cluster().jobs[0].ckpt, 10);
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kProgress, 0, 1, 17)).ok());
+  EXPECT_EQ(s->core().cluster().jobs[0].progress, 17);
+
+  auto n2 = s->register_node("n2", {"host", 2, 256}, {}, l2);
+  ASSERT_TRUE(n2.ok());
+  clock_.advance(600);
+  ASSERT_TRUE(s->heartbeat(*n2).ok());
+  s->tick();
+  EXPECT_EQ(s->core().node_state(0), spec::NodeState::kUp);  // 600 ms of silence: not yet
+  clock_.advance(600);
+  ASSERT_TRUE(s->heartbeat(*n2).ok());
+  s->tick();  // n1 silent for 1200 ms: Lost, NodeLoss, FailedOver; the job placed on n2
+  EXPECT_EQ(s->core().node_state(0), spec::NodeState::kDown);
+  EXPECT_TRUE(l2->saw("launch 0 epoch 2 restore 10 devices 2")) << (l2->log.empty() ? "" : l2->log.back());
+  EXPECT_FALSE(s->heartbeat(*n1).ok());  // the lost node's session is over
+  // The lost incarnation's late report is refused, and it is told to stop.
+  auto stale = s->report(*n2, rep(NodeReport::Kind::kProgress, 0, 1, 30));
+  EXPECT_EQ(stale.reason(), "stale epoch 1 for job 0: current epoch is 2");
+  EXPECT_TRUE(l2->saw("stop 0 epoch 1"));
+  ASSERT_TRUE(s->report(*n2, rep(NodeReport::Kind::kStarted, 0, 2, 10)).ok());
+  EXPECT_EQ(s->core().state(0), spec::JobState::kRunning);
+  auto m = s->metrics_text();
+  EXPECT_NE(m.find("orrery_nodes{state=\"Down\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("orrery_reports_rejected_total 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("orrery_jobs{state=\"Running\",tier=\"standard\"} 1"), std::string::npos) << m;
+  auto committed = s->core().committed();
+
+  // The core restarts from its journal: n2 comes back with the running incarnation (adopted, no
+  // new decision), n1 with the stale one (stopped).
+  s.reset();
+  s = open(false);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->core().committed(), committed);
+  EXPECT_EQ(s->core().state(0), spec::JobState::kRunning);
+  auto l2b = std::make_shared<RecordingLink>();
+  auto n2b = s->register_node("n2", {"host", 2, 256}, {{0, 2}}, l2b);
+  ASSERT_TRUE(n2b.ok()) << n2b.reason();
+  EXPECT_TRUE(l2b->log.empty());
+  EXPECT_EQ(s->core().committed(), committed);
+  auto l1b = std::make_shared<RecordingLink>();
+  auto n1b = s->register_node("n1", {"host", 2, 256}, {{0, 1}}, l1b);
+  ASSERT_TRUE(n1b.ok());
+  EXPECT_TRUE(l1b->saw("stop 0 epoch 1"));
+  ASSERT_TRUE(s->report(*n2b, rep(NodeReport::Kind::kProgress, 0, 2, 40)).ok());
+  ASSERT_TRUE(s->report(*n2b, rep(NodeReport::Kind::kCompleted, 0, 2, 1000)).ok());
+  EXPECT_EQ(s->core().state(0), spec::JobState::kCompleted);
+  // The spec file kept what the journal does not: the job's steps.
+  auto js = s->jobs();
+  ASSERT_TRUE(js.ok());
+  EXPECT_EQ((*js)[0].steps, 1000);
+}
+
+TEST_F(ServiceTest, RegistrationIsCheckedAgainstTheFleet) {
+  auto s = open(true);
+  auto l = std::make_shared<RecordingLink>();
+  EXPECT_EQ(s->register_node("n3", {"host", 2, 256}, {}, l).reason(), "unknown node \"n3\" (not in the fleet)");
+  EXPECT_EQ(s->register_node("n1", {"H100", 2, 256}, {}, l).reason(),
+            "node n1 brings devices of type \"H100\", the fleet configures \"host\"");
+  EXPECT_EQ(s->register_node("n1", {"host", 2, 128}, {}, l).reason(),
+            "node n1 brings 128 MiB per device, the fleet configures 256");
+  EXPECT_EQ(s->core().node_state(0), spec::NodeState::kDown);
+  EXPECT_EQ(s->core().committed(), 0u);
+}
+
+TEST_F(ServiceTest, AFleetDifferentFromTheJournalsIsRefused) {
+  { auto s = open(true); }
+  auto other = core::Fleet::parse("region r\ncluster c\nnode n1 host_mem_mib=4096\ndevices host count=8 mem_mib=256\n");
+  auto s = Service::open(opts_, *other, clock_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.reason().find("differs from the fleet recorded"), std::string::npos) << s.reason();
+}
+
+}  // namespace
+}  // namespace orrery::service
