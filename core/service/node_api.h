@@ -39,7 +39,7 @@ struct LaunchCommand {
   std::string workload;
   std::vector<std::string> args;  // the job's arguments plus "--steps=N"
   std::int64_t restore_step = -1;  // >= 0: restore from that step's shards in the store
-  std::string collective;          // "/orrery-jobJ-epochE[-rK]": the same on every node of the
+  std::string collective;          // "/orrery-<cluster id>-jobJ-epochE[-rK]": the same on every node of the
                                    // incarnation (K: its relaunches at the same epoch)
 };
 

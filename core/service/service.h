@@ -176,6 +176,10 @@ class Service final : public ClientApi {
   std::uint64_t next_session_ = 1;
   std::int64_t started_ms_ = 0;
   std::string recovery_summary_;
+  // This cluster's identity (DATA/cluster_id, made once from the random device): a prefix of the
+  // shared-memory names of its collectives, so two clusters on one machine (or an old cluster's
+  // leftovers) never meet in the same segment.
+  std::string cluster_id_;
   // Counters for /metrics.
   std::uint64_t rejected_reports_ = 0, shards_uploaded_ = 0, commands_failed_ = 0;
   std::uint64_t planner_rejected_ = 0;
