@@ -111,6 +111,8 @@ interface NodeApi {
   # Registers node `name` (a node of the fleet file) with its inventory and what it runs now, and
   # hands the core its command capability. Unknown node, inventory not matching the fleet, or a node
   # still being failed over (retry later) -> failed.
-  register @0 (name :Text, inventory :Inventory, running :List(Incarnation), agent :NodeAgent)
-      -> (session :NodeSession, heartbeatMs :Int64);
+  # `host`: the address other nodes reach this one at (a job spanning nodes meets in a TCP
+  # collective served on the node of its rank 0); empty: the core uses the loopback address.
+  register @0 (name :Text, inventory :Inventory, running :List(Incarnation), agent :NodeAgent,
+               host :Text) -> (session :NodeSession, heartbeatMs :Int64);
 }

@@ -1,5 +1,9 @@
 #include "rpc/node_connection.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -168,6 +172,23 @@ class RpcCoreLink final : public runtime::CoreLink {
   wire::NodeSession::Client s_;
 };
 
+// This end's IP address of the connection to the core: how other nodes reach this machine when
+// it shares a network with them.
+std::string local_address(kj::AsyncIoStream& stream) {
+  sockaddr_storage addr{};
+  kj::uint len = sizeof addr;
+  KJ_IF_MAYBE(e, kj::runCatchingExceptions([&] { stream.getsockname(reinterpret_cast<sockaddr*>(&addr), &len); })) {
+    (void)e;
+    return "";
+  }
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (addr.ss_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, buf, sizeof buf);
+  else if (addr.ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, buf, sizeof buf);
+  return buf;
+}
+
 // 0: connection lost (retry); 1: refused for good.
 int one_session(const NodeConnectionOptions& o, runtime::Agent& agent, const std::atomic<bool>& stop,
                 std::ostream& out, std::ostream& err, bool* registered) {
@@ -196,6 +217,7 @@ int one_session(const NodeConnectionOptions& o, runtime::Agent& agent, const std
         list[i].setEpoch(running[i].epoch);
       }
       reg.setAgent(kj::heap<NodeAgentImpl>(agent));
+      reg.setHost(o.advertise.empty() ? local_address(*conn.stream) : o.advertise);
       auto resp = reg.send().wait(conn.io.waitScope);
       session = resp.getSession();
       heartbeat_ms = resp.getHeartbeatMs();

@@ -20,6 +20,9 @@ struct NodeConnectionOptions {
   std::string name;
   std::string secret;
   service::NodeInventory inventory;
+  // The address other nodes reach this one at (TCP collectives of jobs spanning nodes); empty:
+  // this machine's address on its connection to the core.
+  std::string advertise;
   std::int64_t pump_ms = 20;  // how often runtime events are polled
 };
 

@@ -287,7 +287,9 @@ class NodeApiImpl final : public wire::NodeApi::Server {
     auto running = running_from_wire(p.getRunning());
     if (!running) return refuse(running.reason());
     auto link = std::make_shared<RpcNodeLink>(s_, p.getAgent());
-    auto session = s_.register_node(*name, *inv, *running, link);
+    auto host = text_from_wire(p.getHost(), "host");
+    if (!host) return refuse(host.reason());
+    auto session = s_.register_node(*name, *inv, *running, link, *host);
     if (!session) return refuse(session.reason());
     link->set_session(*session);
     ctx.getResults().setSession(kj::heap<NodeSessionImpl>(s_, *session));

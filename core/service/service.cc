@@ -1,6 +1,7 @@
 #include "core/service/service.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +75,7 @@ struct Service::Track {
 
 struct Service::NodeConn {
   std::uint64_t session = 0;
+  std::string host;  // where other nodes reach it (TCP collectives)
   std::shared_ptr<NodeLink> link;
   std::int64_t last_seen_ms = -1;  // -1: never (this run)
   bool registered = false;
@@ -327,6 +329,16 @@ std::vector<std::pair<int, LaunchCommand>> Service::launches(int job, std::int64
   const auto& t = *tracks_.at(job);
   std::vector<std::pair<int, LaunchCommand>> out;
   std::map<int, std::size_t> by_node;
+  // The incarnation's collective, the same on every node: a shared-memory name when the job is on
+  // one node; else a TCP hub on rank 0's node (its registered host) at a port derived from the name.
+  std::string id = "orrery-" + cluster_id_ + "-job" + std::to_string(job) + "-epoch" + std::to_string(jv.epoch) +
+                   (t.relaunches ? "-r" + std::to_string(t.relaunches) : "");
+  std::string collective = "/" + id;
+  if (nodes_of(job).size() > 1 && !jv.held.empty()) {
+    int rank0 = core_->fleet().device_node(jv.held.front());
+    collective = "tcp://" + conns_[static_cast<std::size_t>(rank0)]->host + ":" +
+                 std::to_string(20000 + core::crc32c(id) % 20000) + "/" + id;
+  }
   std::int64_t splice = jv.splice > 0 ? jv.splice : 1;
   int k = 0;
   for (auto dev : jv.held) {  // sorted: device k of the placement runs ranks [k*splice, (k+1)*splice)
@@ -342,8 +354,7 @@ std::vector<std::pair<int, LaunchCommand>> Service::launches(int job, std::int64
       c.args.push_back("--steps=" + std::to_string(t.spec.steps));
       c.restore_step = restore_step;
       // A shared-memory style name ("/..."), the same on every node of the incarnation.
-      c.collective = "/orrery-" + cluster_id_ + "-job" + std::to_string(job) + "-epoch" + std::to_string(jv.epoch) +
-                     (t.relaunches ? "-r" + std::to_string(t.relaunches) : "");
+      c.collective = collective;
       by_node[node] = out.size();
       out.emplace_back(node, std::move(c));
       it = by_node.find(node);
@@ -768,7 +779,9 @@ Result<std::vector<std::string>> Service::logs(int job, int max_lines) {
 
 Result<NodeSession> Service::register_node(const std::string& name, const NodeInventory& inv,
                                            const std::vector<Incarnation>& running,
-                                           std::shared_ptr<NodeLink> link_ptr) {
+                                           std::shared_ptr<NodeLink> link_ptr, const std::string& host) {
+  if (host.size() > 255 || host.find_first_of(" /\n\r\t") != std::string::npos)
+    return Status::Error("node host \"" + host + "\" is not an address");
   int n = core_->node_id(name);
   if (n < 0) return Status::Error("unknown node \"" + name + "\" (not in the fleet)");
   const auto& nd = core_->fleet().nodes[static_cast<std::size_t>(n)];
@@ -794,6 +807,7 @@ Result<NodeSession> Service::register_node(const std::string& name, const NodeIn
   auto& conn = *conns_[static_cast<std::size_t>(n)];
   conn.session = next_session_++;
   conn.link = std::move(link_ptr);
+  conn.host = host.empty() ? "127.0.0.1" : host;
   conn.registered = true;
   conn.last_seen_ms = clock_.now_ms();
   if (core_->node_state(n) == NodeState::kDown) {

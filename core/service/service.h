@@ -92,7 +92,7 @@ class Service final : public ClientApi {
   // Node side.
   Result<NodeSession> register_node(const std::string& name, const NodeInventory& inventory,
                                     const std::vector<Incarnation>& running,
-                                    std::shared_ptr<NodeLink> link);
+                                    std::shared_ptr<NodeLink> link, const std::string& host = "");
   Status heartbeat(const NodeSession& session);
   Status report(const NodeSession& session, const NodeReport& report);
   // Shard transfers of a registered node (the session must be current).

@@ -33,6 +33,10 @@ int node_main(int argc, char** argv, const RuntimeFactory& make_runtime) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))->capture_default_str();
   app.add_option("--device-type", device_type, "device type, as in the fleet file")->capture_default_str();
   app.add_option("--bin-dir", bin_dir, "where orrery-proxy and the workloads are (default: beside orrery-node)");
+  std::string advertise;
+  app.add_option("--advertise", advertise,
+                 "address other nodes reach this one at, for jobs spanning nodes (default: this "
+                 "machine's address on its connection to the core)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -75,6 +79,7 @@ int node_main(int argc, char** argv, const RuntimeFactory& make_runtime) {
   co.name = name;
   co.secret = *secret;
   co.inventory = {device_type, devices, mem};
+  co.advertise = advertise;
   int rc = rpc::run_node_connection(co, agent, g_stop, std::cout, std::cerr);
   for (auto& [job, epoch] : (*runtime)->running()) (void)(*runtime)->stop(job, epoch);
   return rc;

@@ -406,6 +406,24 @@ TEST_F(Cluster, ResizeDownForAWaitingJobThenBackUpKeepsTheEpochAndTheResult) {
   EXPECT_NE(all.find("ResizeUp"), std::string::npos) << all;
 }
 
+TEST_F(Cluster, JobSpanningTwoNodesMeetsInATcpCollective) {
+  start_core();
+  start_node("n1");
+  start_node("n2");
+  ASSERT_TRUE(eventually(5000, [&] { return node_up("n1") && node_up("n2"); }));
+  auto wide = mlp_job("wide", 400, 100);
+  wide.world = 4;
+  wide.min_devices = 4;
+  wide.max_devices = 4;
+  int id = submit(wide);
+  ASSERT_TRUE(eventually(20000, [&] {
+    auto j = job(id);
+    return j && j->state == spec::JobState::kCompleted;
+  })) << job(id)->note;
+  EXPECT_EQ(digest_of(job(id)->note), reference_digest(4, 400));
+  EXPECT_GE(job(id)->checkpoint, 100);
+}
+
 // A node agent speaking the protocol by hand, to send what a real agent never would.
 class RawAgent final : public rpc::wire::NodeAgent::Server {
  public:
