@@ -59,7 +59,7 @@ class Cluster : public ::testing::Test {
     core_ = Proc({kCore, "serve", "--listen", "127.0.0.1:" + std::to_string(port), "--data",
                   (dir_ / "data").string(), "--secret", (dir_ / "secret").string(), "--fleet",
                   (dir_ / "fleet").string(), "--metrics", "127.0.0.1:0",
-                  "--heartbeat-timeout-ms", "600"},
+                  "--heartbeat-timeout-ms", "1500"},
                  log);
     ASSERT_TRUE(eventually(5000, [&] { return read_file(log).find("metrics on") != std::string::npos; }))
         << read_file(log);
@@ -244,7 +244,7 @@ TEST_F(Cluster, NodeKilledJobResumesElsewhereFromItsLastCheckpoint) {
            j->state == spec::JobState::kRunning;
   })) << job(id)->note;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count();
-  std::printf("failover: running again on n2 %lld ms after n1 was killed (heartbeat timeout 600 ms)\n",
+  std::printf("failover: running again on n2 %lld ms after n1 was killed (heartbeat timeout 1500 ms)\n",
               static_cast<long long>(ms));
   auto moved = *job(id);
   EXPECT_GE(moved.checkpoint, before.checkpoint);
