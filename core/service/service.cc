@@ -947,8 +947,18 @@ Status Service::report(const NodeSession& s, const NodeReport& r) {
       break;
     case NodeReport::Kind::kStopped:
       if (t.stop_expected.count(n)) break;  // the cut (or a relaunch) explains it
-      if (state == JobState::kRunning && t.cut == Track::Cut::kNone && t.nodes.count(n))
-        crash(r.job, "node " + node_name + " stopped the job unasked");
+      if (state == JobState::kRunning && t.cut == Track::Cut::kNone && t.nodes.count(n)) {
+        // A stop nobody here asked for: a cut requested before this core restarted. When that
+        // cut is stored and committed, the incarnation carries on from it (relaunched at the same
+        // epoch on every node); otherwise it is a crash.
+        if (jv.ckpt == r.step && store_->complete(r.job, r.step, static_cast<int>(jv.world))) {
+          relaunch_same(r.job, r.step, "stopped after the checkpoint of step " + std::to_string(r.step) +
+                                           " by an earlier request; resumed from it");
+          t.stop_expected = t.nodes;
+        } else {
+          crash(r.job, "node " + node_name + " stopped the job unasked");
+        }
+      }
       break;
     case NodeReport::Kind::kCompleted: {
       t.completed.insert(n);

@@ -155,6 +155,28 @@ TEST_F(ServiceTest, LostNodeFailsOverFromTheLastCheckpointAndARestartedCoreRecon
   EXPECT_EQ((*js)[0].steps, 1000);
 }
 
+TEST_F(ServiceTest, AStopAfterAStoredCheckpointNobodyAskedForResumesFromIt) {
+  // What a preemption cut requested before a core restart looks like to the restarted core.
+  auto s = open(true);
+  auto l1 = std::make_shared<RecordingLink>();
+  auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
+  ASSERT_TRUE(s->submit(spec()).ok());
+  s->tick();
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 0)).ok());
+  upload(*s, *n1, 0, 1, 20, 0);
+  upload(*s, *n1, 0, 1, 20, 1);
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kCheckpointed, 0, 1, 20)).ok());
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStopped, 0, 1, 20)).ok());
+  EXPECT_TRUE(l1->saw("launch 0 epoch 1 restore 20 devices 2")) << l1->log.back();
+  EXPECT_EQ(s->core().state(0), spec::JobState::kRunning);
+  EXPECT_EQ(s->core().cluster().jobs[0].failures, 0);
+  // Without a stored checkpoint at that step the stop is a crash.
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 20)).ok());
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStopped, 0, 1, 25)).ok());
+  EXPECT_EQ(s->core().state(0), spec::JobState::kQueued);
+  EXPECT_EQ(s->core().cluster().jobs[0].failures, 1);
+}
+
 TEST_F(ServiceTest, RegistrationIsCheckedAgainstTheFleet) {
   auto s = open(true);
   auto l = std::make_shared<RecordingLink>();
