@@ -98,23 +98,39 @@ class RpcCoreLink final : public runtime::CoreLink {
     return call([&] { s_.heartbeatRequest().send().wait(c_.io.waitScope); });
   }
   Status upload_shard(int job, std::int64_t epoch, std::int64_t step, int rank, const std::string& path) override {
+    // Two passes in 1 MiB chunks (size and checksum are announced first), so memory stays bounded
+    // whatever the shard's size.
+    constexpr std::size_t kChunk = 1 << 20;
+    std::string buf(kChunk, '\0');
+    std::uint64_t size = 0;
+    std::uint32_t crc = 0;
+    {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) return Status::Error("cannot read local shard " + path);
+      while (in) {
+        in.read(buf.data(), kChunk);
+        auto n = static_cast<std::size_t>(in.gcount());
+        crc = core::crc32c_extend(crc, std::string_view(buf.data(), n));
+        size += n;
+      }
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) return Status::Error("cannot read local shard " + path);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     return call([&] {
       auto req = s_.uploadShardRequest();
       req.setJob(job);
       req.setEpoch(epoch);
       req.setStep(step);
       req.setRank(rank);
-      req.setSize(bytes.size());
-      req.setCrc32c(core::crc32c(bytes));
+      req.setSize(size);
+      req.setCrc32c(crc);
       auto sink = req.send().wait(c_.io.waitScope).getSink();
-      constexpr std::size_t kChunk = 1 << 18;
-      for (std::size_t off = 0; off < bytes.size(); off += kChunk) {
+      while (in) {
+        in.read(buf.data(), kChunk);
+        auto n = static_cast<std::size_t>(in.gcount());
+        if (n == 0) break;
         auto w = sink.writeRequest();
-        auto n = std::min(kChunk, bytes.size() - off);
-        w.setChunk(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(bytes.data() + off), n));
+        w.setChunk(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(buf.data()), n));
         w.send().wait(c_.io.waitScope);
       }
       sink.doneRequest().send().wait(c_.io.waitScope);

@@ -205,10 +205,14 @@ class RpcNodeLink final : public service::NodeLink, public kj::TaskSet::ErrorHan
   kj::TaskSet tasks_;
 };
 
+// Every chunk of a transfer counts as a heartbeat of its node: a large shard on a slow link must
+// not make the node look lost.
 class UploadSink final : public wire::ByteSink::Server {
  public:
-  explicit UploadSink(std::unique_ptr<service::ShardUpload> up) : up_(std::move(up)) {}
+  UploadSink(std::unique_ptr<service::ShardUpload> up, Service& s, service::NodeSession session)
+      : up_(std::move(up)), s_(s), session_(session) {}
   kj::Promise<void> write(WriteContext ctx) override {
+    (void)s_.heartbeat(session_);
     auto chunk = ctx.getParams().getChunk();
     auto st = up_->write(std::string_view(reinterpret_cast<const char*>(chunk.begin()), chunk.size()));
     if (!st) return refuse(st.reason());
@@ -222,15 +226,19 @@ class UploadSink final : public wire::ByteSink::Server {
 
  private:
   std::unique_ptr<service::ShardUpload> up_;
+  Service& s_;
+  service::NodeSession session_;
 };
 
-kj::Promise<void> stream_download(std::shared_ptr<service::ShardDownload> d, wire::ByteSink::Client sink) {
+kj::Promise<void> stream_download(std::shared_ptr<service::ShardDownload> d, wire::ByteSink::Client sink,
+                                  Service& s, service::NodeSession session) {
+  (void)s.heartbeat(session);
   auto chunk = d->read(1 << 18);
   if (!chunk) return refuse(chunk.reason());
   if (chunk->empty()) return sink.doneRequest().send().ignoreResult();
   auto req = sink.writeRequest();
   req.setChunk(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(chunk->data()), chunk->size()));
-  return req.send().then([d, sink]() mutable { return stream_download(d, sink); });
+  return req.send().then([d, sink, &s, session]() mutable { return stream_download(d, sink, s, session); });
 }
 
 class NodeSessionImpl final : public wire::NodeSession::Server {
@@ -256,7 +264,7 @@ class NodeSessionImpl final : public wire::NodeSession::Server {
     auto up = s_.upload_shard(session_, p.getJob(), p.getEpoch(), p.getStep(), p.getRank(), p.getSize(),
                               p.getCrc32c());
     if (!up) return refuse(up.reason());
-    ctx.getResults().setSink(kj::heap<UploadSink>(std::move(*up)));
+    ctx.getResults().setSink(kj::heap<UploadSink>(std::move(*up), s_, session_));
     return kj::READY_NOW;
   }
   kj::Promise<void> downloadShard(DownloadShardContext ctx) override {
@@ -264,7 +272,7 @@ class NodeSessionImpl final : public wire::NodeSession::Server {
     auto d = s_.download_shard(session_, p.getJob(), p.getStep(), p.getRank());
     if (!d) return refuse(d.reason());
     std::shared_ptr<service::ShardDownload> dl(std::move(*d));
-    return stream_download(dl, p.getSink()).then([dl, ctx]() mutable {
+    return stream_download(dl, p.getSink(), s_, session_).then([dl, ctx]() mutable {
       ctx.getResults().setSize(dl->size());
       ctx.getResults().setCrc32c(dl->crc());
     });
