@@ -75,7 +75,7 @@ struct Service::Track {
 
 struct Service::NodeConn {
   std::uint64_t session = 0;
-  std::string host;  // where other nodes reach it (TCP collectives)
+  std::string host = "127.0.0.1";  // where other nodes reach it (TCP collectives), once registered
   std::shared_ptr<NodeLink> link;
   std::int64_t last_seen_ms = -1;  // -1: never (this run)
   bool registered = false;
