@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 namespace orrery::runtime {
 
@@ -120,7 +121,19 @@ bool Agent::forward(CoreLink& core, const JobEvent& e) {
   r.detail = e.detail;
   if (e.kind == JobEvent::Kind::kCheckpointed) {
     auto it = shares_.find(e.job);
+    // A checkpoint whose local shard is missing cannot be restored from: the incarnation is
+    // reported crashed (it restarts from its last stored checkpoint) rather than left waiting.
     if (it != shares_.end() && it->second.epoch == e.epoch)
+      for (const auto& share : it->second.local)
+        for (int rank : share.ranks) {
+          std::error_code ec;
+          auto path = runtime_.shard_path(e.job, e.step, rank);
+          if (!std::filesystem::exists(path, ec)) {
+            r.kind = service::NodeReport::Kind::kCrashed;
+            r.detail = "checkpoint of step " + std::to_string(e.step) + ": local shard " + path + " missing";
+          }
+        }
+    if (r.kind == service::NodeReport::Kind::kCheckpointed && it != shares_.end() && it->second.epoch == e.epoch)
       for (const auto& share : it->second.local)
         for (int rank : share.ranks) {
           auto st = core.upload_shard(e.job, e.epoch, e.step, rank, runtime_.shard_path(e.job, e.step, rank));

@@ -4,6 +4,10 @@
 // processes by service_e2e_test.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "runtime/node/agent.h"
@@ -36,8 +40,13 @@ class RecordingRuntime final : public NodeRuntime {
   std::vector<std::pair<int, std::int64_t>> running() const override { return {run.begin(), run.end()}; }
   std::vector<JobEvent> poll() override { return std::exchange(events, {}); }
   std::string shard_path(int job, std::int64_t step, int rank) const override {
-    return "/ckpt/" + std::to_string(job) + "/" + std::to_string(step) + "/" + std::to_string(rank);
+    return dir + "/" + std::to_string(job) + "-" + std::to_string(step) + "-" + std::to_string(rank);
   }
+  // Local shards live here (the agent checks they exist before uploading).
+  std::string dir = (std::filesystem::temp_directory_path() / ("orrery-agent-test-" + std::to_string(::getpid()))).string();
+  RecordingRuntime() { std::filesystem::create_directories(dir); }
+  ~RecordingRuntime() override { std::filesystem::remove_all(dir); }
+  void write_shard(int job, std::int64_t step, int rank) { std::ofstream(shard_path(job, step, rank)) << "x"; }
   std::vector<std::string> calls;
   std::set<std::pair<int, std::int64_t>> run;
   std::vector<JobEvent> events;
@@ -103,7 +112,7 @@ TEST(Agent, RefusesCommandsOfAnOlderEpochAndStopsOlderIncarnations) {
   EXPECT_EQ(rt.calls, want);
   // The restore's shards were fetched from the core before the launch.
   EXPECT_EQ(core.log.size(), 2u);
-  EXPECT_EQ(core.log[0], "download 0 step 100 rank 0 to /ckpt/0/100/0");
+  EXPECT_EQ(core.log[0], "download 0 step 100 rank 0 to " + rt.shard_path(0, 100, 0));
   AgentCommand stop_old;
   stop_old.kind = AgentCommand::Kind::kStop;
   stop_old.job = 0;
@@ -119,16 +128,25 @@ TEST(Agent, UploadsShardsBeforeReportingACheckpointAndKeepsReportsWhileDisconnec
   ASSERT_TRUE(run_one(a, core, launch_cmd(5, 1)).ok());
   core.up = false;
   const std::int64_t e1 = 1 * Agent::kGenerations;
+  rt.write_shard(5, 40, 0);
+  rt.write_shard(5, 40, 1);
   rt.events.push_back({JobEvent::Kind::kCheckpointed, 5, e1, 40, 0, ""});
   rt.events.push_back({JobEvent::Kind::kProgress, 5, e1, 41, 7, ""});
   a.pump(core);
   EXPECT_TRUE(core.log.empty());
   core.up = true;  // reconnected
   a.pump(core);
-  std::vector<std::string> want = {"upload 5/1 step 40 rank 0 from /ckpt/5/40/0",
-                                   "upload 5/1 step 40 rank 1 from /ckpt/5/40/1",
+  std::vector<std::string> want = {"upload 5/1 step 40 rank 0 from " + rt.shard_path(5, 40, 0),
+                                   "upload 5/1 step 40 rank 1 from " + rt.shard_path(5, 40, 1),
                                    "report checkpointed step 40", "report progress step 41"};
   EXPECT_EQ(core.log, want);
+  // A checkpoint with a local shard missing cannot be restored from: reported as a crash.
+  core.log.clear();
+  rt.write_shard(5, 50, 0);
+  rt.events.push_back({JobEvent::Kind::kCheckpointed, 5, e1, 50, 0, ""});
+  a.pump(core);
+  std::vector<std::string> crashed = {"report crashed step 50"};
+  EXPECT_EQ(core.log, crashed);
 }
 
 TEST(Agent, RelaunchAtTheSameEpochRunsTheNextGenerationAndDropsTheOldOnesEvents) {
