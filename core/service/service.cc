@@ -64,6 +64,7 @@ struct Service::Track {
   std::set<int> old_nodes;              // kResize: the nodes before the resize
   std::set<int> stop_expected;          // nodes whose Stopped report a cut explains
   std::int64_t cut_since_ms = 0;  // when the pending cut was asked for
+  std::int64_t last_progress_ms = -(std::int64_t{1} << 40);  // last Progress committed from reports
   int relaunches = 0;  // relaunches of the current epoch (resize, refused preemption): each one
                        // gets its own collective name, the same on every node
   spec::Origin cut_origin = spec::Origin::kOperator;
@@ -245,7 +246,7 @@ void Service::emit(std::uint64_t seq, int job, const std::string& node, const st
   e.node = node;
   e.text = text;
   pending_events_.push_back(e);
-  if (job >= 0) {
+  if (job >= 0 && text.find(": Progress job ") == std::string::npos) {  // progress: timeline only
     auto& log = track(job).log;
     log.push_back(text);
     if (log.size() > 1000) log.pop_front();
@@ -939,7 +940,13 @@ Status Service::report(const NodeSession& s, const NodeReport& r) {
         if (it == t.node_step.end()) { m = -1; break; }
         m = m < 0 ? it->second : std::min(m, it->second);
       }
-      if (m > jv.progress) (void)ensure_progress(r.job, m);
+      // Progress is committed at most once a second per job from reports (every cut, checkpoint
+      // and completion commits it exactly where it is needed): a journal record per report would
+      // grow the journal by tens of records a second per job for nothing.
+      if (m > jv.progress && clock_.now_ms() - t.last_progress_ms >= options_.progress_every_ms) {
+        (void)ensure_progress(r.job, m);
+        t.last_progress_ms = clock_.now_ms();
+      }
       break;
     }
     case NodeReport::Kind::kCheckpointed:
@@ -1262,11 +1269,22 @@ void Service::plan() {
       }
       continue;
     }
-    if (t.spec.checkpoint_every > 0 && jv.progress > t.ckpt_requested_at &&
-        jv.progress - std::max<std::int64_t>(jv.ckpt, 0) >= t.spec.checkpoint_every &&
-        jv.progress < t.spec.steps) {
+    // Periodic checkpoints follow the reported step (committed progress may lag by a second).
+    std::int64_t reported = jv.progress;
+    if (!t.nodes.empty()) {
+      std::int64_t m = -1;
+      for (int node : t.nodes) {
+        auto it = t.node_step.find(node);
+        if (it == t.node_step.end()) { m = -1; break; }
+        m = m < 0 ? it->second : std::min(m, it->second);
+      }
+      reported = std::max(reported, m);
+    }
+    if (t.spec.checkpoint_every > 0 && reported > t.ckpt_requested_at &&
+        reported - std::max<std::int64_t>(jv.ckpt, 0) >= t.spec.checkpoint_every &&
+        reported < t.spec.steps) {
       t.cut = Track::Cut::kPeriodic;
-      t.ckpt_requested_at = jv.progress;
+      t.ckpt_requested_at = reported;
       send_cut(j);
       continue;
     }

@@ -62,6 +62,9 @@ struct ServiceOptions {
   // A checkpoint cut (periodic, preemption, migration, resize) not stored within this long is
   // given up: the job counts a WorkerCrash and restarts from its last committed checkpoint.
   std::int64_t cut_timeout_ms = 60000;
+  // Progress reports are committed at most this often per job (cuts and completion commit the
+  // step they need at once).
+  std::int64_t progress_every_ms = 1000;
   core::JournalOptions journal{core::FsyncPolicy::kGroup, 256};
 };
 

@@ -143,7 +143,7 @@ TEST_F(Cluster, SubmitRunsToCompletionWithTheReferenceResult) {
   ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); })) << nodes_["n1"].output();
   int id = submit(mlp_job("train", 200, 50));
   ASSERT_GE(id, 0);
-  ASSERT_TRUE(eventually(15000, [&] {
+  ASSERT_TRUE(eventually(30000, [&] {
     auto j = job(id);
     return j && j->state == spec::JobState::kCompleted;
   })) << job(id)->note;
@@ -157,7 +157,7 @@ TEST_F(Cluster, SubmitRunsToCompletionWithTheReferenceResult) {
   EXPECT_NE(m.find("orrery_nodes{state=\"Up\"} 1"), std::string::npos) << m;
   EXPECT_NE(m.find("orrery_journal_durability_lag 0"), std::string::npos) << m;
   // The timeline holds the whole lifecycle, in order.
-  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 1000); });
+  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 100000); });
   std::string all;
   for (auto& l : lines) all += l + "\n";
   for (const char* want : {"New -> Submitted", "Submitted -> Queued", "Queued -> Placed",
@@ -248,12 +248,12 @@ TEST_F(Cluster, NodeKilledJobResumesElsewhereFromItsLastCheckpoint) {
               static_cast<long long>(ms));
   auto moved = *job(id);
   EXPECT_GE(moved.checkpoint, before.checkpoint);
-  ASSERT_TRUE(eventually(20000, [&] {
+  ASSERT_TRUE(eventually(40000, [&] {
     auto j = job(id);
     return j && j->state == spec::JobState::kCompleted;
   })) << job(id)->note;
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
-  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 1000); });
+  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 100000); });
   std::string all;
   for (auto& l : lines) all += l + "\n";
   EXPECT_NE(all.find("NodeLoss"), std::string::npos) << all;
@@ -280,7 +280,7 @@ TEST_F(Cluster, CoreKilledRecoversAndReconcilesRunningJobs) {
   auto after = *job(id);
   EXPECT_EQ(after.epoch, before.epoch);  // adopted, not restarted
   EXPECT_GE(after.progress, before.progress);
-  ASSERT_TRUE(eventually(20000, [&] {
+  ASSERT_TRUE(eventually(40000, [&] {
     auto j = job(id);
     return j && j->state == spec::JobState::kCompleted;
   })) << job(id)->note;
@@ -309,17 +309,17 @@ TEST_F(Cluster, PremiumJobPreemptsBasicJobWhichResumesLaterBitIdentical) {
     auto j = job(b);
     return j && j->state == spec::JobState::kSuspended;
   })) << job(b)->note << " / premium: " << job(p)->note;
-  ASSERT_TRUE(eventually(15000, [&] {
+  ASSERT_TRUE(eventually(30000, [&] {
     auto j = job(p);
     return j && j->state == spec::JobState::kCompleted;
   })) << job(p)->note;
-  ASSERT_TRUE(eventually(20000, [&] {
+  ASSERT_TRUE(eventually(40000, [&] {
     auto j = job(b);
     return j && j->state == spec::JobState::kCompleted;
   })) << job(b)->note;
   EXPECT_EQ(digest_of(job(p)->note), reference_digest(2, 300));
   EXPECT_EQ(digest_of(job(b)->note), reference_digest(2, steps));
-  auto lines = with_client(addr_, "test-secret", [b](service::ClientApi& c) { return *c.logs(b, 1000); });
+  auto lines = with_client(addr_, "test-secret", [b](service::ClientApi& c) { return *c.logs(b, 100000); });
   std::string all;
   for (auto& l : lines) all += l + "\n";
   EXPECT_NE(all.find("Running -> Checkpointing: Preempt job 0 for job 1"), std::string::npos) << all;
@@ -345,7 +345,7 @@ TEST_F(Cluster, DrainMigratesJobsOffTheNodeBitIdentical) {
     auto j = job(id);
     return j && j->nodes == std::vector<std::string>{"n2"};
   })) << job(id)->note;
-  ASSERT_TRUE(eventually(20000, [&] {
+  ASSERT_TRUE(eventually(40000, [&] {
     auto j = job(id);
     return j && j->state == spec::JobState::kCompleted;
   })) << job(id)->note;
@@ -383,7 +383,7 @@ TEST_F(Cluster, ResizeDownForAWaitingJobThenBackUpKeepsTheEpochAndTheResult) {
   ASSERT_TRUE(st.ok()) << st.reason();
   EXPECT_EQ(job(id)->devices, 1);
   EXPECT_EQ(job(id)->splice, 2);  // both ranks spliced on one device
-  ASSERT_TRUE(eventually(15000, [&] {
+  ASSERT_TRUE(eventually(30000, [&] {
     auto j = job(s);
     return j && j->state == spec::JobState::kCompleted;
   })) << job(s)->note;
@@ -393,11 +393,11 @@ TEST_F(Cluster, ResizeDownForAWaitingJobThenBackUpKeepsTheEpochAndTheResult) {
     auto j = job(id);
     return j && (j->devices == 2 || j->state == spec::JobState::kCompleted);
   })) << job(id)->note;
-  ASSERT_TRUE(eventually(20000, [&] {
+  ASSERT_TRUE(eventually(40000, [&] {
     auto j = job(id);
     return j && j->state == spec::JobState::kCompleted;
   })) << job(id)->note;
-  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 1000); });
+  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 100000); });
   std::string all;
   for (auto& l : lines) all += l + "\n";
   EXPECT_EQ(job(id)->epoch, before.epoch) << all;  // re-spliced, never restarted as a new incarnation
@@ -416,7 +416,7 @@ TEST_F(Cluster, JobSpanningTwoNodesMeetsInATcpCollective) {
   wide.min_devices = 4;
   wide.max_devices = 4;
   int id = submit(wide);
-  ASSERT_TRUE(eventually(20000, [&] {
+  ASSERT_TRUE(eventually(40000, [&] {
     auto j = job(id);
     return j && j->state == spec::JobState::kCompleted;
   })) << job(id)->note;

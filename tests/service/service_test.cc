@@ -41,6 +41,7 @@ class ServiceTest : public ::testing::Test {
     opts_.data_dir = dir_.string();
     opts_.heartbeat_timeout_ms = 1000;
     opts_.journal.fsync = core::FsyncPolicy::kNever;
+    opts_.progress_every_ms = 0;  // every report's progress committed: the test checks steps
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::unique_ptr<Service> open(bool with_fleet) {
