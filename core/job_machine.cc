@@ -11,6 +11,7 @@
 #include <boost/msm/back/state_machine.hpp>
 
 #include "core/job_machine_table.h"
+#include "core/msm_positioner.h"
 #include "core/row_desc.h"
 
 namespace orrery::core {
@@ -51,25 +52,6 @@ std::array<int, spec::kNumJobStates> make_id_of_state(std::index_sequence<I...>)
 const std::array<int, spec::kNumJobStates> kIdOfState =
     make_id_of_state(std::make_index_sequence<spec::kNumJobStates>{});
 
-// An "archive" for MSM's own serialize(): it writes the given state id into the machine's
-// current-state array (the one region) and leaves everything else alone. This relies on what
-// Boost 1.81's state_machine::serialize() writes (its int array of current states is the only
-// array it hands the archive); position() checks the result, so a Boost that changed it would
-// abort at the first event rather than run the wrong row. No private member is touched.
-struct Positioner {
-  int id;
-  template <std::size_t N>
-  Positioner& operator&(int (&states)[N]) {
-    static_assert(N == 1, "the lifecycle machine has one region");
-    states[0] = id;
-    return *this;
-  }
-  template <class T>
-  Positioner& operator&(T&&) {
-    return *this;
-  }
-};
-
 }  // namespace
 
 struct JobMachine::Impl {
@@ -86,9 +68,9 @@ spec::JobState JobMachine::state() const { return kStateOfId[impl_->m.current_st
 void JobMachine::position(spec::JobState s) {
   auto i = static_cast<std::size_t>(s);
   if (i >= kIdOfState.size()) std::abort();  // a bug: states come from the cluster state
-  Positioner p{kIdOfState[i]};
+  MsmPositioner p{kIdOfState[i]};
   impl_->m.serialize(p, 0);
-  if (state() != s) std::abort();  // see Positioner: MSM's serialize() is not what it was
+  if (state() != s) std::abort();  // see core/msm_positioner.h
 }
 
 Status JobMachine::fire(spec::EventKind event, FireContext& ctx) {

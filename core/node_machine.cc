@@ -10,6 +10,7 @@
 #include <boost/msm/back/state_machine.hpp>
 
 #include "core/node_machine_table.h"
+#include "core/msm_positioner.h"
 #include "core/row_desc.h"
 
 namespace orrery::core {
@@ -48,21 +49,6 @@ constexpr std::array<Dispatch, spec::kNumNodeEvents> make_dispatch(std::index_se
 }
 constexpr auto kDispatch = make_dispatch(std::make_index_sequence<spec::kNumNodeEvents>{});
 
-// Positions the machine through MSM's own serialize(), as core/job_machine.cc does (see there).
-struct Positioner {
-  int id;
-  template <std::size_t N>
-  Positioner& operator&(int (&states)[N]) {
-    static_assert(N == 1, "the node machine has one region");
-    states[0] = id;
-    return *this;
-  }
-  template <class T>
-  Positioner& operator&(T&&) {
-    return *this;
-  }
-};
-
 }  // namespace
 
 struct NodeMachine::Impl {
@@ -79,7 +65,7 @@ spec::NodeState NodeMachine::state() const { return kStateOfId[impl_->m.current_
 void NodeMachine::position(spec::NodeState s) {
   auto i = static_cast<std::size_t>(s);
   if (i >= kIdOfState.size()) std::abort();  // a bug: states come from the cluster state
-  Positioner p{kIdOfState[i]};
+  MsmPositioner p{kIdOfState[i]};
   impl_->m.serialize(p, 0);
   if (state() != s) std::abort();
 }
