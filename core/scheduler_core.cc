@@ -188,15 +188,10 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
   // The guard was just checked on the same state: the machine must take the same row.
   if (!fired.ok() || machine_.state() != row->dst) std::abort();  // a bug, not bad input
   cluster_.jobs[j].state = static_cast<std::int64_t>(machine_.state());
-  ++committed_;
-  Committed c;
-  c.seq = committed_;
-  c.time_ms = time_ms;
+  Committed c = count_committed(time_ms, row->index);
   c.job = j;
   c.from = from;
   c.to = row->dst;
-  c.row = row->index;
-  c.durable = durable_seq() >= committed_;
   return c;
 }
 
@@ -254,14 +249,19 @@ Result<Committed> SchedulerCore::apply_node(const NodeDecision& d, std::int64_t 
   auto fired = node_machine_.fire(d.event, ctx);
   if (!fired.ok() || node_machine_.state() != row->dst) std::abort();  // a bug, not bad input
   cluster_.node_state[n] = static_cast<std::int64_t>(node_machine_.state());
+  Committed c = count_committed(time_ms, row->index);
+  c.node = n;
+  c.node_from = from;
+  c.node_to = row->dst;
+  return c;
+}
+
+Committed SchedulerCore::count_committed(std::int64_t time_ms, int row) {
   ++committed_;
   Committed c;
   c.seq = committed_;
   c.time_ms = time_ms;
-  c.node = n;
-  c.node_from = from;
-  c.node_to = row->dst;
-  c.row = row->index;
+  c.row = row;
   c.durable = durable_seq() >= committed_;
   return c;
 }

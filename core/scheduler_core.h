@@ -120,6 +120,9 @@ class SchedulerCore {
   // commit() at a given time; `journaled` when the decision comes from the journal already.
   Result<Committed> apply(const Decision& decision, std::int64_t time_ms, bool journaled);
   Result<Committed> apply_node(const NodeDecision& decision, std::int64_t time_ms, bool journaled);
+  // Counts one more committed decision (job or node) taken by row `row`: its seq, time and
+  // durability; the caller fills in what it was about.
+  Committed count_committed(std::int64_t time_ms, int row);
   // A node record replays with no decision to report: the pair's Decision is then unused and
   // Committed::job is -1.
   Result<std::pair<Committed, Decision>> replay_one(const std::string& record,
