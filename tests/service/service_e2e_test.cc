@@ -11,7 +11,7 @@
 
 #include "rpc/client_connection.h"
 #include "rpc/connection.h"
-#include "tests/service/cluster_harness.h"
+#include "tests/service/local_cluster.h"
 
 namespace orrery::testing {
 namespace {
@@ -21,17 +21,6 @@ namespace fs = std::filesystem;
 const std::string kBin = ORRERY_BIN_DIR;        // orrery-node, orrery-proxy, orrery-train-mlp
 const std::string kCore = ORRERY_CORE_BIN;      // orrery-core
 
-// Runs `f` with a fresh client connection on its own thread (one KJ event loop per thread).
-template <class F>
-auto with_client(const std::string& addr, const std::string& secret, F f) {
-  return std::async(std::launch::async, [=] {
-           auto api = rpc::connect_client(addr, secret);
-           EXPECT_TRUE(api.ok()) << api.reason();
-           return f(**api);
-         })
-      .get();
-}
-
 class Cluster : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,108 +28,45 @@ class Cluster : public ::testing::Test {
     dir_ = fs::path(tmp ? tmp : "/tmp") /
            ("orrery-svc-" + std::to_string(::getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    write(dir_ / "secret", "test-secret\n");
-    write(dir_ / "fleet",
-          "premium_reserve 2\nregion local\ncluster c1\n"
-          "node n1 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n"
-          "node n2 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n");
+    cluster_.emplace(kBin, kCore, dir_);
   }
   void TearDown() override {
-    nodes_.clear();
-    core_.kill_group(SIGKILL);
+    cluster_.reset();
     if (!HasFailure()) fs::remove_all(dir_);
   }
-  static void write(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
+  static void write(const fs::path& p, const std::string& s) { LocalCluster::write(p, s); }
 
-  void start_core(int port = 0) {
-    std::string log = (dir_ / ("core-" + std::to_string(core_starts_++) + ".log")).string();
-    core_ = Proc({kCore, "serve", "--listen", "127.0.0.1:" + std::to_string(port), "--data",
-                  (dir_ / "data").string(), "--secret", (dir_ / "secret").string(), "--fleet",
-                  (dir_ / "fleet").string(), "--metrics", "127.0.0.1:0",
-                  "--heartbeat-timeout-ms", "1500"},
-                 log);
-    ASSERT_TRUE(eventually(5000, [&] { return read_file(log).find("metrics on") != std::string::npos; }))
-        << read_file(log);
-    port_ = port_after(read_file(log), "listening on ");
-    metrics_port_ = port_after(read_file(log), "metrics on http://");
-    addr_ = "127.0.0.1:" + std::to_string(port_);
-  }
+  void start_core(int port = 0) { ASSERT_EQ(cluster_->start_core(port), ""); }
   void start_node(const std::string& name, const std::string& secret_file = "secret") {
-    nodes_[name] = Proc({kBin + "/orrery-node", "--core", addr_, "--name", name, "--secret",
-                         (dir_ / secret_file).string(), "--data", (dir_ / ("node-" + name)).string(),
-                         "--devices", "2", "--device-mem-mib", "256"},
-                        (dir_ / (name + ".log")).string());
+    cluster_->start_node(name, secret_file);
   }
-  std::vector<service::NodeStatus> nodes() {
-    return with_client(addr_, "test-secret", [](service::ClientApi& c) {
-      auto n = c.nodes();
-      return n.ok() ? *n : std::vector<service::NodeStatus>{};
-    });
-  }
-  std::optional<service::JobStatus> job(int id) {
-    return with_client(addr_, "test-secret", [id](service::ClientApi& c) -> std::optional<service::JobStatus> {
-      auto js = c.jobs();
-      if (!js.ok()) return std::nullopt;
-      for (auto& j : *js)
-        if (j.job == id) return j;
-      return std::nullopt;
-    });
-  }
-  bool node_up(const std::string& name) {
-    for (auto& n : nodes())
-      if (n.name == name) return n.state == spec::NodeState::kUp;
-    return false;
-  }
+  Proc& node_proc(const std::string& name) { return cluster_->node_proc(name); }
+  template <class F>
+  auto with_client(F f) { return cluster_->with_client(f); }
+  std::vector<service::NodeStatus> nodes() { return cluster_->nodes(); }
+  std::optional<service::JobStatus> job(int id) { return cluster_->job(id); }
+  bool node_up(const std::string& name) { return cluster_->node_up(name); }
   int submit(const service::JobSpec& s) {
-    auto r = with_client(addr_, "test-secret", [s](service::ClientApi& c) { return c.submit(s); });
+    auto r = cluster_->submit(s);
     EXPECT_TRUE(r.ok()) << r.reason();
     return r.ok() ? *r : -1;
   }
-  std::string metrics() { return http_get(metrics_port_, "/metrics"); }
-  // The digest of the uninterrupted reference run of the MLP workload.
-  static std::string reference_digest(int world, int steps) {
-    std::string cmd = kBin + "/orrery-train-mlp --reference --world=" + std::to_string(world) +
-                      " --steps=" + std::to_string(steps);
-    FILE* p = ::popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    ::pclose(p);
-    std::smatch m;
-    if (std::regex_search(out, m, std::regex("digest=([0-9a-f]+)"))) return m[1];
-    return "none: " + out;
-  }
-  static std::string digest_of(const std::string& note) {
-    std::smatch m;
-    if (std::regex_search(note, m, std::regex("digest=([0-9a-f]+)"))) return m[1];
-    return "none: " + note;
-  }
+  std::string metrics() { return cluster_->metrics(); }
+  std::string timeline(int id) { return cluster_->timeline(id); }
+  std::string reference_digest(int world, int steps) { return cluster_->reference_digest(world, steps); }
+  static std::string digest_of(const std::string& note) { return LocalCluster::digest_of(note); }
   static service::JobSpec mlp_job(const std::string& name, int steps, int every) {
-    service::JobSpec s;
-    s.name = name;
-    s.world = 2;
-    s.min_devices = 1;
-    s.max_devices = 2;
-    s.mem_mib = 16;
-    s.steps = steps;
-    s.checkpoint_every = every;
-    return s;
+    return LocalCluster::mlp_job(name, steps, every);
   }
 
   fs::path dir_;
-  Proc core_;
-  std::map<std::string, Proc> nodes_;
-  int core_starts_ = 0;
-  int port_ = 0, metrics_port_ = 0;
-  std::string addr_;
+  std::optional<LocalCluster> cluster_;
 };
 
 TEST_F(Cluster, SubmitRunsToCompletionWithTheReferenceResult) {
   start_core();
   start_node("n1");
-  ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); })) << nodes_["n1"].output();
+  ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); })) << node_proc("n1").output();
   int id = submit(mlp_job("train", 200, 50));
   ASSERT_GE(id, 0);
   ASSERT_TRUE(eventually(30000, [&] {
@@ -157,9 +83,7 @@ TEST_F(Cluster, SubmitRunsToCompletionWithTheReferenceResult) {
   EXPECT_NE(m.find("orrery_nodes{state=\"Up\"} 1"), std::string::npos) << m;
   EXPECT_NE(m.find("orrery_journal_durability_lag 0"), std::string::npos) << m;
   // The timeline holds the whole lifecycle, in order.
-  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 100000); });
-  std::string all;
-  for (auto& l : lines) all += l + "\n";
+  std::string all = timeline(id);
   for (const char* want : {"New -> Submitted", "Submitted -> Queued", "Queued -> Placed",
                            "Placed -> Running", "Running -> Completed"})
     EXPECT_NE(all.find(want), std::string::npos) << want << "\n" << all;
@@ -167,24 +91,24 @@ TEST_F(Cluster, SubmitRunsToCompletionWithTheReferenceResult) {
 
 TEST_F(Cluster, WrongSecretIsRefusedForClientsAndNodes) {
   start_core();
-  auto api = std::async(std::launch::async, [&] { return rpc::connect_client(addr_, "not-it").status(); }).get();
+  auto api = std::async(std::launch::async, [&] { return rpc::connect_client(cluster_->addr(), "not-it").status(); }).get();
   ASSERT_FALSE(api.ok());
   EXPECT_NE(api.reason().find("authentication failed: wrong secret"), std::string::npos) << api.reason();
   write(dir_ / "wrong", "not-it\n");
   start_node("n1", "wrong");
-  EXPECT_EQ(nodes_["n1"].wait_exit(5000), 1);
-  EXPECT_NE(nodes_["n1"].output().find("authentication failed: wrong secret"), std::string::npos)
-      << nodes_["n1"].output();
+  EXPECT_EQ(node_proc("n1").wait_exit(5000), 1);
+  EXPECT_NE(node_proc("n1").output().find("authentication failed: wrong secret"), std::string::npos)
+      << node_proc("n1").output();
   EXPECT_FALSE(node_up("n1"));
 }
 
 TEST_F(Cluster, MalformedRequestsGetClearErrorsAndChangeNothing) {
   start_core();
   start_node("n9");  // not in the fleet
-  EXPECT_EQ(nodes_["n9"].wait_exit(5000), 1);
-  EXPECT_NE(nodes_["n9"].output().find("unknown node \"n9\""), std::string::npos) << nodes_["n9"].output();
+  EXPECT_EQ(node_proc("n9").wait_exit(5000), 1);
+  EXPECT_NE(node_proc("n9").output().find("unknown node \"n9\""), std::string::npos) << node_proc("n9").output();
   auto before = metrics();
-  with_client(addr_, "test-secret", [](service::ClientApi& c) {
+  with_client([](service::ClientApi& c) {
     auto bad = Cluster::mlp_job("bad", 10, 0);
     bad.world = 0;
     auto r = c.submit(bad);
@@ -210,7 +134,7 @@ TEST_F(Cluster, MalformedRequestsGetClearErrorsAndChangeNothing) {
     EXPECT_EQ(lg.reason(), "unknown job 3");
     auto js = c.jobs();
     EXPECT_TRUE(js.ok() && js->empty());
-    return 0;
+    return Status::Ok();
   });
   auto after = metrics();
   auto committed = [](const std::string& m) {
@@ -219,7 +143,7 @@ TEST_F(Cluster, MalformedRequestsGetClearErrorsAndChangeNothing) {
     return s[1].str();
   };
   EXPECT_EQ(committed(before), committed(after));
-  EXPECT_EQ(core_.wait_exit(100), -1) << "the core must still run";
+  EXPECT_EQ(cluster_->core().wait_exit(100), -1) << "the core must still run";
 }
 
 TEST_F(Cluster, NodeKilledJobResumesElsewhereFromItsLastCheckpoint) {
@@ -236,7 +160,7 @@ TEST_F(Cluster, NodeKilledJobResumesElsewhereFromItsLastCheckpoint) {
   ASSERT_TRUE(eventually(5000, [&] { return node_up("n2"); }));
   auto before = *job(id);
   ASSERT_EQ(before.nodes, std::vector<std::string>{"n1"});
-  nodes_["n1"].kill_group(SIGKILL);  // the machine dies: agent, proxies, workers
+  node_proc("n1").kill_group(SIGKILL);  // the machine dies: agent, proxies, workers
   auto killed = std::chrono::steady_clock::now();
   ASSERT_TRUE(eventually(10000, [&] {
     auto j = job(id);
@@ -253,12 +177,10 @@ TEST_F(Cluster, NodeKilledJobResumesElsewhereFromItsLastCheckpoint) {
     return j && j->state == spec::JobState::kCompleted;
   })) << job(id)->note;
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
-  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 100000); });
-  std::string all;
-  for (auto& l : lines) all += l + "\n";
+  std::string all = timeline(id);
   EXPECT_NE(all.find("NodeLoss"), std::string::npos) << all;
   for (auto& n : nodes())
-    if (n.name == "n1") EXPECT_EQ(n.state, spec::NodeState::kDown);
+    if (n.name == "n1") { EXPECT_EQ(n.state, spec::NodeState::kDown); }
 }
 
 TEST_F(Cluster, CoreKilledRecoversAndReconcilesRunningJobs) {
@@ -272,11 +194,11 @@ TEST_F(Cluster, CoreKilledRecoversAndReconcilesRunningJobs) {
     return j && j->state == spec::JobState::kRunning && j->progress > 0;
   }));
   auto before = *job(id);
-  core_.kill_group(SIGKILL);
-  start_core(port_);  // same address: the agent reconnects and registers with what it runs
+  cluster_->kill_core();
+  start_core(cluster_->port());  // same address: the agent reconnects and registers with what it runs
   ASSERT_TRUE(eventually(5000, [&] {
-    return nodes_["n1"].output().find("reconnecting") != std::string::npos && node_up("n1");
-  })) << nodes_["n1"].output();
+    return node_proc("n1").output().find("reconnecting") != std::string::npos && node_up("n1");
+  })) << node_proc("n1").output();
   auto after = *job(id);
   EXPECT_EQ(after.epoch, before.epoch);  // adopted, not restarted
   EXPECT_GE(after.progress, before.progress);
@@ -319,9 +241,7 @@ TEST_F(Cluster, PremiumJobPreemptsBasicJobWhichResumesLaterBitIdentical) {
   })) << job(b)->note;
   EXPECT_EQ(digest_of(job(p)->note), reference_digest(2, 300));
   EXPECT_EQ(digest_of(job(b)->note), reference_digest(2, steps));
-  auto lines = with_client(addr_, "test-secret", [b](service::ClientApi& c) { return *c.logs(b, 100000); });
-  std::string all;
-  for (auto& l : lines) all += l + "\n";
+  std::string all = timeline(b);
   EXPECT_NE(all.find("Running -> Checkpointing: Preempt job 0 for job 1"), std::string::npos) << all;
   EXPECT_NE(all.find("Checkpointing -> Suspended"), std::string::npos) << all;
   EXPECT_NE(all.find("Suspended -> Restoring"), std::string::npos) << all;
@@ -339,7 +259,7 @@ TEST_F(Cluster, DrainMigratesJobsOffTheNodeBitIdentical) {
   }));
   start_node("n2");
   ASSERT_TRUE(eventually(5000, [&] { return node_up("n2"); }));
-  auto st = with_client(addr_, "test-secret", [](service::ClientApi& c) { return c.drain("n1"); });
+  auto st = with_client([](service::ClientApi& c) { return c.drain("n1"); });
   ASSERT_TRUE(st.ok()) << st.reason();
   ASSERT_TRUE(eventually(10000, [&] {
     auto j = job(id);
@@ -351,7 +271,7 @@ TEST_F(Cluster, DrainMigratesJobsOffTheNodeBitIdentical) {
   })) << job(id)->note;
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
   for (auto& n : nodes())
-    if (n.name == "n1") EXPECT_EQ(n.state, spec::NodeState::kDraining);
+    if (n.name == "n1") { EXPECT_EQ(n.state, spec::NodeState::kDraining); }
 }
 
 TEST_F(Cluster, ResizeDownForAWaitingJobThenBackUpKeepsTheEpochAndTheResult) {
@@ -367,9 +287,9 @@ TEST_F(Cluster, ResizeDownForAWaitingJobThenBackUpKeepsTheEpochAndTheResult) {
     return j && j->state == spec::JobState::kRunning && j->progress > 0 && j->devices == 2;
   }));
   auto before = *job(id);
-  auto st = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return c.resize(id, 3, -1); });
+  auto st = with_client([id](service::ClientApi& c) { return c.resize(id, 3, -1); });
   EXPECT_NE(st.reason().find("elastic range [1, 2]"), std::string::npos) << st.reason();
-  st = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return c.resize(id, 1, -1); });
+  st = with_client([id](service::ClientApi& c) { return c.resize(id, 1, -1); });
   EXPECT_NE(st.reason().find("waiting job"), std::string::npos) << st.reason();
   auto small = mlp_job("small", 200, 0);
   small.world = 1;
@@ -379,7 +299,7 @@ TEST_F(Cluster, ResizeDownForAWaitingJobThenBackUpKeepsTheEpochAndTheResult) {
     auto j = job(s);
     return j && j->state == spec::JobState::kQueued;
   }));
-  st = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return c.resize(id, 1, -1); });
+  st = with_client([id](service::ClientApi& c) { return c.resize(id, 1, -1); });
   ASSERT_TRUE(st.ok()) << st.reason();
   EXPECT_EQ(job(id)->devices, 1);
   EXPECT_EQ(job(id)->splice, 2);  // both ranks spliced on one device
@@ -397,9 +317,7 @@ TEST_F(Cluster, ResizeDownForAWaitingJobThenBackUpKeepsTheEpochAndTheResult) {
     auto j = job(id);
     return j && j->state == spec::JobState::kCompleted;
   })) << job(id)->note;
-  auto lines = with_client(addr_, "test-secret", [id](service::ClientApi& c) { return *c.logs(id, 100000); });
-  std::string all;
-  for (auto& l : lines) all += l + "\n";
+  std::string all = timeline(id);
   EXPECT_EQ(job(id)->epoch, before.epoch) << all;  // re-spliced, never restarted as a new incarnation
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
   EXPECT_NE(all.find("ResizeDown"), std::string::npos) << all;
@@ -445,7 +363,7 @@ class RawAgent final : public rpc::wire::NodeAgent::Server {
 
 TEST_F(Cluster, StaleEpochReportsAreRefusedAndTheStaleIncarnationStopped) {
   start_core();
-  auto conn = rpc::connect_to(addr_);
+  auto conn = rpc::connect_to(cluster_->addr());
   ASSERT_TRUE(conn.ok()) << conn.reason();
   auto& c = **conn;
   auto& ws = c.io.waitScope;
@@ -481,7 +399,7 @@ TEST_F(Cluster, StaleEpochReportsAreRefusedAndTheStaleIncarnationStopped) {
     };
     auto spec = mlp_job("raw", 100, 0);
     auto submitted = std::async(std::launch::async, [&] {
-      auto api2 = rpc::connect_client(addr_, "test-secret");
+      auto api2 = rpc::connect_client(cluster_->addr(), "test-secret");
       return (*api2)->submit(spec);
     });
     ASSERT_TRUE(pump_until("launch 0 1")) << "no launch";

@@ -1,0 +1,165 @@
+// A local cluster of real processes on loopback for tests and benchmarks: orrery-core serve and
+// orrery-node agents (each with its proxies and workers in its own process group), a fleet of
+// 2-device host nodes, and client calls over Cap'n Proto. Start-up helpers return "" or what went
+// wrong, so that GoogleTest fixtures, RapidCheck properties and benchmarks can all report it their
+// own way.
+#pragma once
+
+#include <future>
+#include <map>
+#include <optional>
+#include <regex>
+
+#include "rpc/client_connection.h"
+#include "tests/service/cluster_harness.h"
+
+namespace orrery::testing {
+
+class LocalCluster {
+ public:
+  // `bin`: the directory of orrery-node, orrery-proxy and orrery-train-mlp; `core`: orrery-core.
+  // The fleet has `nodes` nodes n1..nN of 2 host devices (256 MiB each).
+  LocalCluster(std::string bin, std::string core, std::filesystem::path dir, int nodes = 2,
+               int heartbeat_timeout_ms = 1500)
+      : bin_(std::move(bin)), core_bin_(std::move(core)), dir_(std::move(dir)),
+        heartbeat_timeout_ms_(heartbeat_timeout_ms) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    write(dir_ / "secret", "test-secret\n");
+    std::string fleet = "premium_reserve 2\nregion local\ncluster c1\n";
+    for (int i = 1; i <= nodes; ++i)
+      fleet += "node n" + std::to_string(i) + " host_mem_mib=4096\ndevices host count=2 mem_mib=256\n";
+    write(dir_ / "fleet", fleet);
+  }
+  ~LocalCluster() {
+    nodes_.clear();
+    core_.kill_group(SIGKILL);
+  }
+  static void write(const std::filesystem::path& p, const std::string& s) { std::ofstream(p) << s; }
+
+  // Starts orrery-core serve on `port` (0: any); "" once it serves, else why not.
+  std::string start_core(int port = 0) {
+    std::string log = (dir_ / ("core-" + std::to_string(core_starts_++) + ".log")).string();
+    core_ = Proc({core_bin_, "serve", "--listen", "127.0.0.1:" + std::to_string(port), "--data",
+                  (dir_ / "data").string(), "--secret", (dir_ / "secret").string(), "--fleet",
+                  (dir_ / "fleet").string(), "--metrics", "127.0.0.1:0", "--heartbeat-timeout-ms",
+                  std::to_string(heartbeat_timeout_ms_)},
+                 log);
+    if (!eventually(10000, [&] { return read_file(log).find("metrics on") != std::string::npos; }))
+      return "orrery-core serve did not come up:\n" + read_file(log);
+    port_ = port_after(read_file(log), "listening on ");
+    metrics_port_ = port_after(read_file(log), "metrics on http://");
+    addr_ = "127.0.0.1:" + std::to_string(port_);
+    return "";
+  }
+  // Kills the core (the whole process group) with `sig`; its exit status.
+  int kill_core(int sig = SIGKILL) { return core_.kill_group(sig); }
+  Proc& core() { return core_; }
+
+  void start_node(const std::string& name, const std::string& secret_file = "secret") {
+    nodes_[name] = Proc({bin_ + "/orrery-node", "--core", addr_, "--name", name, "--secret",
+                         (dir_ / secret_file).string(), "--data", (dir_ / ("node-" + name)).string(),
+                         "--devices", "2", "--device-mem-mib", "256"},
+                        (dir_ / (name + ".log")).string());
+  }
+  // SIGKILLs the agent and everything it started (proxies, workers): the machine dies.
+  void kill_node(const std::string& name) { nodes_[name].kill_group(SIGKILL); }
+  Proc& node_proc(const std::string& name) { return nodes_[name]; }
+
+  // Runs `f(ClientApi&)` with a fresh client connection on its own thread (one KJ event loop per
+  // thread). With the core down, `f` is not run and a default value comes back.
+  template <class F>
+  auto with_client(F f) {
+    return std::async(std::launch::async, [this, f] {
+             auto api = rpc::connect_client(addr_, "test-secret");
+             using R = decltype(f(**api));
+             if (!api.ok()) return R{Status::Error(api.reason())};
+             return f(**api);
+           })
+        .get();
+  }
+  std::vector<service::NodeStatus> nodes() {
+    auto r = with_client([](service::ClientApi& c) { return c.nodes(); });
+    return r.ok() ? *r : std::vector<service::NodeStatus>{};
+  }
+  // Every job the core knows, or nullopt when it cannot be asked.
+  std::optional<std::vector<service::JobStatus>> jobs() {
+    auto r = with_client([](service::ClientApi& c) { return c.jobs(); });
+    if (!r.ok()) return std::nullopt;
+    return *r;
+  }
+  std::optional<service::JobStatus> job(int id) {
+    auto js = jobs();
+    if (!js) return std::nullopt;
+    for (auto& j : *js)
+      if (j.job == id) return j;
+    return std::nullopt;
+  }
+  bool job_in(int id, spec::JobState state) {
+    auto j = job(id);
+    return j && j->state == state;
+  }
+  bool node_up(const std::string& name) {
+    for (auto& n : nodes())
+      if (n.name == name) return n.state == spec::NodeState::kUp;
+    return false;
+  }
+  Result<int> submit(const service::JobSpec& s) {
+    return with_client([s](service::ClientApi& c) { return c.submit(s); });
+  }
+  // The job's timeline, one line per transition.
+  std::string timeline(int id) {
+    auto r = with_client([id](service::ClientApi& c) { return c.logs(id, 1000000); });
+    std::string all;
+    if (r.ok())
+      for (auto& l : *r) all += l + "\n";
+    return all;
+  }
+  std::string metrics() { return http_get(metrics_port_, "/metrics"); }
+
+  // The digest of the uninterrupted reference run of the MLP workload.
+  std::string reference_digest(int world, int steps) const {
+    std::string cmd = bin_ + "/orrery-train-mlp --reference --world=" + std::to_string(world) +
+                      " --steps=" + std::to_string(steps);
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    ::pclose(p);
+    return digest_of(out);
+  }
+  static std::string digest_of(const std::string& note) {
+    std::smatch m;
+    if (std::regex_search(note, m, std::regex("digest=([0-9a-f]+)"))) return m[1];
+    return "none: " + note;
+  }
+  // A data-parallel MLP job of world 2, elastic over 1..2 devices.
+  static service::JobSpec mlp_job(const std::string& name, int steps, int every) {
+    service::JobSpec s;
+    s.name = name;
+    s.world = 2;
+    s.min_devices = 1;
+    s.max_devices = 2;
+    s.mem_mib = 16;
+    s.steps = steps;
+    s.checkpoint_every = every;
+    return s;
+  }
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const std::string& addr() const { return addr_; }
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+
+ private:
+  std::string bin_, core_bin_;
+  std::filesystem::path dir_;
+  int heartbeat_timeout_ms_;
+  Proc core_;
+  std::map<std::string, Proc> nodes_;
+  int core_starts_ = 0;
+  int port_ = 0, metrics_port_ = 0;
+  std::string addr_;
+};
+
+}  // namespace orrery::testing
