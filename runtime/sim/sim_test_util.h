@@ -1,0 +1,48 @@
+// Helpers shared by runtime/sim's tests: temporary files, and the check that a fleet is one the
+// core's own parser reads back equal (so every simulator fleet source yields a core fleet).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/fleet.h"
+#include "tests/temp_dir.h"
+
+namespace orrery::sim::testing {
+
+// tests/temp_dir.h's directory, with a write that returns the file's path.
+class TempDir : public orrery::testing::TempDir {
+ public:
+  TempDir() : orrery::testing::TempDir("orrery_sim_test") {}
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = file(name);
+    orrery::testing::write_bytes(p, text);
+    return p;
+  }
+};
+
+// The core's Fleet::parse reads `f.to_text()` back to a fleet equal field by field.
+inline void ExpectCoreReadsBack(const core::Fleet& f) {
+  auto again = core::Fleet::parse(f.to_text());
+  ASSERT_TRUE(again.ok()) << again.reason();
+  EXPECT_EQ(again->premium_reserve, f.premium_reserve);
+  EXPECT_EQ(again->device_types, f.device_types);
+  ASSERT_EQ(again->nodes.size(), f.nodes.size());
+  for (std::size_t i = 0; i < f.nodes.size(); ++i) {
+    const auto &a = again->nodes[i], &b = f.nodes[i];
+    ASSERT_TRUE(a.name == b.name && a.cluster == b.cluster && a.region == b.region &&
+                a.host_mem_mib == b.host_mem_mib && a.first_device == b.first_device &&
+                a.end_device == b.end_device)
+        << "node " << i << " (" << b.name << ") differs";
+  }
+  ASSERT_EQ(again->groups.size(), f.groups.size());
+  for (std::size_t i = 0; i < f.groups.size(); ++i) {
+    const auto &a = again->groups[i], &b = f.groups[i];
+    ASSERT_TRUE(a.type == b.type && a.mem_mib == b.mem_mib && a.node == b.node &&
+                a.first == b.first && a.count == b.count)
+        << "device group " << i << " differs";
+  }
+}
+
+}  // namespace orrery::sim::testing
