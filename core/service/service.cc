@@ -178,7 +178,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
   return s;
 }
 
-// --- persistence of job specs ---------------------------------------------------------------
+// --- persistence of job specs and results ---------------------------------------------------
 
 Status Service::persist_spec(int job, const JobSpec& sp) {
   std::ostringstream o;
@@ -188,11 +188,23 @@ Status Service::persist_spec(int job, const JobSpec& sp) {
     << "\nmem_mib=" << sp.mem_mib << "\nworkload=" << sp.workload << "\nsteps=" << sp.steps
     << "\ncheckpoint_every=" << sp.checkpoint_every << "\n";
   for (const auto& a : sp.args) o << "arg=" << a << "\n";
-  std::string path = options_.data_dir + "/jobs/job-" + std::to_string(job) + ".spec";
+  return write_durably(options_.data_dir + "/jobs/job-" + std::to_string(job) + ".spec", o.str());
+}
+
+// The workload's final words (loss, digest of the weights), kept beside the spec so that they
+// survive a restart of the core: written before Complete is committed, read back only for jobs
+// the journal says completed.
+Status Service::persist_result(int job, const std::string& detail) {
+  std::string line = detail;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  return write_durably(options_.data_dir + "/jobs/job-" + std::to_string(job) + ".result", line + "\n");
+}
+
+// Writes `text` to `path` atomically: a temporary file, fsync, rename.
+Status Service::write_durably(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return Status::Error("cannot write " + tmp);
-  std::string text = o.str();
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
             ::fsync(fd) == 0;
   ::close(fd);
@@ -227,6 +239,9 @@ void Service::load_specs() {
       else if (k == "arg") t.spec.args.push_back(v);
     }
     t.have_spec = true;
+    std::ifstream result(options_.data_dir + "/jobs/job-" + std::to_string(j) + ".result");
+    if (core_->state(j) == JobState::kCompleted && std::getline(result, line))
+      t.note = line.empty() ? "completed" : "completed: " + line;
   }
 }
 
@@ -585,6 +600,17 @@ int Service::pick_beneficiary(int victim) const {
   return -1;
 }
 
+// An operator's explicit beneficiary of a preemption or shrink: a job that waits for devices (the
+// spec's guards say the rest, clause by clause).
+Status Service::check_beneficiary(int b) const {
+  if (b >= core_->num_jobs()) return Status::Error("unknown beneficiary job " + std::to_string(b));
+  auto st = core_->state(b);
+  if (!spec::waiting_state(spec::Concrete{}, static_cast<std::int64_t>(st)))
+    return Status::Error("job " + std::to_string(b) + " is " + std::string(spec::state_name(st)) +
+                         ", not waiting: devices are freed only for a Queued or Suspended job");
+  return Status::Ok();
+}
+
 Status Service::preempt(int job, int beneficiary) {
   if (job < 0 || job >= core_->num_jobs()) return Status::Error("unknown job " + std::to_string(job));
   if (core_->state(job) != JobState::kRunning)
@@ -599,7 +625,7 @@ Status Service::preempt(int job, int beneficiary) {
       return Status::Error("no waiting job that " + job_str(job) +
                            " may be preempted for (a preemption needs a favoured waiting job: INV-TIER)");
   } else {
-    if (beneficiary >= core_->num_jobs()) return Status::Error("unknown beneficiary job " + std::to_string(beneficiary));
+    if (auto st = check_beneficiary(beneficiary); !st) return st;
     core::Decision d;
     d.event = EventKind::kPreempt;
     d.origin = Origin::kOperator;
@@ -714,6 +740,8 @@ Status Service::resize(int job, int devices, int beneficiary) {
         }
       }
       if (beneficiary < 0) return Status::Error("shrinking needs a waiting job to give the devices to; none waits");
+    } else if (auto st = check_beneficiary(beneficiary); !st) {
+      return st;
     }
     d.event = EventKind::kResizeDown;
     d.origin = Origin::kOperator;
@@ -972,6 +1000,10 @@ Status Service::report(const NodeSession& s, const NodeReport& r) {
       if (state == JobState::kRunning &&
           std::includes(t.completed.begin(), t.completed.end(), t.nodes.begin(), t.nodes.end())) {
         if (auto st = ensure_progress(r.job, r.step); !st) {
+          t.note = st.reason();
+          break;
+        }
+        if (auto st = persist_result(r.job, r.detail); !st) {
           t.note = st.reason();
           break;
         }

@@ -161,7 +161,10 @@ class Service final : public ClientApi {
   std::optional<core::Decision> migrate_decision(int job, const std::optional<std::string>& to,
                                                  std::string* why) const;
 
+  Status check_beneficiary(int beneficiary) const;
   Status persist_spec(int job, const JobSpec& spec);
+  Status persist_result(int job, const std::string& detail);
+  static Status write_durably(const std::string& path, const std::string& text);
   void load_specs();
 
   ServiceOptions options_;

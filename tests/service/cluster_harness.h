@@ -34,6 +34,7 @@ class Proc {
  public:
   Proc() = default;
   Proc(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
+    std::fflush(nullptr);  // or the child's copy of unflushed output is written out twice
     pid_ = ::fork();
     if (pid_ == 0) {
       ::setpgid(0, 0);

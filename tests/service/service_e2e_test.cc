@@ -208,6 +208,10 @@ TEST_F(Cluster, CoreKilledRecoversAndReconcilesRunningJobs) {
   })) << job(id)->note;
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
   EXPECT_EQ(job(id)->epoch, before.epoch);
+  // The result survives another restart (DATA/jobs/job-J.result).
+  cluster_->kill_core();
+  start_core(cluster_->port());
+  EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
 }
 
 TEST_F(Cluster, PremiumJobPreemptsBasicJobWhichResumesLaterBitIdentical) {

@@ -1,0 +1,292 @@
+// A RapidCheck property over a real local cluster (orrery-core serve and three orrery-node agents with
+// their proxies and workers, as processes on loopback): random sequences of preempt, migrate,
+// resize, node-agent kill (SIGKILL of the whole machine, then a restart), core kill (SIGKILL, then a
+// restart on the same address), submissions and pauses, applied while the jobs train. After each
+// sequence:
+//  - the core still serves and knows exactly the jobs it accepted, no more, no fewer;
+//  - every job ends Completed exactly once with final weights bit-identical to the workload's
+//    uninterrupted reference run, or Failed only after more failures (worker crash or node loss)
+//    than the spec's kMaxRetries allows;
+//  - the core's journal replays clean through `orrery-check replay` (every decision re-checked
+//    against the spec's guards and invariants).
+// ORRERY_CHAOS_CASES sets the number of sequences (default 6; each takes 5-40 s). RC_PARAMS is
+// passed on to RapidCheck (e.g. RC_PARAMS="seed=42"); shrinking is off unless RC_PARAMS asks for it
+// (noshrink=0), since every step of a shrink replays a whole cluster run.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+#include "spec/vocabulary.h"
+#include "tests/service/local_cluster.h"
+
+namespace orrery::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBin = ORRERY_BIN_DIR;      // orrery-node, orrery-proxy, orrery-train-mlp
+const std::string kCore = ORRERY_CORE_BIN;    // orrery-core
+const std::string kCheck = ORRERY_CHECK_BIN;  // orrery-check
+constexpr int kHeartbeatTimeoutMs = 1000;
+constexpr int kSteps = 2000;  // per initial job: several seconds of training
+constexpr int kNodes = 3;     // of 2 devices each
+
+enum class Act { kPreempt, kMigrate, kResize, kKillAgent, kKillCore, kSubmit, kPause };
+
+struct Action {
+  Act act = Act::kPause;
+  int job = 0;      // index among the jobs submitted so far (modulo their number)
+  int node = 0;     // 1 or 2; 0: let the core choose (migrate)
+  int devices = 1;  // resize target
+  int ms = 0;       // pause, or how long a killed process stays down
+  int tier = 1;     // of a submitted job
+  bool for_new = false;  // preempt/resize: for a job of `tier` submitted just before (it waits)
+};
+
+// `job` and `node` as resolved against the cluster (a job id, a node number or 0).
+std::string describe(const Action& a, int job, int node) {
+  std::string j = "job " + std::to_string(job), n = "n" + std::to_string(node);
+  std::string for_new = a.for_new ? " for a new job of tier " + std::to_string(a.tier % 3) : "";
+  switch (a.act) {
+    case Act::kPreempt: return "preempt " + j + for_new;
+    case Act::kMigrate: return "migrate " + j + (node ? " to " + n : "");
+    case Act::kResize: return "resize " + j + " to " + std::to_string(a.devices) + for_new;
+    case Act::kKillAgent: return "kill -9 " + n + ", restart after " + std::to_string(a.ms) + " ms";
+    case Act::kKillCore: return "kill -9 core, restart after " + std::to_string(a.ms) + " ms";
+    case Act::kSubmit: return "submit (tier " + std::to_string(a.tier % 3) + ")";
+    case Act::kPause: return "pause " + std::to_string(a.ms) + " ms";
+  }
+  return "?";
+}
+
+rc::Gen<Action> gen_action() {
+  using rc::gen::inRange;
+  auto kind = rc::gen::weightedElement<Act>({{4, Act::kPreempt},
+                                             {4, Act::kMigrate},
+                                             {4, Act::kResize},
+                                             {2, Act::kKillAgent},
+                                             {2, Act::kKillCore},
+                                             {3, Act::kSubmit},
+                                             {4, Act::kPause}});
+  return rc::gen::apply(
+      [](Act act, int job, int node, int devices, int ms, int tier, bool for_new) {
+        return Action{act, job, node, devices, ms, tier, for_new};
+      },
+      kind, inRange(0, 8), inRange(0, kNodes + 1), inRange(1, 3), inRange(0, 2500), inRange(0, 3),
+      rc::gen::arbitrary<bool>());
+}
+
+// The digests of the reference runs, computed once per (world, steps).
+std::string reference(LocalCluster& c, int world, int steps) {
+  static std::map<std::pair<int, int>, std::string> memo;
+  auto key = std::make_pair(world, steps);
+  if (!memo.count(key)) memo[key] = c.reference_digest(world, steps);
+  return memo[key];
+}
+
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size())) ++n;
+  return n;
+}
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+int case_number = 0;
+
+RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) {
+  // At full size from the first case: RapidCheck scales inRange by the size, which grows with the
+  // case number, and a chaos run is too costly to spend its first cases on tiny values.
+  const auto actions = *rc::gen::resize(rc::kNominalSize, rc::gen::mapcat(rc::gen::inRange(3, 10), [](int n) {
+    return rc::gen::container<std::vector<Action>>(static_cast<std::size_t>(n), gen_action());
+  }));
+  const int initial = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange(2, 4));  // jobs before the actions
+  const char* tmp = std::getenv("TMPDIR");
+  fs::path dir = fs::path(tmp ? tmp : "/tmp") /
+                 ("orrery-chaos-" + std::to_string(::getpid()) + "-" + std::to_string(case_number++));
+  std::printf("case %d (%s): %d jobs, then %zu actions\n", case_number - 1, dir.c_str(), initial,
+              actions.size());
+
+  LocalCluster c(kBin, kCore, dir, kNodes, kHeartbeatTimeoutMs);
+  auto up = c.start_core();
+  RC_ASSERT(up == "");
+  for (int n = 1; n <= kNodes; ++n) c.start_node("n" + std::to_string(n));
+  RC_ASSERT(eventually(10000, [&] {
+    for (int n = 1; n <= kNodes; ++n)
+      if (!c.node_up("n" + std::to_string(n))) return false;
+    return true;
+  }));
+
+  // What was accepted: id -> (world, steps).
+  std::map<int, std::pair<int, int>> accepted;
+  auto submit = [&](service::JobSpec s) {
+    auto id = c.submit(s);
+    RC_ASSERT(id.ok());
+    RC_ASSERT(accepted.count(*id) == 0u);  // a fresh id for every accepted submission
+    accepted[*id] = {static_cast<int>(s.world), static_cast<int>(s.steps)};
+    return *id;
+  };
+  // Two or three jobs of world 2 to start with: one node left free (room to migrate to), or the
+  // fleet full (any submission waits, so preemptions and shrinks find a beneficiary).
+  for (int i = 0; i < initial; ++i) {
+    auto s = LocalCluster::mlp_job(std::string(1, static_cast<char>('a' + i)), kSteps, 200);
+    s.args = {"--step-delay-us=1500"};  // slower steps, same result: time to disrupt them
+    s.tier = i == 1 ? spec::Tier::kBasic : spec::Tier::kStandard;
+    submit(s);
+  }
+  RC_ASSERT(eventually(10000, [&] { return c.job_in(0, spec::JobState::kRunning); }));
+
+  int submitted = 0;
+  for (const auto& act : actions) {
+    std::vector<int> ids;
+    for (auto& [id, _] : accepted) ids.push_back(id);
+    int job = ids[static_cast<std::size_t>(act.job) % ids.size()];
+    // Kills pick one of the nodes; a migration may also leave the target to the core (0).
+    int node_no = act.act == Act::kKillAgent ? 1 + act.node % kNodes : act.node;
+    std::string node = "n" + std::to_string(node_no);
+    std::printf("  %s\n", describe(act, job, node_no).c_str());
+    Status st;
+    // A request refused while the job's checkpoint is being taken is retried, as a client would.
+    auto request = [&](auto call) {
+      for (int tries = 0; tries < 40; ++tries) {
+        st = c.with_client(call);
+        if (st.ok() || st.reason().find("being checkpointed") == std::string::npos) return;
+        sleep_ms(50);
+      }
+    };
+    int beneficiary = -1;
+    if (act.for_new && (act.act == Act::kPreempt || act.act == Act::kResize)) {
+      auto s = LocalCluster::mlp_job("waiting" + std::to_string(submitted++), 300, 100);
+      s.tier = static_cast<spec::Tier>(act.tier % 3);
+      s.min_devices = 2;  // a gang of 2: on a busy fleet it waits
+      beneficiary = submit(s);
+      // Admitted first (a Submitted job is not yet waiting for devices).
+      eventually(3000, [&] {
+        auto j = c.job(beneficiary);
+        return j && j->state != spec::JobState::kSubmitted;
+      });
+    }
+    switch (act.act) {
+      case Act::kPreempt:
+        request([job, beneficiary](service::ClientApi& api) { return api.preempt(job, beneficiary); });
+        break;
+      case Act::kMigrate: {
+        std::optional<std::string> to;
+        if (node_no) to = node;
+        request([job, to](service::ClientApi& api) { return api.migrate(job, to); });
+        break;
+      }
+      case Act::kResize:
+        request([job, d = act.devices, beneficiary](service::ClientApi& api) {
+          return api.resize(job, d, beneficiary);
+        });
+        break;
+      case Act::kKillAgent:
+        c.kill_node(node);
+        sleep_ms(act.ms);
+        c.start_node(node);
+        break;
+      case Act::kKillCore:
+        c.kill_core();
+        sleep_ms(act.ms);
+        RC_ASSERT(c.start_core(c.port()) == "");
+        break;
+      case Act::kSubmit: {
+        auto s = LocalCluster::mlp_job("extra" + std::to_string(submitted++), 300, 100);
+        s.tier = static_cast<spec::Tier>(act.tier % 3);
+        s.world = 1 + act.devices % 2;
+        s.min_devices = s.max_devices = s.world;
+        submit(s);
+        break;
+      }
+      case Act::kPause: sleep_ms(act.ms); break;
+    }
+    // A refused request says why; either way the core keeps serving.
+    if (!st.ok()) {
+      RC_ASSERT(!st.reason().empty());
+      std::printf("    refused: %s\n", st.reason().c_str());
+    }
+    RC_ASSERT(c.core().wait_exit(0) == -1);
+    sleep_ms(100);
+  }
+
+  // Every machine is back; all accepted work must finish.
+  auto finished = [&] {
+    auto js = c.jobs();
+    if (!js) return false;
+    for (const auto& j : *js)
+      if (j.state != spec::JobState::kCompleted && j.state != spec::JobState::kFailed) return false;
+    return true;
+  };
+  bool done = eventually(150000, finished);
+  auto js = c.jobs();
+  RC_ASSERT(js.has_value());
+  if (!done) {
+    for (const auto& j : *js)
+      std::printf("  job %d %s: %s\n", j.job, std::string(spec::state_name(j.state)).c_str(), j.note.c_str());
+    std::printf("core log: %s\n", c.core().output().substr(0, 4000).c_str());
+  }
+  RC_ASSERT(done);
+
+  // Exactly the accepted jobs, each ending once, with the reference result.
+  std::set<int> known;
+  for (const auto& j : *js) known.insert(j.job);
+  std::set<int> want;
+  for (auto& [id, _] : accepted) want.insert(id);
+  RC_ASSERT(known == want);
+  std::string all;  // every job's timeline
+  for (const auto& j : *js) {
+    auto tl = c.timeline(j.job);
+    all += tl;
+    auto [world, steps] = accepted[j.job];
+    if (j.state == spec::JobState::kCompleted) {
+      RC_ASSERT(count_of(tl, "-> Completed") == 1);
+      RC_ASSERT(LocalCluster::digest_of(j.note) == reference(c, world, steps));
+    } else {
+      // Failed for good only after the spec's retries were used up.
+      int failures = count_of(tl, "WorkerCrash") + count_of(tl, "NodeLoss");
+      std::printf("  job %d failed after %d failures: %s\n", j.job, failures, j.note.c_str());
+      RC_ASSERT(failures > spec::kMaxRetries);
+    }
+  }
+
+  // The journal passes the checker.
+  c.kill_core(SIGTERM);
+  std::string cmd = kCheck + " replay " + (dir / "data" / "journal").string() + " > " +
+                    (dir / "replay.txt").string() + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) std::printf("%s\n", read_file((dir / "replay.txt").string()).c_str());
+  RC_ASSERT(rc == 0);
+  std::printf("  %zu jobs, all accounted for (%d preemptions, %d migrations, %d resizes, %d crashes, "
+              "%d node losses); journal replayed clean\n",
+              accepted.size(), count_of(all, "-> Suspended"), count_of(all, "-> Migrating"),
+              count_of(all, ": Resize"), count_of(all, "WorkerCrash"), count_of(all, "NodeLoss"));
+  std::fflush(stdout);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace orrery::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  long cases = 6;
+  if (const char* e = std::getenv("ORRERY_CHAOS_CASES")) {
+    char* end = nullptr;
+    cases = std::strtol(e, &end, 10);
+    if (end == e || *end != '\0' || cases < 1) {
+      std::fprintf(stderr, "ORRERY_CHAOS_CASES must be a positive integer, got '%s'\n", e);
+      return 2;
+    }
+  }
+  // RapidCheck reads RC_PARAMS once, on first use: complete it before any property runs.
+  std::string params = std::getenv("RC_PARAMS") ? std::getenv("RC_PARAMS") : "";
+  if (params.find("max_success") == std::string::npos) params += " max_success=" + std::to_string(cases);
+  if (params.find("noshrink") == std::string::npos) params += " noshrink=1";
+  setenv("RC_PARAMS", params.c_str(), 1);
+  return RUN_ALL_TESTS();
+}
