@@ -344,29 +344,10 @@ void Bench::stop_cluster() {
   // Agents first (each stops its workers and proxies, which remove their shared memory), then the
   // core; the watcher's connection ends with it.
   stop_watch_ = true;
-  for (int i = 0; i < 2; ++i) {
-    if (node_pids_[i] > 0) cl_->node_proc(node_names_[i]).kill_group(SIGTERM);
-    g_groups[1 + i] = -1;
-  }
-  cl_->kill_core(SIGTERM);
-  g_groups[0] = -1;
+  cl_->stop_all();
+  for (auto& g : g_groups) g = -1;
   if (watcher_.joinable()) watcher_.join();
-  // Shared memory left by a process that did not get to clean up: only this run's names (the
-  // proxies' /orrery-NODE-AGENTPID-devD, the collectives' /orrery-CLUSTERID-...).
-  std::string cluster_id = read_file((dir_ / "data" / "cluster_id").string());
-  while (!cluster_id.empty() && std::isspace(static_cast<unsigned char>(cluster_id.back())))
-    cluster_id.pop_back();
-  std::vector<std::string> prefixes;
-  for (int i = 0; i < 2; ++i)
-    if (node_pids_[i] > 0)
-      prefixes.push_back("orrery-" + node_names_[i] + "-" + std::to_string(node_pids_[i]) + "-");
-  if (!cluster_id.empty()) prefixes.push_back("orrery-" + cluster_id + "-");
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/dev/shm", ec)) {
-    const std::string n = e.path().filename().string();
-    for (const auto& p : prefixes)
-      if (n.rfind(p, 0) == 0) fs::remove(e.path(), ec);
-  }
+  cl_->remove_leftovers();  // shared memory of a process that did not get to clean up
 }
 
 std::optional<JobStatus> Bench::job(int id) {

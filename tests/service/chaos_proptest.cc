@@ -210,7 +210,7 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
       RC_ASSERT(!st.reason().empty());
       std::printf("    refused: %s\n", st.reason().c_str());
     }
-    RC_ASSERT(c.core().wait_exit(0) == -1);
+    RC_ASSERT(c.core().running());
     sleep_ms(100);
   }
 
@@ -266,7 +266,7 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
               accepted.size(), count_of(all, "-> Suspended"), count_of(all, "-> Migrating"),
               count_of(all, ": Resize"), count_of(all, "WorkerCrash"), count_of(all, "NodeLoss"));
   std::fflush(stdout);
-  fs::remove_all(dir);
+  c.remove_dir_when_done();
 }
 
 }  // namespace

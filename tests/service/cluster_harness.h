@@ -69,17 +69,41 @@ class Proc {
     pid_ = -1;
     return status;
   }
+  // SIGTERM to the group, up to `grace_ms` for the process to exit cleanly, then SIGKILL to what is
+  // left of the group. True if it exited within the grace period.
+  bool terminate(int grace_ms) {
+    if (pid_ <= 0) return true;
+    const int pgid = pid_;
+    ::kill(-pgid, SIGTERM);
+    wait_exit(grace_ms);
+    bool clean = pid_ < 0;
+    if (pid_ > 0) kill_group(SIGKILL);
+    ::kill(-pgid, SIGKILL);  // stragglers
+    return clean;
+  }
   // Waits for the process to exit on its own (up to `ms`); its exit code, or -1.
   int wait_exit(int ms) {
-    for (int waited = 0; waited < ms; waited += 10) {
+    if (pid_ <= 0) return -1;
+    for (int waited = 0;; waited += 10) {
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
         return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
       }
+      if (waited >= ms) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return -1;
+  }
+  // Started and not exited yet (reaps it if it has).
+  bool running() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;
+    }
+    return true;
   }
   std::string output() const { return read_file(log_); }
   int pid() const { return pid_; }

@@ -31,9 +31,41 @@ class LocalCluster {
       fleet += "node n" + std::to_string(i) + " host_mem_mib=4096\ndevices host count=2 mem_mib=256\n";
     write(dir_ / "fleet", fleet);
   }
+  // Stops every process cleanly (SIGTERM: agents stop their proxies, which remove their shared
+  // memory), then removes what killed machines left in /dev/shm.
   ~LocalCluster() {
+    stop_all();
+    remove_leftovers();
+    if (remove_dir_) std::filesystem::remove_all(dir_);
+  }
+  // Removes the shared memory that SIGKILLed machines of this cluster left behind.
+  void remove_leftovers() {
+    std::error_code ec;
+    for (const auto& n : segments(true)) std::filesystem::remove("/dev/shm/" + n, ec);
+  }
+  // The directory goes too when the cluster is destroyed (keep it to look at a failure).
+  void remove_dir_when_done() { remove_dir_ = true; }
+  void stop_all() {
+    for (auto& [name, p] : nodes_) p.terminate(5000);
     nodes_.clear();
-    core_.kill_group(SIGKILL);
+    core_.terminate(5000);
+  }
+  // This cluster's collective segments in /dev/shm (/orrery-CLUSTERID-..., after DATA/cluster_id),
+  // and with `devices` also its proxies' (/orrery-NODE-AGENTPID-devD of every agent started).
+  std::vector<std::string> segments(bool devices = false) const {
+    std::string id = read_file((dir_ / "data" / "cluster_id").string());
+    while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back()))) id.pop_back();
+    std::vector<std::string> prefixes;
+    if (!id.empty()) prefixes.push_back("orrery-" + id + "-");
+    if (devices) prefixes.insert(prefixes.end(), agent_prefixes_.begin(), agent_prefixes_.end());
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+      auto n = e.path().filename().string();
+      for (const auto& p : prefixes)
+        if (n.rfind(p, 0) == 0) out.push_back(n);
+    }
+    return out;
   }
   static void write(const std::filesystem::path& p, const std::string& s) { std::ofstream(p) << s; }
 
@@ -61,6 +93,7 @@ class LocalCluster {
                          (dir_ / secret_file).string(), "--data", (dir_ / ("node-" + name)).string(),
                          "--devices", "2", "--device-mem-mib", "256"},
                         (dir_ / (name + ".log")).string());
+    agent_prefixes_.push_back("orrery-" + name + "-" + std::to_string(nodes_[name].pid()) + "-");
   }
   // SIGKILLs the agent and everything it started (proxies, workers): the machine dies.
   void kill_node(const std::string& name) { nodes_[name].kill_group(SIGKILL); }
@@ -155,8 +188,10 @@ class LocalCluster {
   std::string bin_, core_bin_;
   std::filesystem::path dir_;
   int heartbeat_timeout_ms_;
+  bool remove_dir_ = false;
   Proc core_;
   std::map<std::string, Proc> nodes_;
+  std::vector<std::string> agent_prefixes_;  // of the proxies' segments, one per agent started
   int core_starts_ = 0;
   int port_ = 0, metrics_port_ = 0;
   std::string addr_;
