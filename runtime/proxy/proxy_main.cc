@@ -21,11 +21,15 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;  // the only thing a signal handler may touch
 void on_signal(int) { g_stop = 1; }
 
+const char kUsage[] =
+    "usage: orrery-proxy --shm /NAME --device N [--mem-mib M] [--backend host] [--ckpt-dir DIR]\n"
+    "                    [--spin-us U] [--parent-pid P]\n"
+    "One device's proxy, started by orrery-node: serves the workers that attach to the shared\n"
+    "memory /NAME (ORRERY_PROXY=/NAME) until SIGTERM/SIGINT, then removes it. Defaults: 256 MiB,\n"
+    "the host backend, checkpoint shards in ./ckpt. Exit 0 stopped, 1 cannot start, 2 bad arguments.\n";
+
 int usage(const char* why) {
-  std::fprintf(stderr,
-               "orrery-proxy: %s\nusage: orrery-proxy --shm /NAME --device N [--mem-mib M] "
-               "[--backend host] [--ckpt-dir DIR] [--spin-us U] [--parent-pid P]\n",
-               why);
+  std::fprintf(stderr, "orrery-proxy: %s\n%s", why, kUsage);
   return 2;
 }
 }  // namespace
@@ -37,6 +41,10 @@ int main(int argc, char** argv) {
   o.ckpt_dir = "ckpt";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     auto val = [&](const char* name) -> const char* {
       if (a == name && i + 1 < argc) return argv[++i];
       const std::string pre = std::string(name) + "=";
