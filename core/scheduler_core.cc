@@ -182,12 +182,18 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
       return Status::Error("journal append failed: " + st.reason());
     }
   }
+  held_before_.assign(cluster_.jobs[j].held.begin(), cluster_.jobs[j].held.end());
   FireContext ctx{&cluster_, j, &p};
   machine_.position(from);
   auto fired = machine_.fire(d.event, ctx);
   // The guard was just checked on the same state: the machine must take the same row.
   if (!fired.ok() || machine_.state() != row->dst) std::abort();  // a bug, not bad input
   cluster_.jobs[j].state = static_cast<std::int64_t>(machine_.state());
+  // Effects change owners and reservations only on devices the job held or now holds.
+  if (cluster_.jobs[j].held != held_before_) {
+    for (auto dev : held_before_) changes_.device(dev);
+    for (auto dev : cluster_.jobs[j].held) changes_.device(dev);
+  }
   Committed c = count_committed(time_ms, row->index);
   c.job = j;
   c.from = from;
@@ -249,6 +255,7 @@ Result<Committed> SchedulerCore::apply_node(const NodeDecision& d, std::int64_t 
   auto fired = node_machine_.fire(d.event, ctx);
   if (!fired.ok() || node_machine_.state() != row->dst) std::abort();  // a bug, not bad input
   cluster_.node_state[n] = static_cast<std::int64_t>(node_machine_.state());
+  changes_.node(n);
   Committed c = count_committed(time_ms, row->index);
   c.node = n;
   c.node_from = from;

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/change_feed.h"
 #include "core/clock.h"
 #include "core/decision.h"
 #include "core/fleet.h"
@@ -114,6 +115,9 @@ class SchedulerCore {
   // Writes and syncs every committed decision; afterwards durable_seq() == committed().
   Status sync();
   std::uint64_t rejected() const { return rejected_; }
+  // The devices and nodes each commit touched, for planners that keep indexes of the state
+  // (core/change_feed.h). Costs a commit O(|devices the job held| + |devices it holds|).
+  const ChangeFeed& changes() const { return changes_; }
 
  private:
   SchedulerCore(Fleet fleet, const Clock& clock, JournalWriter* journal);
@@ -139,6 +143,8 @@ class SchedulerCore {
   std::vector<JobInfo> info_;
   std::uint64_t committed_ = 0;
   std::uint64_t rejected_ = 0;
+  ChangeFeed changes_;
+  std::vector<std::int32_t> held_before_;  // apply()'s scratch: the job's devices before the effect
 };
 
 template <class OnReplayed>
