@@ -118,6 +118,40 @@ Result<spec::Params<Concrete>> SchedulerCore::params_for(const Decision& d) cons
   return p;
 }
 
+const RowDesc<Concrete>* SchedulerCore::find_row(int j, spec::EventKind event,
+                                                 const spec::Params<Concrete>& p,
+                                                 std::string* why) const {
+  const Concrete dom;
+  const auto from = static_cast<spec::JobState>(cluster_.jobs[j].state);
+  std::string failed;
+  for (const auto* r : rows_by_source_and_event()[static_cast<std::size_t>(from)]
+                                                 [static_cast<std::size_t>(event)]) {
+    if (!r->guard) return r;
+    auto cs = r->guard(dom, cluster_, j, p);
+    if (spec::all_of(dom, cs)) return r;
+    if (why) failed += (failed.empty() ? "" : " | ") + std::string(r->guard_name) + ": " + failed_clauses(cs);
+  }
+  if (why) {
+    std::string what = std::string(spec::event_name(event)) + " for job " + std::to_string(j) +
+                       " in state " + std::string(spec::state_name(from));
+    *why = failed.empty() ? "no transition: " + what : "rejected " + what + ": " + failed;
+  }
+  return nullptr;
+}
+
+Status SchedulerCore::check(const Decision& d) const {
+  if (!spec::may_decide(d.origin, d.event))
+    return Status::Error("a " + std::string(spec::origin_name(d.origin)) + " may not decide " +
+                         std::string(spec::event_name(d.event)));
+  if (d.event == spec::EventKind::kSubmit) return Status::Error("check() does not take a Submit");
+  if (d.job < 0 || d.job >= cluster_.num_jobs()) return Status::Error("unknown job " + std::to_string(d.job));
+  auto params = params_for(d);
+  if (!params) return params.status();
+  std::string why;
+  if (!find_row(static_cast<int>(d.job), d.event, *params, &why)) return Status::Error(why);
+  return Status::Ok();
+}
+
 Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, bool journaled) {
   const Concrete dom;
 
@@ -152,27 +186,11 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
 
   // 2. The row and its guard, on the concrete state.
   const auto from = static_cast<spec::JobState>(cluster_.jobs[j].state);
-  const RowDesc<Concrete>* row = nullptr;
   std::string why;
-  for (const auto* r : rows_by_source_and_event()[static_cast<std::size_t>(from)]
-                                                 [static_cast<std::size_t>(d.event)]) {
-    if (!r->guard) {
-      row = r;
-      break;
-    }
-    auto cs = r->guard(dom, cluster_, j, p);
-    if (spec::all_of(dom, cs)) {
-      row = r;
-      break;
-    }
-    why += (why.empty() ? "" : " | ") + std::string(r->guard_name) + ": " + failed_clauses(cs);
-  }
+  const RowDesc<Concrete>* row = find_row(j, d.event, p, &why);
   if (!row) {
     drop_fresh();
-    std::string what = std::string(spec::event_name(d.event)) + " for job " + std::to_string(j) +
-                       " in state " + std::string(spec::state_name(from));
-    if (why.empty()) return Status::Error("no transition: " + what);
-    return Status::Error("rejected " + what + ": " + why);
+    return Status::Error(why);
   }
 
   // 3. Journal, then 4. fire.

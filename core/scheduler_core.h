@@ -89,6 +89,11 @@ class SchedulerCore {
   // guard holds; then the node machine fires.
   Result<Committed> commit_node(const NodeDecision& decision);
 
+  // Whether commit(decision) would take it now, without committing or counting anything: the
+  // origin may decide it and a row's guard holds (or why not, as commit() would say). For planners
+  // that check their proposals first. Not for Submit.
+  Status check(const Decision& decision) const;
+
   // The spec parameters a decision stands for (bad devices or device type -> error). For a Submit
   // the job is the next free id.
   Result<spec::Params<spec::Concrete>> params_for(const Decision& decision) const;
@@ -124,6 +129,9 @@ class SchedulerCore {
   // commit() at a given time; `journaled` when the decision comes from the journal already.
   Result<Committed> apply(const Decision& decision, std::int64_t time_ms, bool journaled);
   Result<Committed> apply_node(const NodeDecision& decision, std::int64_t time_ms, bool journaled);
+  // The first row for (job j's state, event) whose guard holds on p, or nullptr (and why, if asked).
+  const RowDesc<spec::Concrete>* find_row(int j, spec::EventKind event,
+                                          const spec::Params<spec::Concrete>& p, std::string* why) const;
   // Counts one more committed decision (job or node) taken by row `row`: its seq, time and
   // durability; the caller fills in what it was about.
   Committed count_committed(std::int64_t time_ms, int row);

@@ -1,0 +1,83 @@
+#include "core/policy/job_book.h"
+
+#include "core/policy/gang_placement.h"
+
+namespace orrery::core::policy {
+
+using spec::EventKind;
+using spec::JobState;
+
+void JobBook::update(const SchedulerCore& core, int job) {
+  if (job < 0) return;
+  if (static_cast<std::size_t>(job) >= where_.size()) {
+    where_.resize(static_cast<std::size_t>(job) + 1, Where::kNone);
+    key_of_.resize(where_.size());
+  }
+  auto& w = where_[static_cast<std::size_t>(job)];
+  switch (w) {
+    case Where::kSubmitted: submitted_.erase(job); break;
+    case Where::kWaiting: waiting_.erase({key_of_[static_cast<std::size_t>(job)], job}); break;
+    case Where::kRunning: running_.erase(job); break;
+    case Where::kNone: break;
+  }
+  w = Where::kNone;
+  if (auto c = cut_for_.find(job); c != cut_for_.end() && core.state(job) != JobState::kCheckpointing) {
+    helped_.erase(helped_.find(c->second));
+    cut_for_.erase(c);
+  }
+  switch (core.state(job)) {
+    case JobState::kSubmitted:
+      submitted_.insert(job);
+      w = Where::kSubmitted;
+      break;
+    case JobState::kQueued:
+    case JobState::kSuspended:
+      key_of_[static_cast<std::size_t>(job)] = key_(core, job);
+      waiting_.insert({key_of_[static_cast<std::size_t>(job)], job});
+      w = Where::kWaiting;
+      break;
+    case JobState::kRunning:
+      running_.insert(job);
+      w = Where::kRunning;
+      break;
+    default: break;
+  }
+}
+
+void JobBook::admit_all(const SchedulerCore& core, PlanContext& ctx) {
+  std::vector<int> ids(submitted_.begin(), submitted_.end());
+  for (int j : ids) {
+    Decision d;
+    d.event = EventKind::kAdmit;
+    d.origin = spec::Origin::kPlanner;
+    d.job = j;
+    if (core.check(d).ok()) ctx.propose(d);  // premium beyond its reserve waits for admission
+  }
+}
+
+int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o,
+                           bool strict, const std::function<void(int)>& blocked) {
+  const int types = static_cast<int>(core.fleet().device_types.size());
+  std::vector<int> failed(static_cast<std::size_t>(types), 0);
+  int full = 0;  // device types out of budget
+  int placed = 0;
+  // A proposal changes only its own job's entry (it leaves the set): the next one stays valid.
+  for (auto it = waiting_.begin(); it != waiting_.end() && full < types;) {
+    const int j = it->second;
+    ++it;
+    const auto t = static_cast<std::size_t>(core.cluster().jobs[j].dtype);
+    if (failed[t] >= (strict ? 1 : o.max_failed_tries_per_type)) continue;
+    if (ctx.cut_pending(j)) continue;
+    const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
+    auto p = propose_gang(core, j, ev);
+    if (p.kind == Proposal::Kind::kOk && core.check(p.decision).ok() && ctx.propose(p.decision)) {
+      ++placed;
+      continue;
+    }
+    if (blocked) blocked(j);
+    if (++failed[t] == (strict ? 1 : o.max_failed_tries_per_type)) ++full;
+  }
+  return placed;
+}
+
+}  // namespace orrery::core::policy

@@ -1,0 +1,65 @@
+// A planner's view of the jobs, kept up to date from Planner::job_changed() so that a round costs
+// what it touches, not a walk over every job: the jobs to admit (Submitted), the jobs waiting for
+// devices (Queued, Suspended) in the planner's order, and the running jobs (Running).
+//
+// The order is a key the planner computes when a job starts waiting (its tier, attained service,
+// arrival...): those do not change while a job waits, so the key stays right until it runs again.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/policy/planner.h"
+
+namespace orrery::core::policy {
+
+class JobBook {
+ public:
+  using Key = std::array<std::int64_t, 3>;  // smaller first; the job id breaks ties
+  explicit JobBook(std::function<Key(const SchedulerCore&, int)> key) : key_(std::move(key)) {}
+
+  // Files `job` under its current state.
+  void update(const SchedulerCore& core, int job);
+
+  const std::set<int>& submitted() const { return submitted_; }
+  const std::set<std::pair<Key, int>>& waiting() const { return waiting_; }
+  const std::set<int>& running() const { return running_; }
+
+  // A preemption of `victim` was started for the waiting job `beneficiary`: no other one
+  // is started for it until that cut is over (the victim is no longer Checkpointing).
+  void note_cut(const SchedulerCore& core, int victim, int beneficiary) {
+    if (core.state(victim) != spec::JobState::kCheckpointing) return;  // already over
+    cut_for_[victim] = beneficiary;
+    helped_.insert(beneficiary);
+  }
+  bool helped(int beneficiary) const { return helped_.count(beneficiary) != 0; }
+
+  // Admits every submitted job whose admission the core would accept, in id order.
+  void admit_all(const SchedulerCore& core, PlanContext& ctx);
+
+  // Places (or resumes) waiting jobs in order, each on the devices the gang placement proposes.
+  // A job that does not fit is passed to `blocked` (a planner may preempt or shrink for it there)
+  // and counts against its device type's budget of failed tries; `strict` stops a type at its
+  // first failure (FIFO: no job overtakes an earlier one of the same type). Returns the number
+  // placed.
+  int place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o, bool strict,
+                    const std::function<void(int)>& blocked);
+
+ private:
+  enum class Where : std::uint8_t { kNone, kSubmitted, kWaiting, kRunning };
+  std::function<Key(const SchedulerCore&, int)> key_;
+  std::vector<Where> where_;
+  std::vector<Key> key_of_;
+  std::set<int> submitted_;
+  std::set<std::pair<Key, int>> waiting_;
+  std::set<int> running_;
+  std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
+  std::multiset<int> helped_;   // beneficiaries of those cuts
+};
+
+}  // namespace orrery::core::policy

@@ -1,0 +1,93 @@
+#include "core/policy/orrery_planner.h"
+
+#include <tuple>
+
+#include "core/policy/gang_placement.h"
+#include "spec/model.h"
+
+namespace orrery::core::policy {
+
+using spec::EventKind;
+
+OrreryPlanner::OrreryPlanner(const PlannerOptions& o)
+    : o_(o), book_([](const SchedulerCore& core, int job) {
+        const auto& j = core.cluster().jobs[job];
+        return JobBook::Key{j.tier, j.attained, job};
+      }) {}
+
+void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
+  book_.admit_all(core, ctx);
+  int searches = 0;  // each a walk over the running jobs: bounded per round
+  book_.place_waiting(core, ctx, o_, /*strict=*/false, [&](int ben) {
+    if (book_.helped(ben) || searches >= o_.max_cuts_per_round) return;
+    ++searches;
+    free_for(core, ctx, ben);
+  });
+  if (book_.waiting().empty()) grow(core, ctx);
+}
+
+bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int ben) {
+  const spec::Concrete d;
+  const auto& s = core.cluster();
+  const auto& bj = s.jobs[ben];
+  // Candidates: running jobs of a strictly lower tier whose devices the guard lets go for `ben`.
+  int shrink = -1, preempt = -1;
+  std::int64_t shrink_to = 0;
+  auto lost = [&](int v) { return s.jobs[v].progress - std::max<std::int64_t>(s.jobs[v].ckpt, 0); };
+  auto preempt_key = [&](int v) {
+    return std::tuple(-s.jobs[v].tier, lost(v), -s.jobs[v].devices);  // smaller is better
+  };
+  for (int v : book_.running()) {
+    const auto& vj = s.jobs[v];
+    if (vj.tier <= bj.tier || ctx.cut_pending(v)) continue;
+    if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
+    // The smallest device count the job may shrink to (a divisor of its world within the splice
+    // limit, at least min_devices).
+    std::int64_t to = 0;
+    for (std::int64_t c = vj.min_dev; c < vj.devices && to == 0; ++c)
+      if (vj.world % c == 0 && vj.world / c <= spec::kSpliceLimit) to = c;
+    if (to > 0 && (shrink < 0 || vj.devices - to > s.jobs[shrink].devices - shrink_to)) {
+      shrink = v;
+      shrink_to = to;
+    }
+    if (preempt < 0 || preempt_key(v) < preempt_key(preempt)) preempt = v;
+  }
+  if (shrink >= 0 && s.jobs[shrink].devices - shrink_to >= bj.min_dev) {
+    const auto& vj = s.jobs[shrink];
+    Decision p;
+    p.event = EventKind::kResizeDown;
+    p.origin = spec::Origin::kPlanner;
+    p.job = shrink;
+    p.beneficiary = ben;
+    p.splice = vj.world / shrink_to;
+    p.devices.assign(vj.held.begin(), vj.held.begin() + shrink_to);
+    if (core.check(p).ok() && ctx.propose(p)) return true;
+  }
+  if (preempt < 0) return false;
+  Decision p;
+  p.event = EventKind::kPreempt;
+  p.origin = spec::Origin::kPlanner;
+  p.job = preempt;
+  p.beneficiary = ben;
+  if (!core.check(p).ok() || !ctx.propose(p)) return false;
+  book_.note_cut(core, preempt, ben);
+  return true;
+}
+
+void OrreryPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
+  int grown = 0;
+  std::vector<int> candidates;
+  for (int j : book_.running()) {
+    const auto& jv = core.cluster().jobs[j];
+    if (jv.devices < jv.max_dev && !ctx.cut_pending(j)) candidates.push_back(j);
+    if (static_cast<int>(candidates.size()) >= o_.max_grows_per_round) break;
+  }
+  for (int j : candidates) {
+    auto p = propose_gang(core, j, EventKind::kResizeUp);
+    if (p.kind != Proposal::Kind::kOk) break;  // no idle devices of any use left
+    if (static_cast<std::int64_t>(p.decision.devices.size()) <= core.cluster().jobs[j].devices) continue;
+    if (core.check(p.decision).ok() && ctx.propose(p.decision) && ++grown >= o_.max_grows_per_round) break;
+  }
+}
+
+}  // namespace orrery::core::policy

@@ -1,0 +1,33 @@
+// orrery's policy. Every round:
+//  1. admits what the core accepts (premium within its reserve: admission control);
+//  2. places waiting jobs by tier (premium, standard, basic), inside a tier least attained service
+//     first (fair share), backfilling: a job that does not fit does not hold back the others;
+//  3. for a waiting job that does not fit, frees devices from a job of a lower tier: shrinks an
+//     elastic one if it can (same world size, more splicing: nothing is lost), else preempts one,
+//     the lowest tier first, then the least work lost since its last checkpoint. The freed devices
+//     are reserved for that job by the core (the spec's Suspend and Shrink effects);
+//  4. when nothing waits, grows elastic jobs into idle devices up to their max_devices.
+// Placement itself is the gang placement policy's (core/policy/gang_placement.h). docs/policies.md.
+#pragma once
+
+#include "core/policy/job_book.h"
+#include "core/policy/planner.h"
+
+namespace orrery::core::policy {
+
+class OrreryPlanner final : public Planner {
+ public:
+  explicit OrreryPlanner(const PlannerOptions& o);
+  std::string_view name() const override { return "orrery"; }
+  void job_changed(const SchedulerCore& core, int job) override { book_.update(core, job); }
+  void plan(const SchedulerCore& core, PlanContext& ctx) override;
+
+ private:
+  // Frees devices for the waiting job `ben` by a shrink or a preemption; true if one started.
+  bool free_for(const SchedulerCore& core, PlanContext& ctx, int ben);
+  void grow(const SchedulerCore& core, PlanContext& ctx);
+  PlannerOptions o_;
+  JobBook book_;
+};
+
+}  // namespace orrery::core::policy

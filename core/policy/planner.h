@@ -1,0 +1,68 @@
+// The planner interface: a scheduling policy as an untrusted planner. It reads the core's state
+// and proposes decisions; whoever runs it (orrery-core's service, orrery-sim) carries them out,
+// and the core commits each one only if the spec's guards hold. A proposal the core rejects is a
+// policy bug and is counted, so planners ask the core first (SchedulerCore::check: the same
+// guards, nothing committed).
+//
+// Run by the caller:
+//   - job_changed(core, job) after every commit that changed a job's state or held devices,
+//     whoever decided it (runtime reports, operators, the planner's own proposals);
+//   - plan(core, ctx) once per scheduling round. The planner proposes through ctx one decision at
+//     a time and sees the state the core is in after each.
+//
+// Planners: "orrery" (tiers, fair share, shrink before preempt, growth; core/policy/
+// orrery_planner.h), "fifo" (FIFO without preemption) and "tiresias" (two-dimensional
+// least-attained-service, core/policy/tiresias_planner.h). docs/policies.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/decision.h"
+#include "core/scheduler_core.h"
+
+namespace orrery::core::policy {
+
+// The caller's side of a round.
+class PlanContext {
+ public:
+  virtual ~PlanContext() = default;
+  // Admit, Place, Resume and ResizeUp are committed at once. Preempt, Migrate and ResizeDown start
+  // a checkpoint cut first: the runtime takes it (orrery-core), or the simulator models its cost
+  // (orrery-sim), and the decisions that follow are committed by the caller. True when the
+  // proposal was taken (committed, or the cut started); false when the core refused it.
+  virtual bool propose(const Decision& d) = 0;
+  // Preempt, Migrate or ResizeDown already under way for `job` (its cut not finished).
+  virtual bool cut_pending(int job) const = 0;
+};
+
+struct PlannerOptions {
+  // Tiresias: the attained service (GPU-milliseconds) that moves a job from the first queue to the
+  // second (the paper's discretised 2D-LAS with two queues).
+  std::int64_t las_threshold_gpu_ms = 3'600'000;  // one GPU-hour
+  // At most this many placements tried and failed per device type in a round before the type is
+  // considered full (bounds a round's cost on long queues).
+  int max_failed_tries_per_type = 64;
+  // orrery: grow elastic jobs into idle capacity (at most this many resize-ups a round).
+  int max_grows_per_round = 64;
+  // orrery: preemptions or shrinks started in one round, at most.
+  int max_cuts_per_round = 16;
+};
+
+class Planner {
+ public:
+  virtual ~Planner() = default;
+  virtual std::string_view name() const = 0;
+  virtual void job_changed(const SchedulerCore& core, int job) = 0;
+  virtual void plan(const SchedulerCore& core, PlanContext& ctx) = 0;
+};
+
+// "orrery", "fifo" or "tiresias"; nullptr for any other name.
+std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerOptions& options = {});
+// The names make_planner knows, for help texts and errors.
+const std::vector<std::string>& planner_names();
+
+}  // namespace orrery::core::policy

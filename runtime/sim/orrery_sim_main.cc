@@ -1,0 +1,220 @@
+// orrery-sim: the real core and planners on a simulated fleet and clock. docs/simulator.md.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "checker/replay.h"
+#include "runtime/sim/alibaba_nodes.h"
+#include "runtime/sim/alibaba_trace.h"
+#include "runtime/sim/fleet_generator.h"
+#include "runtime/sim/fleet_toml.h"
+#include "runtime/sim/sim_report.h"
+#include "runtime/sim/simulator.h"
+#include "runtime/sim/synthetic_workload.h"
+
+namespace {
+
+using namespace orrery;
+namespace fs = std::filesystem;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// --fleet: TOML (.toml), the Alibaba node list (.csv) or the core's line format; --fleet-gen
+// NODESxDEVICES; neither: the generated 100,000-GPU fleet.
+Result<core::Fleet> load_fleet(const std::string& path, const std::string& gen, std::uint64_t seed) {
+  if (!path.empty()) {
+    if (ends_with(path, ".toml")) return sim::load_fleet_toml(path);
+    if (ends_with(path, ".csv")) {
+      auto a = sim::load_alibaba_nodes(path);
+      if (!a) return a.status();
+      return std::move(a->fleet);
+    }
+    return core::Fleet::load(path);
+  }
+  sim::FleetGenOptions o;
+  o.seed = seed;
+  if (!gen.empty()) {
+    auto x = gen.find('x');
+    char* end = nullptr;
+    long nodes = x == std::string::npos ? -1 : std::strtol(gen.c_str(), &end, 10);
+    long devs = x == std::string::npos ? -1 : std::strtol(gen.c_str() + x + 1, &end, 10);
+    if (nodes <= 0 || devs <= 0 || *end != '\0')
+      return Status::Error("--fleet-gen: expected NODESxDEVICES (e.g. 12500x8), got \"" + gen + "\"");
+    o.nodes = static_cast<int>(nodes);
+    o.devices_per_node = static_cast<int>(devs);
+    o.regions = std::min<int>(o.regions, o.nodes);
+    o.clusters_per_region = std::max(1, std::min<int>(o.clusters_per_region, o.nodes / o.regions));
+  }
+  return sim::generate_fleet(o);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "orrery-sim: replays a workload through orrery's real scheduler core and planners on a "
+      "simulated fleet and clock, and reports per policy: job completion and queueing times per "
+      "tier, utilization, service-level attainment, preemptions, migrations, resizes, lost work, "
+      "rejected proposals and invariant violations.\n"
+      "Exit status: 0 done, 1 usage or input error, 2 a run failed its --check (invariant "
+      "violations or rejected proposals)."};
+  std::string fleet_path, fleet_gen, trace, policy = "orrery", compare, plot_dir;
+  std::int64_t synthetic = 0;
+  std::uint64_t seed = 1;
+  double load = 0.8;
+  bool json = false, check = false, quiet = false, elastic = false;
+  orrery::sim::SimOptions o;
+  app.add_option("--fleet", fleet_path,
+                 "fleet file: TOML (.toml, docs/simulator.md), the Alibaba node list (.csv) or the core's "
+                 "fleet format; default: a generated fleet (--fleet-gen)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--fleet-gen", fleet_gen,
+                 "generate a fleet of NODESxDEVICES over 4 regions x 5 clusters (default 12500x8: 100,000 GPUs)");
+  auto* tr = app.add_option("--trace", trace, "an Alibaba GPU trace CSV (columns as openb_pod_list_default.csv)")
+                 ->check(CLI::ExistingFile);
+  auto* sy = app.add_option("--synthetic", synthetic,
+                            "N synthetic jobs (Poisson arrivals at --load, log-normal durations, gangs "
+                            "1..1024, tiers 20/50/30%)")
+                 ->check(CLI::Range(1, 10'000'000));
+  tr->excludes(sy);
+  app.add_option("--load", load, "offered load of the synthetic workload, as a share of the fleet (default 0.8)")
+      ->check(CLI::Range(0.01, 10.0));
+  app.add_option("--seed", seed, "seed of the synthetic workload, the generated fleet and failures (default 1)");
+  app.add_option("--policy", policy, "the planner: orrery (default), fifo or tiresias");
+  app.add_option("--compare", compare,
+                 "several planners on the same input, side by side, e.g. fifo,tiresias,orrery");
+  app.add_flag("--json", json, "print the results as JSON (one object per policy) instead of a table");
+  app.add_option("--plot", plot_dir, "write SVG figures to DIR: utilization, queue length, JCT CDF");
+  app.add_flag("--check", check,
+               "journal each run and replay it through the invariant checker (orrery-check replay)");
+  app.add_flag("--elastic", elastic, "trace jobs may shrink to 1/f of their GPUs (f <= 8 dividing num_gpu)");
+  app.add_flag("-q,--quiet", quiet, "no progress bar");
+  app.add_option("--round-s", o.round_s, "scheduling round, at most this often (default 10 s)")->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--premium-share", o.premium_share, "devices premium demand may hold (default 0.75)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--checkpoint-gbps", o.cost.checkpoint_gbps, "checkpoint write bandwidth per job (default 2)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--restore-gbps", o.cost.restore_gbps, "restore bandwidth per job (default 2)")->check(CLI::PositiveNumber);
+  app.add_option("--network-gbps", o.cost.network_gbps, "migration bandwidth (default 1.25)")->check(CLI::PositiveNumber);
+  app.add_option("--splice-overhead", o.cost.splice_overhead, "speed lost beyond W/D when spliced (default 0.01)")
+      ->check(CLI::Range(0.0, 0.99));
+  app.add_option("--checkpoint-every-s", o.cost.checkpoint_every_s, "periodic checkpoints (default 1800; 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--mtbf-h", o.cost.node_mtbf_h, "mean time between failures of a node, hours (default 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--repair-s", o.cost.repair_s, "a failed node is back after (default 3600 s)")->check(CLI::NonNegativeNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 1;
+  }
+  if (trace.empty() && synthetic == 0) {
+    std::fprintf(stderr, "orrery-sim: give a workload: --trace FILE or --synthetic N (see --help)\n");
+    return 1;
+  }
+  std::vector<std::string> policies = compare.empty() ? std::vector<std::string>{policy} : split(compare);
+  for (const auto& p : policies) {
+    if (!core::policy::make_planner(p)) {
+      std::string known;
+      for (const auto& n : core::policy::planner_names()) known += (known.empty() ? "" : ", ") + n;
+      std::fprintf(stderr, "orrery-sim: unknown policy \"%s\" (known: %s)\n", p.c_str(), known.c_str());
+      return 1;
+    }
+  }
+  o.seed = seed;
+
+  auto fleet = load_fleet(fleet_path, fleet_gen, seed);
+  if (!fleet) {
+    std::fprintf(stderr, "orrery-sim: %s\n", fleet.reason().c_str());
+    return 1;
+  }
+  sim::Workload workload;
+  if (!trace.empty()) {
+    sim::AlibabaTraceOptions to;
+    to.elastic = elastic;
+    auto t = sim::load_alibaba_trace(trace, to);
+    if (!t) {
+      std::fprintf(stderr, "orrery-sim: %s\n", t.reason().c_str());
+      return 1;
+    }
+    if (!quiet && !json) std::fprintf(stderr, "%s", t->summary.to_string().c_str());
+    workload = std::move(t->workload);
+  } else {
+    sim::SyntheticOptions so;
+    so.seed = seed;
+    so.jobs = synthetic;
+    so.arrival_rate_per_s = sim::arrival_rate_for_load(so, fleet->num_devices(), load);
+    auto w = sim::generate_synthetic(so);
+    if (!w) {
+      std::fprintf(stderr, "orrery-sim: %s\n", w.reason().c_str());
+      return 1;
+    }
+    workload = std::move(*w);
+  }
+  if (!quiet && !json)
+    std::fprintf(stderr, "fleet: %d devices on %zu nodes; workload: %zu jobs\n", fleet->num_devices(),
+                 fleet->nodes.size(), workload.jobs.size());
+
+  std::string tmp;
+  if (check) {
+    tmp = (fs::temp_directory_path() / ("orrery-sim-" + std::to_string(::getpid()))).string();
+    fs::create_directories(tmp);
+  }
+  std::vector<sim::SimResult> results;
+  int exit_code = 0;
+  for (const auto& p : policies) {
+    sim::SimOptions run = o;
+    if (check) run.journal_path = tmp + "/" + p + ".journal";
+    if (!quiet) run.on_progress = sim::progress_bar(p, workload);
+    auto r = sim::simulate(*fleet, workload, p, run);
+    if (!quiet) std::fprintf(stderr, "\n");
+    if (!r) {
+      std::fprintf(stderr, "orrery-sim: %s: %s\n", p.c_str(), r.reason().c_str());
+      return 1;
+    }
+    if (check) {
+      if (!quiet) std::fprintf(stderr, "%s: replaying %llu decisions through the invariant checker...\n",
+                               p.c_str(), static_cast<unsigned long long>(r->decisions));
+      checker::ReplayOptions ro;
+      auto rep = checker::replay_journal(run.journal_path, ro);
+      r->invariant_violations = static_cast<std::int64_t>(rep.violations.size());
+      if (!rep.ok) {
+        std::fprintf(stderr, "orrery-sim: %s: the journal does not pass the checker: %s\n", p.c_str(),
+                     rep.error.empty() ? rep.violations.front().c_str() : rep.error.c_str());
+        exit_code = 2;
+      }
+      if (r->rejected_proposals > 0) exit_code = 2;
+      fs::remove(run.journal_path);
+    }
+    results.push_back(std::move(*r));
+  }
+  if (check) fs::remove_all(tmp);
+  if (json) std::printf("%s\n", sim::results_json(results).c_str());
+  else std::printf("%s", sim::results_table(results).c_str());
+  if (!plot_dir.empty()) {
+    auto st = sim::write_plots(results, plot_dir);
+    if (!st) {
+      std::fprintf(stderr, "orrery-sim: %s\n", st.reason().c_str());
+      return 1;
+    }
+    if (!quiet && !json) std::fprintf(stderr, "figures written to %s\n", plot_dir.c_str());
+  }
+  return exit_code;
+}

@@ -1,0 +1,576 @@
+#include "runtime/sim/simulator.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <queue>
+#include <random>
+
+#include "core/clock.h"
+#include "core/journal.h"
+#include "core/node_bootstrap.h"
+#include "core/scheduler_core.h"
+
+namespace orrery::sim {
+
+namespace {
+
+using core::Decision;
+using spec::EventKind;
+using spec::JobState;
+using spec::Origin;
+
+enum class Ev : std::uint8_t { kArrive, kFinish, kCutDone, kRestoreDone, kCheckpoint, kFail, kRepair, kRound };
+
+struct Event {
+  std::int64_t t;
+  std::uint64_t seq;
+  Ev kind;
+  std::int32_t a;     // workload index, job or node
+  std::uint32_t ver;  // the job's version when scheduled: stale events are dropped
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+// What the simulator models of a job the core knows.
+struct JobSim {
+  std::int32_t w = -1;          // index in the workload
+  std::uint32_t ver = 0;        // bumped whenever its finish or checkpoint times change
+  double total_s = 0;           // work at full size
+  double done_s = 0;            // work done (rolled back to the checkpoint on a failure)
+  std::int64_t steps = 1;       // the core's steps: one per second of full-size work
+  std::int64_t last_ms = 0;     // work accounted up to here
+  std::int64_t paused_until = 0;  // checkpoint writing, restore, re-splice
+  std::int64_t gpu_from_ms = 0;   // device time accounted (Progress gpu_ms) up to here
+  std::int64_t first_start_ms = -1;
+  std::int64_t end_ms = -1;
+};
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto idx = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, idx == 0 ? 0 : idx - 1)];
+}
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+std::uint64_t mix(std::uint64_t x) {  // splitmix64: the job's device type choice
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+class Sim final : public core::policy::PlanContext {
+ public:
+  Sim(const Workload& w, const SimOptions& o) : w_(w), o_(o) {}
+
+  Status init(core::Fleet fleet, const std::string& policy) {
+    planner_ = core::policy::make_planner(policy, o_.planner);
+    if (!planner_) return Status::Error("unknown policy \"" + policy + "\"");
+    if (fleet.num_devices() == 0) return Status::Error("the fleet has no devices");
+    fleet.premium_reserve = static_cast<std::int64_t>(std::floor(o_.premium_share * fleet.num_devices()));
+    if (!o_.journal_path.empty()) {
+      std::error_code ec;
+      std::filesystem::remove(o_.journal_path, ec);
+      auto j = core::JournalWriter::open(o_.journal_path, {core::FsyncPolicy::kNever, 4096});
+      if (!j) return j.status();
+      journal_ = std::move(*j);
+    }
+    type_count_.assign(fleet.device_types.size(), 0);
+    for (const auto& g : fleet.groups) type_count_[static_cast<std::size_t>(g.type)] += g.count;
+    type_mem_.assign(fleet.device_types.size(), 0);
+    for (const auto& g : fleet.groups)
+      type_mem_[static_cast<std::size_t>(g.type)] = std::max(type_mem_[static_cast<std::size_t>(g.type)], g.mem_mib);
+    fleet_types_ = fleet_type_ids(w_, fleet);
+    auto c = core::SchedulerCore::create(std::move(fleet), clock_, journal_.get());
+    if (!c) return c.status();
+    core_ = std::move(*c);
+    if (auto st = core::bring_up_all_nodes(*core_); !st) return st;
+    devices_ = core_->fleet().num_devices();
+    return Status::Ok();
+  }
+
+  Result<SimResult> run() {
+    const auto wall0 = std::chrono::steady_clock::now();
+    SimResult r;
+    r.policy = std::string(planner_->name());
+    r.jobs = static_cast<std::int64_t>(w_.jobs.size());
+    t0_ = w_.jobs.empty() ? 0 : ms(w_.jobs.front().arrival_s);
+    const std::int64_t span = w_.jobs.empty() ? 0 : ms(w_.jobs.back().arrival_s) - t0_;
+    sample_every_ = std::max<std::int64_t>(ms(o_.round_s), std::max<std::int64_t>(span, 3'600'000) / std::max(1, o_.series_points));
+    clock_.advance(t0_);
+    next_sample_ = t0_;
+    if (!w_.jobs.empty()) push(t0_, Ev::kArrive, 0, 0);
+    if (o_.cost.node_mtbf_h > 0) schedule_failure();
+    std::uint64_t n = 0;
+    auto last_report = wall0;
+    while (!heap_.empty() && error_.ok()) {
+      Event e = heap_.top();
+      heap_.pop();
+      clock_.advance(e.t - clock_.now_ms());
+      handle(e);
+      if ((++n & 0xffff) == 0 && o_.on_progress) {
+        auto now = std::chrono::steady_clock::now();
+        if (now - last_report > std::chrono::milliseconds(500)) {
+          last_report = now;
+          o_.on_progress((clock_.now_ms() - t0_) / 1000.0, finished_, r.jobs);
+        }
+      }
+    }
+    if (!error_.ok()) return error_;
+    if (journal_) {
+      if (auto st = journal_->flush(); !st) return st;
+    }
+    if (o_.on_progress) o_.on_progress((clock_.now_ms() - t0_) / 1000.0, finished_, r.jobs);
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    summarize(r);
+    return r;
+  }
+
+  // --- PlanContext ---------------------------------------------------------------------------
+  bool propose(const Decision& d) override {
+    const int j = static_cast<int>(d.job);
+    switch (d.event) {
+      case EventKind::kAdmit: return commit(d).ok();
+      case EventKind::kPlace: {
+        if (!commit(d).ok()) return false;
+        start(j);
+        return true;
+      }
+      case EventKind::kResume: {
+        if (!commit(d).ok()) return false;
+        push(now() + restore_ms(j), Ev::kRestoreDone, j, job(j).ver);
+        return true;
+      }
+      case EventKind::kResizeUp:
+      case EventKind::kResizeDown: {
+        progress(j);
+        if (!commit(d).ok()) return false;
+        ++resizes_;
+        // Re-splicing is a checkpoint cut and a relaunch from it.
+        job(j).paused_until = std::max(job(j).paused_until, now() + checkpoint_ms(j) + restore_ms(j));
+        schedule_run(j);
+        return true;
+      }
+      case EventKind::kPreempt: {
+        progress(j);
+        if (!commit(d).ok()) return false;
+        ++preemptions_;
+        ++job(j).ver;
+        push(now() + checkpoint_ms(j), Ev::kCutDone, j, job(j).ver);
+        return true;
+      }
+      case EventKind::kMigrate: {
+        progress(j);
+        Decision m = d;
+        m.step = core_->cluster().jobs[j].progress;
+        if (!commit(m).ok()) return false;
+        ++migrations_;
+        ++job(j).ver;
+        push(now() + checkpoint_ms(j) + transfer_ms(j) + restore_ms(j), Ev::kRestoreDone, j, job(j).ver);
+        return true;
+      }
+      default:
+        ++rejected_;
+        return false;
+    }
+  }
+  bool cut_pending(int j) const override {
+    auto s = core_->state(j);
+    return s == JobState::kCheckpointing || s == JobState::kMigrating;
+  }
+
+ private:
+  static std::int64_t ms(double s) { return static_cast<std::int64_t>(std::llround(s * 1000.0)); }
+  std::int64_t now() const { return clock_.now_ms(); }
+  JobSim& job(int j) { return jobs_[static_cast<std::size_t>(j)]; }
+  double state_gb(int j) const {
+    return static_cast<double>(w_.jobs[static_cast<std::size_t>(jobs_[static_cast<std::size_t>(j)].w)].state_mib()) / 1024.0;
+  }
+  std::int64_t checkpoint_ms(int j) const { return ms(state_gb(j) / o_.cost.checkpoint_gbps); }
+  std::int64_t restore_ms(int j) const { return ms(state_gb(j) / o_.cost.restore_gbps); }
+  std::int64_t transfer_ms(int j) const { return ms(state_gb(j) / o_.cost.network_gbps); }
+
+  void push(std::int64_t t, Ev k, int a, std::uint32_t ver) { heap_.push(Event{t, seq_++, k, a, ver}); }
+
+  // Commits through the core, keeping the planner and the counters up to date. A refused
+  // proposal from the planner is counted; a refused report from the simulated runtime is a bug of
+  // the simulator and stops the run.
+  Result<core::Committed> commit(const Decision& d) {
+    const int j = static_cast<int>(d.job);
+    const bool fresh = d.event == EventKind::kSubmit;
+    const JobState before = fresh ? JobState::kNew : core_->state(j);
+    const std::int64_t dev_before = fresh ? 0 : core_->cluster().jobs[j].devices;
+    auto c = core_->commit(d);
+    if (!c) {
+      if (d.origin == Origin::kPlanner) {
+        ++rejected_;
+      } else if (!fresh && error_.ok()) {  // a refused submission is counted by its caller
+        error_ = Status::Error("simulator bug: the core refused " + d.describe() + ": " + c.reason());
+      }
+      return c;
+    }
+    const int id = c->job;
+    held_ += core_->cluster().jobs[id].devices - dev_before;
+    waiting_ += waits(core_->state(id)) - waits(before);
+    planner_->job_changed(*core_, id);
+    dirty();
+    return c;
+  }
+  static int waits(JobState s) {
+    return s == JobState::kSubmitted || s == JobState::kQueued || s == JobState::kSuspended;
+  }
+  void dirty() {
+    if (round_pending_) return;
+    round_pending_ = true;
+    push(std::max(now(), last_round_ + ms(o_.round_s)), Ev::kRound, 0, 0);
+  }
+
+  // Work done up to now (nothing while paused or not running).
+  void advance(int j) {
+    auto& js = job(j);
+    std::int64_t from = std::max(js.last_ms, js.paused_until);
+    if (core_->state(j) == JobState::kRunning && now() > from)
+      js.done_s = std::min(js.total_s, js.done_s + rate(j) * static_cast<double>(now() - from) / 1000.0);
+    js.last_ms = now();
+  }
+  double rate(int j) const {
+    const auto& jv = core_->cluster().jobs[j];
+    double r = static_cast<double>(jv.devices) / static_cast<double>(jv.world);
+    return jv.devices < jv.world ? r * (1.0 - o_.cost.splice_overhead) : r;
+  }
+  // Commits the job's progress (its step and the device time since the last report).
+  void progress(int j, std::int64_t step = -1) {
+    advance(j);
+    auto& js = job(j);
+    const auto& jv = core_->cluster().jobs[j];
+    Decision d;
+    d.event = EventKind::kProgress;
+    d.origin = Origin::kRuntime;
+    d.job = j;
+    d.step = std::max(jv.progress, step >= 0 ? step : std::min(js.steps - 1, static_cast<std::int64_t>(js.done_s)));
+    d.gpu_ms = jv.devices * (now() - js.gpu_from_ms);
+    js.gpu_from_ms = now();
+    commit(d);
+  }
+  // Placed -> Running (a restart after a failure restores the last checkpoint first).
+  void start(int j) {
+    Decision d;
+    d.event = EventKind::kStart;
+    d.origin = Origin::kRuntime;
+    d.job = j;
+    if (!commit(d)) return;
+    auto& js = job(j);
+    js.last_ms = js.gpu_from_ms = now();
+    if (js.first_start_ms < 0) js.first_start_ms = now();
+    if (core_->cluster().jobs[j].ckpt > 0) js.paused_until = now() + restore_ms(j);
+    schedule_run(j);
+  }
+  // New finish and periodic-checkpoint events for a running job.
+  void schedule_run(int j) {
+    auto& js = job(j);
+    ++js.ver;
+    if (core_->state(j) != JobState::kRunning) return;
+    const std::int64_t from = std::max(now(), js.paused_until);
+    const double left = std::max(0.0, js.total_s - js.done_s);
+    const std::int64_t finish = from + static_cast<std::int64_t>(std::ceil(left / rate(j) * 1000.0));
+    push(finish, Ev::kFinish, j, js.ver);
+    if (o_.cost.checkpoint_every_s > 0) {
+      const std::int64_t ck = from + ms(o_.cost.checkpoint_every_s);
+      if (ck < finish) push(ck, Ev::kCheckpoint, j, js.ver);
+    }
+  }
+
+  void handle(const Event& e) {
+    switch (e.kind) {
+      case Ev::kArrive: arrive(e.a); break;
+      case Ev::kRound:
+        round_pending_ = false;
+        last_round_ = now();
+        sample();
+        planner_->plan(*core_, *this);
+        break;
+      case Ev::kFail: fail(); break;
+      case Ev::kRepair: repair(e.a); break;
+      default: {
+        const int j = e.a;
+        if (e.ver != job(j).ver) return;  // superseded
+        if (e.kind == Ev::kFinish) finish(j);
+        else if (e.kind == Ev::kCutDone) cut_done(j);
+        else if (e.kind == Ev::kRestoreDone) restored(j);
+        else if (e.kind == Ev::kCheckpoint) checkpoint(j);
+      }
+    }
+  }
+
+  // The fleet's device type for a job: one of those it allows that can ever hold it (enough
+  // devices and memory), chosen in proportion to their device counts, by the job's index (the
+  // same for every policy); -1 when there is none.
+  int device_type_for(int w) const {
+    const auto& sj = w_.jobs[static_cast<std::size_t>(w)];
+    std::vector<std::pair<int, std::int64_t>> ok;
+    std::int64_t total = 0;
+    auto consider = [&](int t) {
+      if (t < 0 || type_count_[static_cast<std::size_t>(t)] < sj.min_devices ||
+          type_mem_[static_cast<std::size_t>(t)] < sj.mem_mib)
+        return;
+      for (auto& [u, c] : ok)
+        if (u == t) return;
+      ok.emplace_back(t, type_count_[static_cast<std::size_t>(t)]);
+      total += type_count_[static_cast<std::size_t>(t)];
+    };
+    if (sj.device_types == 0) {
+      for (int t = 0; t < static_cast<int>(type_count_.size()); ++t) consider(t);
+    } else {
+      for (std::size_t i = 0; i < fleet_types_.size(); ++i)
+        if (sj.allows_type(static_cast<int>(i))) consider(fleet_types_[i]);
+    }
+    if (total == 0) return -1;
+    auto pick = static_cast<std::int64_t>(mix(static_cast<std::uint64_t>(w)) % static_cast<std::uint64_t>(total));
+    for (auto& [t, c] : ok) {
+      if (pick < c) return t;
+      pick -= c;
+    }
+    return ok.back().first;
+  }
+
+  void arrive(int w) {
+    if (w + 1 < static_cast<int>(w_.jobs.size())) push(ms(w_.jobs[static_cast<std::size_t>(w) + 1].arrival_s), Ev::kArrive, w + 1, 0);
+    const auto& sj = w_.jobs[static_cast<std::size_t>(w)];
+    const int type = device_type_for(w);
+    if (type < 0 || (sj.tier == spec::Tier::kPremium && sj.min_devices > core_->fleet().premium_reserve)) {
+      ++unschedulable_;
+      ++finished_;
+      return;
+    }
+    Decision d;
+    d.event = EventKind::kSubmit;
+    d.origin = Origin::kOperator;
+    d.name = "j" + std::to_string(w);
+    d.tier = sj.tier;
+    d.device_type = core_->fleet().device_types[static_cast<std::size_t>(type)];
+    d.world = sj.world;
+    d.min_devices = sj.min_devices;
+    d.max_devices = sj.max_devices;
+    d.mem_mib = sj.mem_mib;
+    jobs_.emplace_back();  // before the commit: job_changed may ask about it
+    auto c = commit(d);
+    if (!c) {  // a spec the core refuses: counted
+      jobs_.pop_back();
+      ++unschedulable_;
+      ++finished_;
+      return;
+    }
+    auto& js = job(c->job);
+    js.w = w;
+    js.total_s = std::max(sj.duration_s, 0.001);
+    js.steps = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(js.total_s)));
+    ++submitted_;
+  }
+
+  void finish(int j) {
+    auto& js = job(j);
+    js.done_s = js.total_s;
+    progress(j, js.steps);
+    Decision d;
+    d.event = EventKind::kComplete;
+    d.origin = Origin::kRuntime;
+    d.job = j;
+    if (!commit(d)) return;
+    js.end_ms = now();
+    ++js.ver;
+    ++finished_;
+  }
+  void cut_done(int j) {
+    Decision d;
+    d.event = EventKind::kCheckpointDone;
+    d.origin = Origin::kRuntime;
+    d.job = j;
+    d.step = core_->cluster().jobs[j].progress;
+    commit(d);
+  }
+  void restored(int j) {
+    Decision d;
+    d.event = EventKind::kRestoreDone;
+    d.origin = Origin::kRuntime;
+    d.job = j;
+    if (!commit(d)) return;
+    auto& js = job(j);
+    js.last_ms = js.gpu_from_ms = now();
+    if (js.first_start_ms < 0) js.first_start_ms = now();
+    schedule_run(j);
+  }
+  void checkpoint(int j) {
+    progress(j);
+    Decision d;
+    d.event = EventKind::kCheckpoint;
+    d.origin = Origin::kRuntime;
+    d.job = j;
+    d.step = core_->cluster().jobs[j].progress;
+    if (!commit(d)) return;
+    ++checkpoints_;
+    job(j).paused_until = now() + checkpoint_ms(j);
+    schedule_run(j);
+  }
+
+  void schedule_failure() {
+    if (submitted_ + unschedulable_ == static_cast<std::int64_t>(w_.jobs.size()) && held_ == 0 && waiting_ == 0)
+      return;  // nothing left that a failure could touch
+    const double per_ms = static_cast<double>(core_->fleet().nodes.size()) / (o_.cost.node_mtbf_h * 3600e3);
+    std::exponential_distribution<double> gap(per_ms);
+    push(now() + 1 + static_cast<std::int64_t>(gap(rng_)), Ev::kFail, 0, 0);
+  }
+  void node_event(spec::NodeEvent ev, int n) {
+    core::NodeDecision d;
+    d.event = ev;
+    d.origin = Origin::kRuntime;
+    d.node = n;
+    auto c = core_->commit_node(d);
+    if (!c && error_.ok()) error_ = Status::Error("simulator bug: the core refused " + d.describe() + ": " + c.reason());
+    dirty();
+  }
+  void fail() {
+    const auto& nodes = core_->fleet().nodes;
+    const int n = static_cast<int>(std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(rng_));
+    if (core_->node_state(n) == spec::NodeState::kUp) {
+      ++node_failures_;
+      node_event(spec::NodeEvent::kHeartbeatLost, n);
+      std::vector<int> on;
+      for (int dev = nodes[static_cast<std::size_t>(n)].first_device; dev < nodes[static_cast<std::size_t>(n)].end_device; ++dev) {
+        auto o = core_->cluster().owner[dev];
+        if (o >= 0 && std::find(on.begin(), on.end(), static_cast<int>(o)) == on.end()) on.push_back(static_cast<int>(o));
+      }
+      for (int j : on) {
+        advance(j);
+        auto& js = job(j);
+        const auto& jv = core_->cluster().jobs[j];
+        const double kept = static_cast<double>(std::max<std::int64_t>(jv.ckpt, 0));
+        lost_gpu_s_ += std::max(0.0, js.done_s - kept) * static_cast<double>(jv.world);
+        Decision d;
+        d.event = EventKind::kNodeLoss;
+        d.origin = Origin::kRuntime;
+        d.job = j;
+        if (!commit(d)) return;
+        js.done_s = std::min(js.done_s, static_cast<double>(core_->cluster().jobs[j].progress));
+        ++js.ver;
+        if (core_->state(j) == JobState::kFailed) ++finished_;
+      }
+      node_event(spec::NodeEvent::kFailedOver, n);
+      push(now() + ms(o_.cost.repair_s), Ev::kRepair, n, 0);
+    }
+    schedule_failure();
+  }
+  void repair(int n) {
+    node_event(spec::NodeEvent::kRegister, n);
+    node_event(spec::NodeEvent::kReady, n);
+  }
+
+  void sample() {
+    if (now() < next_sample_) return;
+    next_sample_ = now() + sample_every_;
+    t_h_.push_back(static_cast<double>(now() - t0_) / 3.6e6);
+    util_.push_back(static_cast<double>(held_) / static_cast<double>(devices_));
+    queue_.push_back(static_cast<double>(waiting_));
+  }
+
+  void summarize(SimResult& r) {
+    r.submitted = submitted_;
+    r.unschedulable = unschedulable_;
+    std::vector<double> jct, tier_jct[3], tier_queue[3];
+    std::array<std::int64_t, 3> sla_ok{};
+    std::int64_t end = t0_;
+    for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
+      const auto& js = jobs_[static_cast<std::size_t>(j)];
+      const auto& sj = w_.jobs[static_cast<std::size_t>(js.w)];
+      const auto st = core_->state(j);
+      if (st == JobState::kFailed) ++r.failed;
+      if (st != JobState::kCompleted) {
+        if (st != JobState::kFailed) ++r.unfinished;
+        r.useful_gpu_s += js.done_s * sj.world;
+        continue;
+      }
+      ++r.completed;
+      end = std::max(end, js.end_ms);
+      r.useful_gpu_s += js.total_s * sj.world;
+      const double c = static_cast<double>(js.end_ms - ms(sj.arrival_s)) / 1000.0;
+      const double q = static_cast<double>(js.first_start_ms - ms(sj.arrival_s)) / 1000.0;
+      const auto t = static_cast<std::size_t>(sj.tier);
+      jct.push_back(c);
+      tier_jct[t].push_back(c);
+      tier_queue[t].push_back(q);
+      if (q <= o_.sla_queue_s[t]) ++sla_ok[t];
+    }
+    r.avg_jct_s = mean(jct);
+    r.p50_jct_s = percentile(jct, 0.5);
+    r.p99_jct_s = percentile(jct, 0.99);
+    for (std::size_t t = 0; t < 3; ++t) {
+      auto& tr = r.tiers[t];
+      tr.jobs = static_cast<std::int64_t>(tier_jct[t].size());
+      tr.avg_jct_s = mean(tier_jct[t]);
+      tr.p50_jct_s = percentile(tier_jct[t], 0.5);
+      tr.p99_jct_s = percentile(tier_jct[t], 0.99);
+      tr.avg_queue_s = mean(tier_queue[t]);
+      tr.p99_queue_s = percentile(tier_queue[t], 0.99);
+      tr.sla_attainment = tr.jobs ? static_cast<double>(sla_ok[t]) / static_cast<double>(tr.jobs) : 0;
+    }
+    r.sim_s = static_cast<double>(std::max(end, now()) - t0_) / 1000.0;
+    r.capacity_gpu_s = static_cast<double>(devices_) * static_cast<double>(end - t0_) / 1000.0;
+    r.utilization = r.capacity_gpu_s > 0 ? r.useful_gpu_s / r.capacity_gpu_s : 0;
+    r.preemptions = preemptions_;
+    r.migrations = migrations_;
+    r.resizes = resizes_;
+    r.checkpoints = checkpoints_;
+    r.node_failures = node_failures_;
+    r.lost_gpu_s = lost_gpu_s_;
+    r.decisions = core_->committed();
+    r.rejected_proposals = rejected_;
+    r.decisions_per_s = r.wall_s > 0 ? static_cast<double>(r.decisions) / r.wall_s : 0;
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    r.peak_rss_mib = static_cast<double>(ru.ru_maxrss) / 1024.0;
+    r.t_h = std::move(t_h_);
+    r.utilization_series = std::move(util_);
+    r.queue_series = std::move(queue_);
+    r.jct_s = std::move(jct);
+  }
+
+  const Workload& w_;
+  SimOptions o_;
+  core::ManualClock clock_;
+  std::unique_ptr<core::JournalWriter> journal_;
+  std::unique_ptr<core::SchedulerCore> core_;
+  std::unique_ptr<core::policy::Planner> planner_;
+  std::vector<std::int64_t> type_count_, type_mem_;
+  std::vector<int> fleet_types_;
+  std::vector<JobSim> jobs_;  // by core job id
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  std::uint64_t seq_ = 0;
+  std::mt19937_64 rng_{o_.seed};
+  Status error_;
+  bool round_pending_ = false;
+  std::int64_t last_round_ = INT64_MIN / 2;
+  std::int64_t t0_ = 0, next_sample_ = 0, sample_every_ = 1;
+  std::int64_t devices_ = 0, held_ = 0, waiting_ = 0;
+  std::int64_t submitted_ = 0, unschedulable_ = 0, finished_ = 0;
+  std::int64_t preemptions_ = 0, migrations_ = 0, resizes_ = 0, checkpoints_ = 0, node_failures_ = 0;
+  std::uint64_t rejected_ = 0;
+  double lost_gpu_s_ = 0;
+  std::vector<double> t_h_, util_, queue_;
+};
+
+}  // namespace
+
+Result<SimResult> simulate(const core::Fleet& fleet, const Workload& workload, const std::string& policy,
+                           const SimOptions& options) {
+  Sim sim(workload, options);
+  if (auto st = sim.init(fleet, policy); !st) return st;
+  return sim.run();
+}
+
+}  // namespace orrery::sim

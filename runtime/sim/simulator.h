@@ -1,0 +1,94 @@
+// The simulator: a simulated fleet on a simulated clock, driving the real SchedulerCore with a real
+// planner (core/policy/planner.h) — the same code orrery-core runs — and carrying out the core's
+// decisions with modelled costs instead of processes:
+//  - a job progresses at D/W of its full speed on D < W devices (replica splicing), less the
+//    splicing overhead;
+//  - a preemption holds the devices while the checkpoint is written (state / checkpoint
+//    bandwidth), a resume restores (state / restore bandwidth) before it runs again, a migration
+//    pays both plus the transfer (state / network bandwidth), a resize re-splices (a checkpoint
+//    and a restore of the state), a periodic checkpoint pauses the job while it is written;
+//  - nodes fail at a configurable rate (exponential times between failures, then a repair time):
+//    the jobs on a failed node lose the work since their last checkpoint and are requeued by the
+//    core's NodeLoss rows, and the node goes Lost, Down and back Up through the node table.
+// Every decision goes through SchedulerCore::commit; with a journal path the run is journaled so
+// that `--check` can replay it through the invariant checker. docs/simulator.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/fleet.h"
+#include "core/policy/planner.h"
+#include "core/result.h"
+#include "runtime/sim/workload.h"
+
+namespace orrery::sim {
+
+struct CostModel {
+  double checkpoint_gbps = 2.0;   // per job: writing its state to the checkpoint store
+  double restore_gbps = 2.0;      // reading it back
+  double network_gbps = 1.25;     // moving it to another node (10 Gb/s)
+  double splice_overhead = 0.01;  // fraction of speed lost beyond W/D when spliced
+  double checkpoint_every_s = 1800;  // periodic checkpoints of running jobs (0: none)
+  double node_mtbf_h = 0;         // mean time between failures of one node (0: no failures)
+  double repair_s = 3600;         // a failed node is back Up after this long
+};
+
+struct SimOptions {
+  CostModel cost;
+  core::policy::PlannerOptions planner;
+  double round_s = 10;  // a scheduling round at most this often (after something changed)
+  // Premium admission: the share of the fleet's devices premium demand may hold (the core's
+  // premium_reserve is set to it).
+  double premium_share = 0.75;
+  // A job meets its tier's service level when its queueing delay (arrival to first start) is at
+  // most this: premium, standard, basic.
+  std::array<double, 3> sla_queue_s = {60, 1800, 4 * 3600};
+  std::uint64_t seed = 1;       // node failures
+  std::string journal_path;     // empty: no journal
+  // Called now and then with (simulated seconds, jobs finished, jobs in the workload) — for a
+  // progress bar.
+  std::function<void(double, std::int64_t, std::int64_t)> on_progress;
+  int series_points = 2000;  // samples of the time series, about
+};
+
+struct TierResult {
+  std::int64_t jobs = 0;  // completed
+  double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
+  double avg_queue_s = 0, p99_queue_s = 0;
+  double sla_attainment = 0;  // of the tier's completed jobs, the share within its queueing target
+};
+
+struct SimResult {
+  std::string policy;
+  std::int64_t jobs = 0;         // in the workload
+  std::int64_t submitted = 0;    // accepted by the core
+  std::int64_t unschedulable = 0;  // no device type of the fleet can take them (not submitted)
+  std::int64_t completed = 0, failed = 0, unfinished = 0;
+  double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
+  std::array<TierResult, 3> tiers{};
+  double utilization = 0;  // useful GPU-seconds over capacity GPU-seconds, first arrival to last end
+  double useful_gpu_s = 0, capacity_gpu_s = 0;
+  std::int64_t preemptions = 0, migrations = 0, resizes = 0, checkpoints = 0, node_failures = 0;
+  double lost_gpu_s = 0;  // work thrown away: progress since the last checkpoint of failed jobs
+  std::uint64_t decisions = 0;          // committed by the core
+  std::uint64_t rejected_proposals = 0;  // the planner's proposals the core refused
+  std::int64_t invariant_violations = -1;  // from the journal replay (--check); -1: not checked
+  double sim_s = 0;       // simulated time, first arrival to the end
+  double wall_s = 0;
+  double decisions_per_s = 0;
+  double peak_rss_mib = 0;
+  // Time series (x in hours since the first arrival) and the completed jobs' JCTs, for plots.
+  std::vector<double> t_h, utilization_series, queue_series;
+  std::vector<double> jct_s;
+};
+
+// Runs `workload` on `fleet` with the planner `policy` ("orrery", "fifo", "tiresias"). Errors:
+// an unknown policy, a fleet without devices, a journal that cannot be written.
+Result<SimResult> simulate(const core::Fleet& fleet, const Workload& workload, const std::string& policy,
+                           const SimOptions& options);
+
+}  // namespace orrery::sim
