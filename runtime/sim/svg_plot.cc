@@ -15,11 +15,9 @@ namespace {
 // The canvas (viewBox) and the type.
 constexpr double kWidth = 720, kHeight = 440;
 constexpr double kTitleFont = 15, kLabelFont = 12, kTickFont = 11, kLegendFont = 12;
-// An estimate of a sans-serif character's advance, in em (DejaVu Sans digits are 0.64 em, most
-// Helvetica/Arial glyphs narrower): used to keep labels apart and size the margins.
-constexpr double kCharEm = 0.62;
 constexpr double kLegendRow = 18, kLegendSwatch = 22, kLegendGap = 18;
 constexpr double kLineWidth = 1.5;
+constexpr double kYInset = 6;
 // Pixel coordinates are kept within this distance of the canvas (a point far outside the axis
 // range, with an explicit y_min/y_max, would otherwise print as a 300-digit number).
 constexpr double kFar = 1e5;
@@ -49,17 +47,39 @@ std::string px(double v) {
   return fmt("%.1f", v);
 }
 
-std::size_t utf8_chars(std::string_view s) {
-  std::size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
+// An estimate of a text's width: the advances of DejaVu Sans, in em, rounded up (the first font
+// the documents name, and wider than Helvetica or Arial, so labels spaced by it do not overlap in
+// those either). Used to keep labels apart, lay out the legend and size the margins.
+double char_em(char32_t c) {
+  auto in = [c](std::string_view set) {
+    return c < 0x80 && set.find(static_cast<char>(c)) != set.npos;
+  };
+  if (c >= '0' && c <= '9') return 0.64;
+  if (in(" .,:;!'|ijlI")) return 0.32;
+  if (in("()[]-/ftr")) return 0.42;
+  if (in("mw%")) return 0.98;
+  if (in("MW")) return 1.0;
+  if (c >= 'a' && c <= 'z') return 0.63;
+  if (c >= 'A' && c <= 'Z') return 0.76;
+  if (c < 0x80) return 0.84;  // other ASCII symbols: & @ # _ ...
+  return 1.0;                 // others, CJK included
 }
-double text_width(std::string_view s, double font) { return utf8_chars(s) * font * kCharEm; }
+double text_width(std::string_view s, double font) {
+  double em = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation bytes: counted with their lead byte
+    em += char_em(c < 0x80 ? c : 0x100);
+  }
+  return em * font;
+}
 
 bool finite(double v) { return std::isfinite(v); }
 
 // Tick-label decimals for a step: 0.2 -> 1, 0.05 -> 2, 10 -> 0.
-int decimals_for(double step) { return std::max(0, -static_cast<int>(std::floor(std::log10(step) + 1e-9))); }
+int decimals_for(double step) {
+  return std::max(0, -static_cast<int>(std::floor(std::log10(step) + 1e-9)));
+}
 
 // One axis: its range, how values map onto pixels, its ticks.
 struct Axis {
@@ -114,7 +134,10 @@ Drawable drawable(const Series& s, bool log_x) {
 // and last point (what a renderer could show of them), and no point twice in a row.
 class PathBuilder {
  public:
-  void move() { flush(); start_ = true; }
+  void move() {
+    flush();
+    start_ = true;
+  }
   void add(double x, double y) {
     const double col = std::floor(x);
     if (have_ && col == col_) {
@@ -184,11 +207,21 @@ std::string xml_escape(std::string_view s) {
     const unsigned char c = p[i];
     if (c < 0x80) {
       switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        case '\'': out += "&apos;"; break;
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&quot;";
+          break;
+        case '\'':
+          out += "&apos;";
+          break;
         default:
           if (c < 0x20 && c != '\t' && c != '\n') {
             out += kReplacement;
@@ -203,9 +236,12 @@ std::string xml_escape(std::string_view s) {
     // the shortest encoding and a character XML allows.
     std::size_t len = 0;
     std::uint32_t cp = 0;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+      len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+      len = 4, cp = c & 0x07;
     bool ok = len > 0 && i + len <= n;
     for (std::size_t k = 1; ok && k < len; ++k) {
       if ((p[i + k] & 0xC0) != 0x80) ok = false;
@@ -263,10 +299,14 @@ std::vector<Tick> linear_ticks(double lo, double hi, int max_ticks) {
   const double top = std::max(std::fabs(i0 * step), std::fabs(i1 * step));
   double unit = 1;
   const char* suffix = "";
-  if (top >= 1e13) unit = 0;  // scientific
-  else if (top >= 1e10) unit = 1e9, suffix = "G";
-  else if (top >= 1e7) unit = 1e6, suffix = "M";
-  else if (top >= 1e4) unit = 1e3, suffix = "k";
+  if (top >= 1e13)
+    unit = 0;  // scientific
+  else if (top >= 1e10)
+    unit = 1e9, suffix = "G";
+  else if (top >= 1e7)
+    unit = 1e6, suffix = "M";
+  else if (top >= 1e4)
+    unit = 1e3, suffix = "k";
   std::vector<Tick> ticks;
   for (long long i = i0; i <= i1; ++i) {
     double v = static_cast<double>(i) * step;
@@ -487,8 +527,10 @@ std::string render_svg(const Chart& chart) {
   const double legend_top = 44;
   const double plot_top = rows.empty() ? 44 : legend_top + rows.size() * kLegendRow + 6;
   const double plot_bottom = kHeight - 50;
+  // The y range maps onto the plot area less a few pixels at each end, so that a line at the
+  // range's ends (a utilization of 1, the top of a CDF) stays clear of the frame.
   Axis ya;
-  ya.p0 = plot_bottom, ya.p1 = plot_top;
+  ya.p0 = plot_bottom - kYInset, ya.p1 = plot_top + kYInset;
   {
     const int max_ticks = std::clamp(static_cast<int>((plot_bottom - plot_top) / 40) + 1, 3, 11);
     ya.ticks = linear_ticks(y_lo, y_hi, max_ticks);
@@ -574,25 +616,24 @@ std::string render_svg(const Chart& chart) {
   }
   for (const auto& t : xa.ticks) {
     const std::string x = px(xa.map(t.value));
-    o += "<line x1=\"" + x + "\" y1=\"" + B + "\" x2=\"" + x + "\" y2=\"" +
-         px(plot_bottom + 4) + "\"/>\n";
+    o += "<line x1=\"" + x + "\" y1=\"" + B + "\" x2=\"" + x + "\" y2=\"" + px(plot_bottom + 4) +
+         "\"/>\n";
   }
   for (double v : xa.minor) {
     const std::string x = px(xa.map(v));
-    o += "<line x1=\"" + x + "\" y1=\"" + B + "\" x2=\"" + x + "\" y2=\"" +
-         px(plot_bottom + 2.5) + "\"/>\n";
+    o += "<line x1=\"" + x + "\" y1=\"" + B + "\" x2=\"" + x + "\" y2=\"" + px(plot_bottom + 2.5) +
+         "\"/>\n";
   }
   o += "</g>\n";
   o += "<g font-size=\"" + px(kTickFont) + "\" fill=\"#444\">\n";
   for (const auto& t : ya.ticks)
     o += "<text class=\"ytick\" x=\"" + px(plot_left - 7) + "\" y=\"" +
-         px(ya.map(t.value) + kTickFont * 0.35) + "\" text-anchor=\"end\">" +
-         xml_escape(t.label) + "</text>\n";
+         px(ya.map(t.value) + kTickFont * 0.35) + "\" text-anchor=\"end\">" + xml_escape(t.label) +
+         "</text>\n";
   for (const auto& t : xa.ticks)
     if (!t.label.empty())
-      o += "<text class=\"xtick\" x=\"" + px(xa.map(t.value)) + "\" y=\"" +
-           px(plot_bottom + 17) + "\" text-anchor=\"middle\">" + xml_escape(t.label) +
-           "</text>\n";
+      o += "<text class=\"xtick\" x=\"" + px(xa.map(t.value)) + "\" y=\"" + px(plot_bottom + 17) +
+           "\" text-anchor=\"middle\">" + xml_escape(t.label) + "</text>\n";
   o += "</g>\n";
   // Axis labels.
   const double mid_x = (plot_left + plot_right) / 2, mid_y = (plot_top + plot_bottom) / 2;
@@ -603,8 +644,8 @@ std::string render_svg(const Chart& chart) {
     o += "<text transform=\"translate(20 " + px(mid_y) + ") rotate(-90)\" font-size=\"" +
          px(kLabelFont) + "\" text-anchor=\"middle\">" + xml_escape(chart.y_label) + "</text>\n";
   // The series, clipped to the plot area (with room for half a line on its edges).
-  o += "<clipPath id=\"plot-area\"><rect x=\"" + px(plot_left - 2) + "\" y=\"" +
-       px(plot_top - 2) + "\" width=\"" + px(plot_right - plot_left + 4) + "\" height=\"" +
+  o += "<clipPath id=\"plot-area\"><rect x=\"" + px(plot_left - 2) + "\" y=\"" + px(plot_top - 2) +
+       "\" width=\"" + px(plot_right - plot_left + 4) + "\" height=\"" +
        px(plot_bottom - plot_top + 4) + "\"/></clipPath>\n";
   o += "<g clip-path=\"url(#plot-area)\" fill=\"none\" stroke-width=\"" + px(kLineWidth) +
        "\" stroke-linejoin=\"round\" stroke-linecap=\"butt\">\n";

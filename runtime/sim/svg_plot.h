@@ -6,19 +6,22 @@
 //   write_svg(c, dir + "/utilization.svg");
 //
 // What a chart looks like (docs/simulator.md, "Plots"): a 720 x 440 viewBox (it scales to any
-// size); the title on top, then a legend (one entry a series, wrapping into rows); a plot area
-// with light grid lines at the major ticks, ticks on nice values (1, 2 or 5 times a power of ten
-// on linear axes, powers of ten with unlabelled 2..9 minor ticks on log axes), tick labels that
-// never overlap (fewer ticks, or every k-th decade labelled, where they would), and labelled
-// axes. Series are thin (1.5 px) lines in the Okabe-Ito palette, which stays distinguishable for
-// colour-blind readers; past its 8 colours the lines are dashed, then dotted.
+// size); the title on top, then a legend (one entry a series, wrapping into centred rows); a
+// framed plot area (the y range inset 6 px from the frame) with light grid lines at the major
+// ticks; ticks on nice values (1, 2 or 5 times a power of ten on linear axes, powers of ten with
+// unlabelled 2..9 minor ticks on log axes), tick labels that never overlap (fewer ticks, or every
+// k-th decade labelled, where they would), and labelled axes. Series are thin (1.5 px) lines in
+// the Okabe-Ito palette, which stays distinguishable for colour-blind readers; past its 8 colours
+// the lines are dashed, then dotted.
 //
 // Data: a series' points are (x[i], y[i]) for i below min(x.size(), y.size()). A point with a
-// NaN or infinite coordinate (or x <= 0 on a log x axis, y outside what the axis can show is
-// clipped) is skipped and breaks the line there; a point with no neighbour on either side is
-// drawn as a dot. Empty series, empty charts and single points render (an empty chart says
-// "no data"); nothing divides by zero. Text (title, labels, names) is XML-escaped, control
-// characters and invalid UTF-8 are replaced, so any name gives a well-formed document.
+// NaN or infinite coordinate (or x <= 0 on a log x axis) is skipped and breaks the line there; a
+// point with no neighbour on either side is drawn as a dot; lines beyond an explicit y_min/y_max
+// are clipped. However long a series, the document keeps at most four points of it per pixel
+// column (the first, lowest, highest and last), so it stays small (tens of KB). Empty series,
+// empty charts and single points render (an empty chart says "no data"); nothing divides by
+// zero. Text (title, labels, names) is XML-escaped, control characters and invalid UTF-8 are
+// replaced, so any name gives a well-formed document.
 #pragma once
 
 #include <cstddef>

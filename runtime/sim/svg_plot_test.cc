@@ -25,7 +25,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // --- A small XML well-formedness check (the subset a generator of SVG may produce) -----------
 
-bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
+bool name_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':';
+}
 bool name_char(char c) {
   return name_start(c) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.';
 }
@@ -37,12 +39,14 @@ std::string check_text(const std::string& s, std::size_t b, std::size_t e) {
     if (s[i] == '<') return "'<' in text at " + std::to_string(i);
     if (s[i] != '&') continue;
     const std::size_t semi = s.find(';', i);
-    if (semi == std::string::npos || semi > e) return "unterminated reference at " + std::to_string(i);
+    if (semi == std::string::npos || semi > e)
+      return "unterminated reference at " + std::to_string(i);
     const std::string ref = s.substr(i + 1, semi - i - 1);
     static const std::set<std::string> kNamed = {"amp", "lt", "gt", "quot", "apos"};
     bool ok = kNamed.count(ref) > 0;
     if (!ok && ref.size() > 1 && ref[0] == '#')
-      ok = std::all_of(ref.begin() + 1, ref.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      ok = std::all_of(ref.begin() + 1, ref.end(),
+                       [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (!ok) return "bad reference &" + ref + "; at " + std::to_string(i);
   }
   return "";
@@ -62,7 +66,8 @@ std::string xml_problem(const std::string& s) {
       const std::size_t next = std::min(s.find('<', i), s.size());
       if (open.empty()) {
         for (std::size_t k = i; k < next; ++k)
-          if (!std::isspace(static_cast<unsigned char>(s[k]))) return "text outside the root at " + std::to_string(k);
+          if (!std::isspace(static_cast<unsigned char>(s[k])))
+            return "text outside the root at " + std::to_string(k);
       }
       if (auto p = check_text(s, i, next); !p.empty()) return p;
       i = next;
@@ -83,7 +88,8 @@ std::string xml_problem(const std::string& s) {
     if (closing) {
       while (k < s.size() && std::isspace(static_cast<unsigned char>(s[k]))) ++k;
       if (k >= s.size() || s[k] != '>') return "bad end tag </" + name;
-      if (open.empty() || open.back() != name) return "</" + name + "> closes " + (open.empty() ? "nothing" : "<" + open.back() + ">");
+      if (open.empty() || open.back() != name)
+        return "</" + name + "> closes " + (open.empty() ? "nothing" : "<" + open.back() + ">");
       open.pop_back();
       i = k + 1;
       continue;
@@ -100,7 +106,8 @@ std::string xml_problem(const std::string& s) {
       while (k < s.size() && name_char(s[k])) ++k;
       const std::string attr = s.substr(ab, k - ab);
       if (!attrs.insert(attr).second) return "duplicate attribute " + attr + " in <" + name;
-      if (k + 1 >= s.size() || s[k] != '=' || (s[k + 1] != '"' && s[k + 1] != '\'')) return "bad attribute " + attr;
+      if (k + 1 >= s.size() || s[k] != '=' || (s[k + 1] != '"' && s[k + 1] != '\''))
+        return "bad attribute " + attr;
       const char q = s[k + 1];
       const std::size_t vb = k + 2, ve = s.find(q, vb);
       if (ve == std::string::npos) return "unterminated value of " + attr;
@@ -135,7 +142,7 @@ void ExpectWellFormed(const std::string& svg) {
   }
 }
 
-TEST(XmlCheck, CatchesMalformedDocuments) {  // the checker above is itself checked
+TEST(SvgPlotXmlCheck, CatchesMalformedDocuments) {  // the checker above is itself checked
   EXPECT_EQ(xml_problem("<?xml version=\"1.0\"?>\n<a x=\"1\"><b/>t &amp; u</a>\n"), "");
   EXPECT_NE(xml_problem("<a><b></a></b>"), "");
   EXPECT_NE(xml_problem("<a>x < y</a>"), "");
@@ -148,14 +155,19 @@ TEST(XmlCheck, CatchesMalformedDocuments) {  // the checker above is itself chec
 
 // --- Helpers on rendered documents ----------------------------------------------------------
 
-// The <text class="CLASS" x=".." ...>LABEL</text> elements: (x, label) in document order.
-std::vector<std::pair<double, std::string>> texts(const std::string& svg, const std::string& cls) {
-  std::vector<std::pair<double, std::string>> out;
+// The <text class="CLASS" x=".." y=".." ...>LABEL</text> elements, in document order.
+struct Text {
+  double x, y;
+  std::string label;
+};
+std::vector<Text> texts(const std::string& svg, const std::string& cls) {
+  std::vector<Text> out;
   const std::string key = "<text class=\"" + cls + "\" x=\"";
   for (std::size_t i = svg.find(key); i != std::string::npos; i = svg.find(key, i + 1)) {
     const double x = std::atof(svg.c_str() + i + key.size());
+    const double y = std::atof(svg.c_str() + svg.find(" y=\"", i) + 4);
     const std::size_t b = svg.find('>', i) + 1, e = svg.find("</text>", b);
-    out.emplace_back(x, svg.substr(b, e - b));
+    out.push_back({x, y, svg.substr(b, e - b)});
   }
   return out;
 }
@@ -185,8 +197,10 @@ Series line(std::string name, int n, double x_scale, double (*f)(double)) {
 Chart three_policies() {
   Chart c{.title = "Utilization", .x_label = "time (h)", .y_label = "busy GPUs / GPUs"};
   c.series.push_back(line("fifo", 500, 0.4, [](double t) { return 0.6 + 0.2 * std::sin(t / 9); }));
-  c.series.push_back(line("tiresias", 500, 0.4, [](double t) { return 0.7 + 0.15 * std::sin(t / 7); }));
-  c.series.push_back(line("orrery", 500, 0.4, [](double t) { return 0.85 + 0.1 * std::sin(t / 5); }));
+  c.series.push_back(
+      line("tiresias", 500, 0.4, [](double t) { return 0.7 + 0.15 * std::sin(t / 7); }));
+  c.series.push_back(
+      line("orrery", 500, 0.4, [](double t) { return 0.85 + 0.1 * std::sin(t / 5); }));
   c.y_min = 0;
   c.y_max = 1;
   return c;
@@ -200,7 +214,8 @@ TEST(SvgPlot, NormalChartsAreWellFormed) {
   ExpectWellFormed(svg);
   EXPECT_NE(svg.find("viewBox=\"0 0 720.0 440.0\""), std::string::npos);
   EXPECT_EQ(count(svg, "<path "), 3u);
-  for (std::size_t i = 0; i < 3; ++i) EXPECT_NE(svg.find(std::string("stroke=\"") + series_colour(i)), std::string::npos);
+  for (std::size_t i = 0; i < 3; ++i)
+    EXPECT_NE(svg.find(std::string("stroke=\"") + series_colour(i)), std::string::npos);
   EXPECT_EQ(texts(svg, "legend").size(), 3u);
   EXPECT_NE(svg.find(">Utilization</text>"), std::string::npos);
   EXPECT_NE(svg.find(">time (h)</text>"), std::string::npos);
@@ -209,7 +224,8 @@ TEST(SvgPlot, NormalChartsAreWellFormed) {
   c.step = true;
   ExpectWellFormed(render_svg(c));
 
-  Chart jct{.title = "JCT CDF", .x_label = "job completion time (s)", .y_label = "fraction of jobs"};
+  Chart jct{
+      .title = "JCT CDF", .x_label = "job completion time (s)", .y_label = "fraction of jobs"};
   std::mt19937_64 rng(7);
   std::lognormal_distribution<double> d(7, 2);
   for (const char* p : {"fifo", "tiresias", "orrery"}) {
@@ -225,7 +241,7 @@ TEST(SvgPlot, NormalChartsAreWellFormed) {
 
 TEST(SvgPlot, EdgeCasesRenderWellFormed) {
   std::vector<Chart> charts;
-  charts.push_back(Chart{});                                 // nothing at all
+  charts.push_back(Chart{});  // nothing at all
   charts.push_back(Chart{.title = "t", .series = {Series{"empty", {}, {}}}});
   charts.push_back(Chart{.series = {Series{"one", {3}, {4}}}});
   charts.push_back(Chart{.series = {Series{"zero", {0}, {0}}}});
@@ -242,10 +258,12 @@ TEST(SvgPlot, EdgeCasesRenderWellFormed) {
   charts.push_back(Chart{.series = {Series{"bad y", {0, 1}, {0, 1}}}, .y_min = 1, .y_max = 0});
   charts.push_back(Chart{.series = {Series{"y_min only", {0, 1}, {-5, -4}}}, .y_min = 0});
   charts.push_back(Chart{.series = {Series{"y_max only", {0, 1}, {5, 6}}}, .y_max = 1});
-  charts.push_back(Chart{.series = {Series{"outside", {0, 1, 2}, {-1e200, 0.5, 1e200}}}, .y_min = 0, .y_max = 1});
+  charts.push_back(Chart{
+      .series = {Series{"outside", {0, 1, 2}, {-1e200, 0.5, 1e200}}}, .y_min = 0, .y_max = 1});
   charts.push_back(Chart{.series = {Series{"", {0, 1}, {0, 1}}}});  // no name: no legend entry
   Chart many;
-  for (int i = 0; i < 20; ++i) many.series.push_back(Series{"series number " + std::to_string(i), {0, 1}, {0, i * 1.0}});
+  for (int i = 0; i < 20; ++i)
+    many.series.push_back(Series{"series number " + std::to_string(i), {0, 1}, {0, i * 1.0}});
   charts.push_back(many);
   for (const Chart& c : charts) {
     SCOPED_TRACE(c.series.empty() ? "(no series)" : c.series[0].name);
@@ -267,8 +285,8 @@ TEST(SvgPlot, ExplicitYRangeIsTheAxis) {
   const std::string svg = render_svg(three_policies());
   const auto y = texts(svg, "ytick");
   ASSERT_GE(y.size(), 3u);
-  EXPECT_EQ(y.front().second, "0.0");
-  EXPECT_EQ(y.back().second, "1.0");
+  EXPECT_EQ(y.front().label, "0.0");
+  EXPECT_EQ(y.back().label, "1.0");
 }
 
 TEST(SvgPlot, NonFiniteValuesBreakTheLine) {
@@ -297,14 +315,18 @@ TEST(SvgPlot, LongSeriesMakeSmallDocuments) {
 TEST(SvgPlot, EscapesText) {
   EXPECT_EQ(xml_escape("a & b <c> \"d\" 'e'"), "a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos;");
   EXPECT_EQ(xml_escape("tab\tnew\nline"), "tab\tnew\nline");
-  EXPECT_EQ(xml_escape(std::string("nul\0bell\a", 9)), "nul\xEF\xBF\xBD" "bell\xEF\xBF\xBD");
-  EXPECT_EQ(xml_escape("\xC2\xB5s \xE6\x97\xA5 \xF0\x9F\x93\x88"), "\xC2\xB5s \xE6\x97\xA5 \xF0\x9F\x93\x88");  // µs 日 📈
-  EXPECT_EQ(xml_escape("bad \xFF\xC3("), "bad \xEF\xBF\xBD\xEF\xBF\xBD(");         // invalid bytes
-  EXPECT_EQ(xml_escape("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                     // overlong '/'
-  EXPECT_EQ(xml_escape("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");     // a surrogate
+  EXPECT_EQ(xml_escape(std::string("nul\0bell\a", 9)),
+            "nul\xEF\xBF\xBD"
+            "bell\xEF\xBF\xBD");
+  EXPECT_EQ(xml_escape("\xC2\xB5s \xE6\x97\xA5 \xF0\x9F\x93\x88"),
+            "\xC2\xB5s \xE6\x97\xA5 \xF0\x9F\x93\x88");                           // µs 日 📈
+  EXPECT_EQ(xml_escape("bad \xFF\xC3("), "bad \xEF\xBF\xBD\xEF\xBF\xBD(");        // invalid bytes
+  EXPECT_EQ(xml_escape("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong '/'
+  EXPECT_EQ(xml_escape("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
 
   const std::string evil = "<script>&amp; \"x\" \x01 \xFF";
-  Chart c{.title = evil, .x_label = evil, .y_label = evil, .series = {Series{evil, {0, 1}, {0, 1}}}};
+  Chart c{
+      .title = evil, .x_label = evil, .y_label = evil, .series = {Series{evil, {0, 1}, {0, 1}}}};
   const std::string svg = render_svg(c);
   ExpectWellFormed(svg);
   EXPECT_EQ(svg.find("<script>"), std::string::npos);
@@ -324,7 +346,7 @@ TEST(SvgPlot, WriteSvgWritesTheDocumentAndNamesThePathOnError) {
 
 // --- Ticks ----------------------------------------------------------------------------------
 
-TEST(Ticks, LinearTicksAreNiceAndCoverTheRange) {
+TEST(SvgPlotTicks, LinearTicksAreNiceAndCoverTheRange) {
   std::mt19937_64 rng(3);
   std::uniform_real_distribution<double> u(-1, 1);
   std::uniform_int_distribution<int> mag(-6, 9), mt(3, 12);
@@ -335,7 +357,8 @@ TEST(Ticks, LinearTicksAreNiceAndCoverTheRange) {
     if (lo > hi) std::swap(lo, hi);
     const int max_ticks = mt(rng);
     const auto t = linear_ticks(lo, hi, max_ticks);
-    SCOPED_TRACE(std::to_string(lo) + " .. " + std::to_string(hi) + " max " + std::to_string(max_ticks));
+    SCOPED_TRACE(std::to_string(lo) + " .. " + std::to_string(hi) + " max " +
+                 std::to_string(max_ticks));
     ASSERT_GE(t.size(), 2u);
     ASSERT_LE(t.size(), static_cast<std::size_t>(max_ticks));
     EXPECT_LE(t.front().value, lo);
@@ -360,7 +383,7 @@ TEST(Ticks, LinearTicksAreNiceAndCoverTheRange) {
   }
 }
 
-TEST(Ticks, LinearTickLabels) {
+TEST(SvgPlotTicks, LinearTickLabels) {
   auto labels = [](double lo, double hi, int n) {
     std::vector<std::string> out;
     for (const auto& t : linear_ticks(lo, hi, n)) out.push_back(t.label);
@@ -368,15 +391,17 @@ TEST(Ticks, LinearTickLabels) {
   };
   EXPECT_EQ(labels(0, 1, 6), (std::vector<std::string>{"0.0", "0.2", "0.4", "0.6", "0.8", "1.0"}));
   EXPECT_EQ(labels(0, 168, 8), (std::vector<std::string>{"0", "50", "100", "150", "200"}));
-  EXPECT_EQ(labels(0, 95000, 6), (std::vector<std::string>{"0", "20k", "40k", "60k", "80k", "100k"}));
-  EXPECT_EQ(labels(0, 2.4e6, 6), (std::vector<std::string>{"0", "500k", "1000k", "1500k", "2000k", "2500k"}));
+  EXPECT_EQ(labels(0, 95000, 6),
+            (std::vector<std::string>{"0", "20k", "40k", "60k", "80k", "100k"}));
+  EXPECT_EQ(labels(0, 2.4e6, 6),
+            (std::vector<std::string>{"0", "500k", "1000k", "1500k", "2000k", "2500k"}));
   EXPECT_EQ(labels(0, 2.4e7, 6), (std::vector<std::string>{"0", "5M", "10M", "15M", "20M", "25M"}));
   EXPECT_EQ(labels(-0.3, 0.25, 4), (std::vector<std::string>{"-0.5", "0.0", "0.5"}));
   EXPECT_EQ(labels(5, 5, 5), (std::vector<std::string>{"2", "4", "6", "8"}));  // one value
   EXPECT_EQ(labels(0, 0, 5), (std::vector<std::string>{"-1.0", "-0.5", "0.0", "0.5", "1.0"}));
 }
 
-TEST(Ticks, LogTicksArePowersOfTenCoveringTheRange) {
+TEST(SvgPlotTicks, LogTicksArePowersOfTenCoveringTheRange) {
   for (double lo : {1e-4, 0.3, 1.0, 7.0, 12.0, 999.0}) {
     for (double f : {1.0, 1.5, 10.0, 3e3, 1e8}) {
       const double hi = lo * f;
@@ -409,7 +434,7 @@ TEST(Ticks, LogTicksArePowersOfTenCoveringTheRange) {
   EXPECT_EQ(labels, (std::vector<std::string>{"1", "1k", "1M"}));
 }
 
-TEST(Ticks, DecadeLabels) {
+TEST(SvgPlotTicks, DecadeLabels) {
   EXPECT_EQ(decade_label(0), "1");
   EXPECT_EQ(decade_label(2), "100");
   EXPECT_EQ(decade_label(3), "1k");
@@ -422,13 +447,26 @@ TEST(Ticks, DecadeLabels) {
   EXPECT_EQ(decade_label(-4), "1e-4");
 }
 
-TEST(Ticks, RenderedTickLabelsDoNotOverlapAndStayOnTheCanvas) {
-  // The renderer estimates a character at 0.62 em of the 11 px tick font; labels must be at
-  // least that wide apart (plus a gap), for ranges whose labels are long.
-  const double char_w = 0.62 * 11;
+TEST(SvgPlotTicks, RenderedTickLabelsDoNotOverlapAndStayOnTheCanvas) {
+  // Tick labels' widths in DejaVu Sans (the documents' first font, wider than Helvetica/Arial)
+  // at the 11 px tick font: neighbours must be at least 4 px apart, for ranges whose labels are
+  // long.
+  auto width = [](const std::string& label) {
+    double em = 0;
+    for (char c : label) {
+      em += c == '.'   ? 0.318
+            : c == '-' ? 0.361
+            : c == 'k' ? 0.579
+            : c == 'M' ? 0.863
+            : c == 'G' ? 0.775
+            : c == 'e' ? 0.615
+                       : 0.636;  // digits
+    }
+    return em * 11;
+  };
   std::vector<Chart> charts;
   for (double hi : {1.0, 7.0, 168.0, 1234.5, 99999.0, 1.23456789e8, 3e12, 1e15})
-    charts.push_back(Chart{.series = {Series{"s", {0, hi}, {0, 1}}}});
+    charts.push_back(Chart{.series = {Series{"s", {0, hi}, {-hi, hi}}}});
   charts.push_back(Chart{.series = {Series{"s", {1.000001, 1.000002}, {0, 1}}}});
   for (double hi : {10.0, 1e3, 1e9, 1e30})
     charts.push_back(Chart{.series = {Series{"s", {1e-3, hi}, {0, 1}}}, .log_x = true});
@@ -438,22 +476,28 @@ TEST(Ticks, RenderedTickLabelsDoNotOverlapAndStayOnTheCanvas) {
     SCOPED_TRACE(svg.substr(0, 3000));
     ASSERT_GE(x.size(), c.log_x ? 1u : 2u);
     for (std::size_t i = 0; i < x.size(); ++i) {
-      const double w = x[i].second.size() * char_w;
-      EXPECT_GE(x[i].first - w / 2, 0);
-      EXPECT_LE(x[i].first + w / 2, 720);
+      const double w = width(x[i].label);
+      EXPECT_GE(x[i].x - w / 2, 0);
+      EXPECT_LE(x[i].x + w / 2, 720);
       if (i > 0) {
-        const double w0 = x[i - 1].second.size() * char_w;
-        EXPECT_GE(x[i].first - x[i - 1].first, (w + w0) / 2 + 4) << x[i - 1].second << " | " << x[i].second;
+        const double w0 = width(x[i - 1].label);
+        EXPECT_GE(x[i].x - x[i - 1].x, (w + w0) / 2 + 4) << x[i - 1].label << " | " << x[i].label;
       }
     }
-    const auto y = texts(svg, "ytick");  // right-aligned at x; 11 px font: 18 px apart at least
+    const auto y = texts(svg, "ytick");  // right-aligned at x, 11 px high: 15 px apart at least
     ASSERT_GE(y.size(), 2u);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      EXPECT_GE(y[i].x - width(y[i].label), 0);
+      if (i > 0) {
+        EXPECT_GE(std::fabs(y[i].y - y[i - 1].y), 15);
+      }
+    }
   }
 }
 
 // --- CDF ------------------------------------------------------------------------------------
 
-TEST(Cdf, IsTheEmpiricalDistribution) {
+TEST(SvgPlotCdf, IsTheEmpiricalDistribution) {
   std::mt19937_64 rng(5);
   std::uniform_int_distribution<int> v(1, 50);  // many ties
   std::vector<double> values;
@@ -474,13 +518,14 @@ TEST(Cdf, IsTheEmpiricalDistribution) {
     EXPECT_GE(s.y[i], 0);
     EXPECT_LE(s.y[i], 1);
     // y is the fraction of the finite values <= x.
-    const auto le = std::count_if(values.begin(), values.begin() + 1000, [&](double a) { return a <= s.x[i]; });
+    const auto le =
+        std::count_if(values.begin(), values.begin() + 1000, [&](double a) { return a <= s.x[i]; });
     EXPECT_DOUBLE_EQ(s.y[i], le / 1000.0);
   }
   EXPECT_EQ(std::set<double>(s.x.begin() + 1, s.x.end()).size(), s.x.size() - 1);  // distinct
 }
 
-TEST(Cdf, EdgeCases) {
+TEST(SvgPlotCdf, EdgeCases) {
   EXPECT_TRUE(cdf("none", {}).x.empty());
   EXPECT_TRUE(cdf("nan", {kNaN, -kInf}).x.empty());
   const Series one = cdf("one", {42});
@@ -490,7 +535,7 @@ TEST(Cdf, EdgeCases) {
   EXPECT_EQ(same.y, (std::vector<double>{0, 1}));
 }
 
-TEST(Cdf, ThinningBoundsPointsAndError) {
+TEST(SvgPlotCdf, ThinningBoundsPointsAndError) {
   std::mt19937_64 rng(9);
   std::lognormal_distribution<double> d(7, 2);
   std::vector<double> values(200000);
@@ -515,13 +560,13 @@ TEST(Cdf, ThinningBoundsPointsAndError) {
 
 // --- Downsampling ---------------------------------------------------------------------------
 
-TEST(Downsample, KeepsEachBucketsMinAndMaxAndCapsThePoints) {
+TEST(SvgPlotDownsample, KeepsEachBucketsMinAndMaxAndCapsThePoints) {
   std::mt19937_64 rng(11);
   std::normal_distribution<double> noise(0, 1);
   Series s{"util", {}, {}};
   const int n = 1'000'000;
   for (int i = 0; i < n; ++i) {
-    s.x.push_back(i);  // seconds
+    s.x.push_back(i);                                                                   // seconds
     s.y.push_back(std::sin(i / 50000.0) + 0.1 * noise(rng) + (i == 777'777 ? 50 : 0));  // one spike
   }
   for (std::size_t max_points : {4000, 1000, 7, 4}) {
@@ -533,7 +578,8 @@ TEST(Downsample, KeepsEachBucketsMinAndMaxAndCapsThePoints) {
     EXPECT_EQ(d.x.front(), 0);
     EXPECT_EQ(d.x.back(), n - 1);
     EXPECT_TRUE(std::is_sorted(d.x.begin(), d.x.end()));
-    EXPECT_NE(std::find(d.y.begin(), d.y.end(), *std::max_element(s.y.begin(), s.y.end())), d.y.end());
+    EXPECT_NE(std::find(d.y.begin(), d.y.end(), *std::max_element(s.y.begin(), s.y.end())),
+              d.y.end());
     // Every bucket (max_points / 4 of equal width in x) keeps its lowest and highest point.
     const std::size_t buckets = max_points / 4;
     std::vector<double> lo(buckets, kInf), hi(buckets, -kInf);
@@ -551,13 +597,15 @@ TEST(Downsample, KeepsEachBucketsMinAndMaxAndCapsThePoints) {
     }
     for (std::size_t b = 0; b < buckets; ++b) {
       const auto& k = kept[b];
-      EXPECT_NE(std::find(k.begin(), k.end(), lo[b]), k.end()) << "bucket " << b << " lost its minimum";
-      EXPECT_NE(std::find(k.begin(), k.end(), hi[b]), k.end()) << "bucket " << b << " lost its maximum";
+      EXPECT_NE(std::find(k.begin(), k.end(), lo[b]), k.end())
+          << "bucket " << b << " lost its minimum";
+      EXPECT_NE(std::find(k.begin(), k.end(), hi[b]), k.end())
+          << "bucket " << b << " lost its maximum";
     }
   }
 }
 
-TEST(Downsample, ShortSeriesAndEdgeCases) {
+TEST(SvgPlotDownsample, ShortSeriesAndEdgeCases) {
   const Series s{"s", {0, 1, 2, 3, 4}, {5, 1, 9, 2, 3}};
   const Series same = downsample(s, 5);
   EXPECT_EQ(same.x, s.x);
@@ -566,7 +614,8 @@ TEST(Downsample, ShortSeriesAndEdgeCases) {
   EXPECT_EQ(downsample(s, 1).y, (std::vector<double>{1}));     // the lowest
   EXPECT_EQ(downsample(s, 2).y, (std::vector<double>{1, 9}));  // lowest and highest, in order
   EXPECT_EQ(downsample(s, 3).y, (std::vector<double>{1, 9}));
-  EXPECT_EQ(downsample(s, 4).y, (std::vector<double>{5, 1, 9, 3}));  // one bucket: first, min, max, last
+  EXPECT_EQ(downsample(s, 4).y,
+            (std::vector<double>{5, 1, 9, 3}));  // one bucket: first, min, max, last
   EXPECT_TRUE(downsample(Series{"e", {}, {}}, 10).x.empty());
   // Non-finite points are dropped once the series must shrink.
   const Series d = downsample(Series{"n", {0, 1, 2, 3, 4, 5}, {1, kNaN, 2, kInf, 3, 4}}, 4);
@@ -579,7 +628,9 @@ TEST(Downsample, ShortSeriesAndEdgeCases) {
   }
   EXPECT_LE(downsample(shuffled, 100).x.size(), 100u);
   // All x equal: one bucket, whose first point is also its lowest and highest, and its last.
-  EXPECT_EQ(downsample(Series{"v", std::vector<double>(100, 1.0), std::vector<double>(100, 2.0)}, 8).x.size(), 2u);
+  EXPECT_EQ(downsample(Series{"v", std::vector<double>(100, 1.0), std::vector<double>(100, 2.0)}, 8)
+                .x.size(),
+            2u);
 }
 
 }  // namespace
