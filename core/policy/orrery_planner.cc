@@ -39,7 +39,11 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   };
   for (int v : book_.running()) {
     const auto& vj = s.jobs[v];
-    if (vj.tier <= bj.tier || ctx.cut_pending(v)) continue;
+    // A lower tier, or (fair share inside a tier) a job of the same tier that has had a long
+    // turn already while `ben` has had almost none.
+    const bool same_tier_turn = vj.tier == bj.tier && vj.attained >= o_.las_threshold_gpu_ms &&
+                                bj.attained < o_.las_threshold_gpu_ms;
+    if ((vj.tier < bj.tier || (vj.tier == bj.tier && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
     // The smallest device count the job may shrink to (a divisor of its world within the splice
     // limit, at least min_devices).
@@ -52,7 +56,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     }
     if (preempt < 0 || preempt_key(v) < preempt_key(preempt)) preempt = v;
   }
-  if (shrink >= 0 && s.jobs[shrink].devices - shrink_to >= bj.min_dev) {
+  if (shrink >= 0 && s.jobs[shrink].devices - shrink_to >= bj.min_dev && s.jobs[shrink].tier > bj.tier) {
     const auto& vj = s.jobs[shrink];
     Decision p;
     p.event = EventKind::kResizeDown;

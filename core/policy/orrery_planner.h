@@ -4,8 +4,10 @@
 //     first (fair share), backfilling: a job that does not fit does not hold back the others;
 //  3. for a waiting job that does not fit, frees devices from a job of a lower tier: shrinks an
 //     elastic one if it can (same world size, more splicing: nothing is lost), else preempts one,
-//     the lowest tier first, then the least work lost since its last checkpoint. The freed devices
-//     are reserved for that job by the core (the spec's Suspend and Shrink effects);
+//     the lowest tier first, then the least work lost since its last checkpoint. Inside a tier
+//     (fair share) a job that has had less than PlannerOptions::las_threshold_gpu_ms of service
+//     may preempt one that has had more. The freed devices are reserved for the waiting job by
+//     the core (the spec's Suspend and Shrink effects);
 //  4. when nothing waits, grows elastic jobs into idle devices up to their max_devices.
 // Placement itself is the gang placement policy's (core/policy/gang_placement.h). docs/policies.md.
 #pragma once

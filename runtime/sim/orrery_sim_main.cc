@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -47,8 +48,10 @@ Result<core::Fleet> load_fleet(const std::string& path, const std::string& gen, 
       return Status::Error("--fleet-gen: expected NODESxDEVICES (e.g. 12500x8), got \"" + gen + "\"");
     o.nodes = static_cast<int>(nodes);
     o.devices_per_node = static_cast<int>(devs);
-    o.regions = std::min<int>(o.regions, o.nodes);
-    o.clusters_per_region = std::max(1, std::min<int>(o.clusters_per_region, o.nodes / o.regions));
+    // 4 regions x 5 clusters from 12,500 nodes down; small fleets are one region, one cluster
+    // per 100 nodes (at most 5).
+    o.regions = std::clamp(o.nodes / 1000, 1, 4);
+    o.clusters_per_region = std::clamp(o.nodes / o.regions / 100, 1, 5);
   }
   return sim::generate_fleet(o);
 }
@@ -83,7 +86,7 @@ int main(int argc, char** argv) {
                  "fleet format; default: a generated fleet (--fleet-gen)")
       ->check(CLI::ExistingFile);
   app.add_option("--fleet-gen", fleet_gen,
-                 "generate a fleet of NODESxDEVICES over 4 regions x 5 clusters (default 12500x8: 100,000 GPUs)");
+                 "generate a fleet of NODESxDEVICES (default 12500x8: 100,000 GPUs over 4 regions x 5 clusters; smaller fleets: one region below 2,000 nodes, a cluster per 100 nodes up to 5)");
   auto* tr = app.add_option("--trace", trace, "an Alibaba GPU trace CSV (columns as openb_pod_list_default.csv)")
                  ->check(CLI::ExistingFile);
   auto* sy = app.add_option("--synthetic", synthetic,
@@ -91,8 +94,11 @@ int main(int argc, char** argv) {
                             "1..1024, tiers 20/50/30%)")
                  ->check(CLI::Range(1, 10'000'000));
   tr->excludes(sy);
-  app.add_option("--load", load, "offered load of the synthetic workload, as a share of the fleet (default 0.8)")
-      ->check(CLI::Range(0.01, 10.0));
+  auto* load_opt = app.add_option("--load", load,
+                                  "offered load: GPU-seconds asked over GPU-seconds the fleet has while jobs "
+                                  "arrive (default 0.8 for --synthetic; a trace keeps its own arrival times "
+                                  "unless --load is given, then they are compressed or stretched to it)")
+                       ->check(CLI::Range(0.01, 10.0));
   app.add_option("--seed", seed, "seed of the synthetic workload, the generated fleet and failures (default 1)");
   app.add_option("--policy", policy, "the planner: orrery (default), fifo or tiresias");
   app.add_option("--compare", compare,
@@ -156,6 +162,11 @@ int main(int argc, char** argv) {
     }
     if (!quiet && !json) std::fprintf(stderr, "%s", t->summary.to_string().c_str());
     workload = std::move(t->workload);
+    if (load_opt->count() > 0) {
+      const double factor = sim::scale_to_load(workload, fleet->num_devices(), load);
+      if (!quiet && !json)
+        std::fprintf(stderr, "arrival times scaled by %.4g for an offered load of %.2f\n", factor, load);
+    }
   } else {
     sim::SyntheticOptions so;
     so.seed = seed;

@@ -217,10 +217,13 @@ class Sim final : public core::policy::PlanContext {
       return c;
     }
     const int id = c->job;
-    held_ += core_->cluster().jobs[id].devices - dev_before;
+    const std::int64_t freed = dev_before - core_->cluster().jobs[id].devices;
+    held_ -= freed;
     waiting_ += waits(core_->state(id)) - waits(before);
     planner_->job_changed(*core_, id);
-    dirty();
+    // A round only when it may find something new to do: devices freed, a job waiting anew.
+    // (Progress and checkpoints alone do not call one; the next one sees their attained service.)
+    if (freed > 0 || (waits(core_->state(id)) && !waits(before)) || core_->state(id) == JobState::kSubmitted) dirty();
     return c;
   }
   static int waits(JobState s) {

@@ -1,0 +1,157 @@
+// The simulator with the real core and planners: small hand-made workloads whose outcome is known,
+// determinism, failures, and the journal replayed through the invariant checker.
+#include "runtime/sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "checker/replay.h"
+#include "runtime/sim/fleet_generator.h"
+#include "runtime/sim/synthetic_workload.h"
+
+namespace orrery::sim {
+namespace {
+
+// One node of `devices` devices of one type.
+core::Fleet one_node(int devices) {
+  FleetGenOptions o;
+  o.regions = 1;
+  o.clusters_per_region = 1;
+  o.nodes = 1;
+  o.devices_per_node = devices;
+  o.device_mix = {{"H100-80G", 81920, 1}};
+  return *generate_fleet(o);
+}
+
+SimJob job(double arrival, double duration, int world, spec::Tier tier, int min_dev = -1) {
+  SimJob j;
+  j.arrival_s = arrival;
+  j.duration_s = duration;
+  j.world = world;
+  j.min_devices = min_dev < 0 ? world : min_dev;
+  j.max_devices = world;
+  j.mem_mib = 1024;
+  j.tier = tier;
+  return j;
+}
+
+SimOptions quiet() {
+  SimOptions o;
+  o.round_s = 1;
+  o.cost.checkpoint_every_s = 0;
+  o.premium_share = 1;  // small fleets: premium may take all of it
+  return o;
+}
+
+TEST(Simulator, FifoBlocksBehindTheHeadOrreryBackfills) {
+  // 4 devices. A 3-device job runs for 100 s, a 4-device job waits for it, then a 1-device job
+  // arrives: one device is free, and only a backfilling policy gives it to the small job.
+  Workload w;
+  w.jobs = {job(0, 100, 3, spec::Tier::kStandard), job(1, 100, 4, spec::Tier::kStandard),
+            job(2, 10, 1, spec::Tier::kStandard)};
+  auto fifo = simulate(one_node(4), w, "fifo", quiet());
+  auto orrery = simulate(one_node(4), w, "orrery", quiet());
+  ASSERT_TRUE(fifo.ok()) << fifo.reason();
+  ASSERT_TRUE(orrery.ok()) << orrery.reason();
+  EXPECT_EQ(fifo->completed, 3);
+  EXPECT_EQ(orrery->completed, 3);
+  // FIFO: the small job starts after the second big one (at ~100 s, ends ~200 s; then 210 s);
+  // orrery: at once on the free device (ends ~12 s).
+  EXPECT_GT(fifo->tiers[1].avg_queue_s, orrery->tiers[1].avg_queue_s + 50);
+  EXPECT_LT(orrery->avg_jct_s, fifo->avg_jct_s);
+  EXPECT_EQ(fifo->rejected_proposals, 0u);
+  EXPECT_EQ(orrery->rejected_proposals, 0u);
+}
+
+TEST(Simulator, PremiumPreemptsBasicWhichResumesFromItsCheckpoint) {
+  Workload w;
+  w.jobs = {job(0, 1000, 4, spec::Tier::kBasic), job(10, 50, 4, spec::Tier::kPremium)};
+  auto opts = quiet();
+  auto orrery = simulate(one_node(4), w, "orrery", opts);
+  auto fifo = simulate(one_node(4), w, "fifo", opts);
+  ASSERT_TRUE(orrery.ok()) << orrery.reason();
+  ASSERT_TRUE(fifo.ok()) << fifo.reason();
+  EXPECT_EQ(orrery->preemptions, 1);
+  EXPECT_EQ(fifo->preemptions, 0);
+  EXPECT_EQ(orrery->completed, 2);
+  // The premium job waits a round and the victim's checkpoint (4 x 1 GiB at 2 GB/s: 2 s), not
+  // the basic job's 1000 s.
+  EXPECT_LT(orrery->tiers[0].avg_queue_s, 10);
+  EXPECT_GT(fifo->tiers[0].avg_queue_s, 900);
+  // The basic job loses nothing: suspended at its cut, resumed from it (its JCT: 1000 s of work,
+  // the premium job's 50 s, checkpoint and restore).
+  EXPECT_LT(orrery->tiers[2].avg_jct_s, 1000 + 50 + 20);
+  EXPECT_EQ(orrery->lost_gpu_s, 0);
+}
+
+TEST(Simulator, ShrinksAnElasticJobBeforePreemptingIt) {
+  Workload w;
+  w.jobs = {job(0, 1000, 4, spec::Tier::kBasic, /*min_dev=*/2), job(10, 50, 2, spec::Tier::kStandard)};
+  auto r = simulate(one_node(4), w, "orrery", quiet());
+  ASSERT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->resizes, 2);  // down to 2 devices for the standard job, back up to 4 after it
+  EXPECT_EQ(r->preemptions, 0);
+  EXPECT_EQ(r->completed, 2);
+  EXPECT_LT(r->tiers[1].avg_queue_s, 10);
+}
+
+TEST(Simulator, SameInputSameResult) {
+  SyntheticOptions so;
+  so.jobs = 300;
+  so.max_gang = 16;
+  auto fleet = one_node(32);
+  so.arrival_rate_per_s = arrival_rate_for_load(so, fleet.num_devices(), 0.9);
+  auto w = generate_synthetic(so);
+  ASSERT_TRUE(w.ok()) << w.reason();
+  for (const char* p : {"orrery", "fifo", "tiresias"}) {
+    auto a = simulate(fleet, *w, p, quiet());
+    auto b = simulate(fleet, *w, p, quiet());
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->decisions, b->decisions) << p;
+    EXPECT_EQ(a->avg_jct_s, b->avg_jct_s) << p;
+    EXPECT_EQ(a->preemptions, b->preemptions) << p;
+    EXPECT_EQ(a->rejected_proposals, 0u) << p;
+    EXPECT_EQ(a->completed + a->unschedulable, 300) << p;
+  }
+}
+
+TEST(Simulator, NodeFailuresLoseWorkSinceTheCheckpointAndJobsStillFinish) {
+  FleetGenOptions fo;
+  fo.regions = 1;
+  fo.clusters_per_region = 1;
+  fo.nodes = 8;
+  fo.devices_per_node = 4;
+  fo.device_mix = {{"H100-80G", 81920, 1}};
+  auto fleet = *generate_fleet(fo);
+  Workload w;
+  for (int i = 0; i < 40; ++i) w.jobs.push_back(job(i * 60, 4 * 3600, 2, spec::Tier::kStandard));
+  auto o = quiet();
+  o.cost.node_mtbf_h = 24;  // 8 nodes: a failure every 3 h on average
+  o.cost.repair_s = 600;
+  o.cost.checkpoint_every_s = 1800;
+  o.seed = 7;
+  const auto journal = (std::filesystem::temp_directory_path() / "orrery-sim-test.journal").string();
+  o.journal_path = journal;
+  auto r = simulate(fleet, w, "orrery", o);
+  ASSERT_TRUE(r.ok()) << r.reason();
+  EXPECT_GT(r->node_failures, 0);
+  EXPECT_GT(r->lost_gpu_s, 0);
+  EXPECT_GT(r->checkpoints, 0);
+  EXPECT_EQ(r->completed + r->failed, 40);
+  // Every decision of the run, node failures and failovers included, passes the checker.
+  auto rep = checker::replay_journal(journal);
+  EXPECT_TRUE(rep.ok) << rep.error << (rep.violations.empty() ? "" : rep.violations.front());
+  EXPECT_EQ(rep.decisions, r->decisions);  // every decision of the run, replayed
+  std::filesystem::remove(journal);
+}
+
+TEST(Simulator, UnknownPolicyAndEmptyFleetAreErrors) {
+  Workload w;
+  auto r = simulate(one_node(2), w, "sjf", quiet());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.reason(), "unknown policy \"sjf\"");
+}
+
+}  // namespace
+}  // namespace orrery::sim
