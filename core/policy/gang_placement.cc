@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/policy/gang_placer.h"
 #include "spec/model.h"
 
 namespace orrery::core::policy {
 
 Proposal propose_gang(const SchedulerCore& core, int job, spec::EventKind event, int want) {
+  return GangPlacer(core).propose(job, event, want);
+}
+
+Proposal propose_gang_scan(const SchedulerCore& core, int job, spec::EventKind event, int want) {
   const spec::Concrete d;
   const auto& s = core.cluster();
   const auto& jv = s.jobs[job];

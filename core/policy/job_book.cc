@@ -1,7 +1,5 @@
 #include "core/policy/job_book.h"
 
-#include "core/policy/gang_placement.h"
-
 namespace orrery::core::policy {
 
 using spec::EventKind;
@@ -69,7 +67,7 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
     if (failed[t] >= (strict ? 1 : o.max_failed_tries_per_type)) continue;
     if (ctx.cut_pending(j)) continue;
     const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
-    auto p = propose_gang(core, j, ev);
+    auto p = placer(core).propose(j, ev);
     if (p.kind == Proposal::Kind::kOk && core.check(p.decision).ok() && ctx.propose(p.decision)) {
       ++placed;
       continue;

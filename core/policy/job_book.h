@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "core/policy/gang_placer.h"
 #include "core/policy/planner.h"
 
 namespace orrery::core::policy {
@@ -50,6 +52,13 @@ class JobBook {
   int place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o, bool strict,
                     const std::function<void(int)>& blocked);
 
+  // The gang placer (core/policy/gang_placer.h) over `core`, built on first use and kept: it
+  // follows the core's commits through its change feed. One core per book.
+  GangPlacer& placer(const SchedulerCore& core) {
+    if (!placer_ || &placer_->index().core() != &core) placer_ = std::make_unique<GangPlacer>(core);
+    return *placer_;
+  }
+
  private:
   enum class Where : std::uint8_t { kNone, kSubmitted, kWaiting, kRunning };
   std::function<Key(const SchedulerCore&, int)> key_;
@@ -60,6 +69,7 @@ class JobBook {
   std::set<int> running_;
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
   std::multiset<int> helped_;   // beneficiaries of those cuts
+  std::unique_ptr<GangPlacer> placer_;
 };
 
 }  // namespace orrery::core::policy

@@ -2,7 +2,6 @@
 
 #include <tuple>
 
-#include "core/policy/gang_placement.h"
 #include "spec/model.h"
 
 namespace orrery::core::policy {
@@ -87,7 +86,7 @@ void OrreryPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
     if (static_cast<int>(candidates.size()) >= o_.max_grows_per_round) break;
   }
   for (int j : candidates) {
-    auto p = propose_gang(core, j, EventKind::kResizeUp);
+    auto p = book_.placer(core).propose(j, EventKind::kResizeUp);
     if (p.kind != Proposal::Kind::kOk) break;  // no idle devices of any use left
     if (static_cast<std::int64_t>(p.decision.devices.size()) <= core.cluster().jobs[j].devices) continue;
     if (core.check(p.decision).ok() && ctx.propose(p.decision) && ++grown >= o_.max_grows_per_round) break;

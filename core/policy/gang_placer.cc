@@ -1,0 +1,528 @@
+#include "core/policy/gang_placer.h"
+
+#include <algorithm>
+#include <climits>
+#include <tuple>
+
+#include "spec/model.h"
+
+namespace orrery::core::policy {
+
+using spec::EventKind;
+using spec::JobState;
+
+namespace {
+
+constexpr int kNever = INT32_MAX;
+
+Proposal answer(Proposal::Kind kind, std::string why) {
+  Proposal p;
+  p.kind = kind;
+  p.why = std::move(why);
+  return p;
+}
+
+}  // namespace
+
+GangPlacer::GangPlacer(const SchedulerCore& core) : core_(core), index_(core) {
+  const auto n = static_cast<std::size_t>(index_.nodes());
+  adj_stamp_.assign(n, 0);
+  excl_stamp_.assign(n, 0);
+  tag_seen_.assign(n, 0);
+  adj_eff_.assign(n, 0);
+  tag_usable_.assign(n, 0);
+  held_on_.assign(n, 0);
+}
+
+void GangPlacer::allow_cross_region(int job, bool allowed) {
+  if (job < 0) return;
+  if (cross_region_.size() <= static_cast<std::size_t>(job))
+    cross_region_.resize(static_cast<std::size_t>(job) + 1, 0);
+  cross_region_[static_cast<std::size_t>(job)] = allowed;
+}
+
+Proposal GangPlacer::propose(int job, EventKind event, int want) {
+  ++stats_.proposals;
+  index_.sync();
+  Proposal p = plan(job, event, want);
+  if (p.kind == Proposal::Kind::kOk) {
+    if (auto why = check(p.decision); !why.empty()) {
+      // The index chose devices the state does not allow: a bug. Never propose it; read the
+      // state again and plan once more.
+      ++stats_.repairs;
+      index_.rebuild();
+      p = plan(job, event, want);
+      if (p.kind == Proposal::Kind::kOk) {
+        if (auto again = check(p.decision); !again.empty())
+          return answer(Proposal::Kind::kRetryLater,
+                        "the placement index disagrees with the core's state (a bug): " + again);
+      }
+    }
+  }
+  if (p.kind == Proposal::Kind::kOk) ++stats_.placed;
+  return p;
+}
+
+std::string GangPlacer::check(const Decision& d) const {
+  auto st = core_.check(d);
+  return st.ok() ? std::string() : st.reason();
+}
+
+Proposal GangPlacer::plan(int job, EventKind event, int want) {
+  const spec::Concrete dom;
+  const auto& s = core_.cluster();
+  if (job < 0 || job >= s.num_jobs())
+    return answer(Proposal::Kind::kInfeasible, "unknown job " + std::to_string(job));
+  const auto& jv = s.jobs[static_cast<std::size_t>(job)];
+  JobState needs;
+  switch (event) {
+    case EventKind::kPlace: needs = JobState::kQueued; break;
+    case EventKind::kResume: needs = JobState::kSuspended; break;
+    case EventKind::kMigrate:
+    case EventKind::kResizeUp: needs = JobState::kRunning; break;
+    default:
+      return answer(Proposal::Kind::kInfeasible,
+                    std::string(spec::event_name(event)) + " is not a placement event");
+  }
+  if (core_.state(job) != needs)
+    return answer(Proposal::Kind::kInfeasible,
+                  "job " + std::to_string(job) + " is " +
+                      std::string(spec::state_name(core_.state(job))) + "; " +
+                      std::string(spec::event_name(event)) + " needs it " +
+                      std::string(spec::state_name(needs)));
+  level_ = index_.level_for(jv.dtype, jv.mem);
+  if (level_ < 0)
+    return answer(Proposal::Kind::kInfeasible, "no " + core_.device_type(job) + " device has " +
+                                                   std::to_string(jv.mem) +
+                                                   " MiB of memory for a worker");
+  job_ = job;
+  keep_held_ = event == EventKind::kResizeUp;
+  const bool cross = static_cast<std::size_t>(job) < cross_region_.size() &&
+                     cross_region_[static_cast<std::size_t>(job)];
+
+  // Where the job's devices are: kept by a resize (and its anchor), given back by a migration.
+  for (int n : held_nodes_) held_on_[static_cast<std::size_t>(n)] = 0;
+  held_nodes_.clear();
+  for (auto dev : jv.held) {
+    const int n = s.node_of(dev);
+    if (held_on_[static_cast<std::size_t>(n)]++ == 0) held_nodes_.push_back(n);
+  }
+  per_old_ = spec::swap_per_device(dom, jv.splice, jv.mem);
+
+  // Devices with a live (or not yet re-read) reservation that this job may take.
+  index_.refresh_tagged(level_);
+  if (++tag_stamp_ == 0) {
+    std::fill(tag_seen_.begin(), tag_seen_.end(), 0);
+    tag_stamp_ = 1;
+  }
+  tag_nodes_.clear();
+  const auto& tn = index_.tagged_nodes(level_);
+  for (int n = tn.first(); n >= 0; n = tn.next(n + 1)) {
+    if (!index_.up(n)) continue;
+    int u = 0;
+    index_.for_each_tagged(level_, n, [&](int dev) {
+      const auto r = s.resv_for[dev];
+      if (!spec::reserved(dom, s, dev) || r == job || spec::outranks(dom, s, job, r)) ++u;
+      return true;
+    });
+    if (u > 0) {
+      tag_seen_[static_cast<std::size_t>(n)] = tag_stamp_;
+      tag_usable_[static_cast<std::size_t>(n)] = u;
+      tag_nodes_.push_back(n);
+    }
+  }
+
+  // Where new devices may go, and how many of the level there are at all.
+  const std::int64_t kept = keep_held_ ? jv.devices : 0;
+  int anchor_node = -1, anchor_cluster = -1, anchor_region = -1;
+  std::int64_t capacity = 0;
+  if (keep_held_) {
+    bool one_node = held_nodes_.size() == 1, one_cluster = true, one_region = true;
+    for (int n : held_nodes_) {
+      one_cluster = one_cluster && index_.cluster_of(n) == index_.cluster_of(held_nodes_[0]);
+      one_region = one_region && index_.region_of(n) == index_.region_of(held_nodes_[0]);
+    }
+    if (held_nodes_.empty()) one_cluster = one_region = false;
+    if (one_node) anchor_node = held_nodes_[0];
+    if (one_cluster) anchor_cluster = index_.cluster_of(held_nodes_[0]);
+    if (one_region) anchor_region = index_.region_of(held_nodes_[0]);
+    if (cross)
+      capacity = index_.scope_capacity(level_, index_.fleet_scope()) - kept;
+    else if (anchor_region >= 0)
+      capacity = index_.scope_capacity(level_, index_.region_scope(anchor_region)) - kept;
+  } else if (cross) {
+    capacity = index_.scope_capacity(level_, index_.fleet_scope());
+  } else {
+    for (int r = 0; r < index_.regions(); ++r)
+      capacity = std::max(capacity, index_.scope_capacity(level_, index_.region_scope(r)));
+  }
+
+  const std::int64_t hi = want > 0 ? std::min<std::int64_t>(want, jv.max_dev) : jv.max_dev;
+  std::int64_t lo = jv.min_dev;
+  if (event == EventKind::kMigrate) lo = std::max(lo, jv.devices);  // fewer would be a shrink
+  bool divisible = false, could_fit = false;
+  std::vector<Pick> picks;
+  for (std::int64_t c = hi; c >= lo; --c) {
+    if (jv.world % c != 0 || jv.world / c > spec::kSpliceLimit) continue;
+    if (keep_held_ && c <= kept) break;
+    divisible = true;
+    const int need = static_cast<int>(c - kept);
+    if (need > capacity) continue;
+    could_fit = true;
+    per_new_ = spec::swap_per_device(dom, jv.world / c, jv.mem);
+    begin_query();
+    picks.clear();
+    bool ok = false;
+    if (!keep_held_) {
+      ok = place_in_fleet(need, cross, picks);
+    } else {
+      if (anchor_node >= 0 && eff(anchor_node) >= need) {
+        picks.push_back({anchor_node, need});
+        ok = true;
+      }
+      // In the cluster: one node (fill_cluster's first choice), else several.
+      if (!ok && anchor_cluster >= 0) ok = fill_cluster(anchor_cluster, need, picks);
+      if (!ok && anchor_region >= 0) ok = place_in_region(anchor_region, need, picks);
+      if (!ok && cross) ok = place_in_fleet(need, true, picks);
+    }
+    if (!ok) continue;
+
+    // The devices: reserved for this job first, then unreserved, then reservations it outranks.
+    Proposal p;
+    auto& devs = p.decision.devices;
+    if (keep_held_) devs.assign(jv.held.begin(), jv.held.end());
+    for (const auto& pk : picks) {
+      int got = 0;
+      const bool tagged = tag_seen_[static_cast<std::size_t>(pk.node)] == tag_stamp_;
+      auto take = [&](int dev) {
+        devs.push_back(dev);
+        return ++got < pk.count;
+      };
+      if (tagged)
+        index_.for_each_tagged(level_, pk.node, [&](int dev) {
+          if (s.resv_for[dev] != job || !spec::reserved(dom, s, dev)) return true;
+          return take(dev);
+        });
+      if (got < pk.count) index_.for_each_open(level_, pk.node, take);
+      if (got < pk.count && tagged)
+        index_.for_each_tagged(level_, pk.node, [&](int dev) {
+          const auto r = s.resv_for[dev];
+          const bool reserved = spec::reserved(dom, s, dev);
+          if (reserved && r == job) return true;  // taken above
+          if (reserved && !spec::outranks(dom, s, job, r)) return true;
+          return take(dev);
+        });
+      if (got < pk.count)  // the counts promised more than the node has: an index bug
+        return answer(Proposal::Kind::kRetryLater,
+                      "the placement index disagrees with the core's state (a bug): node " +
+                          core_.fleet().nodes[static_cast<std::size_t>(pk.node)].name);
+    }
+    std::sort(devs.begin(), devs.end());
+    p.decision.event = event;
+    p.decision.origin = spec::Origin::kPlanner;
+    p.decision.job = job;
+    p.decision.splice = jv.world / c;
+    if (event == EventKind::kMigrate) p.decision.step = jv.progress;
+    return p;
+  }
+  if (!divisible)
+    return answer(Proposal::Kind::kInfeasible,
+                  keep_held_ ? "no device count above the " + std::to_string(kept) +
+                                   " held, within the cap, splits the world size within the splice limit"
+                             : "no device count in range splits the world size within the splice limit");
+  if (!could_fit) {
+    if (keep_held_ && anchor_region < 0 && !cross)
+      return answer(Proposal::Kind::kInfeasible,
+                    "the job's devices span regions and it may not be placed across regions");
+    return answer(Proposal::Kind::kInfeasible,
+                  "more " + core_.device_type(job) + " devices than " +
+                      (cross ? std::string("the fleet") : std::string("one region")) + " has");
+  }
+  return answer(Proposal::Kind::kRetryLater,
+                "not enough free devices of the job's type now" +
+                    std::string(cross || index_.regions() == 1 ? "" : " in any one region"));
+}
+
+void GangPlacer::begin_query() {
+  if (++stamp_ == 0) {
+    std::fill(adj_stamp_.begin(), adj_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  if (++excl_gen_ == 0) {
+    std::fill(excl_stamp_.begin(), excl_stamp_.end(), 0);
+    excl_gen_ = 1;
+  }
+  adj_nodes_.clear();
+  for (int n : tag_nodes_) adjust(n);
+  if (per_new_ > 0) {
+    index_.for_each_host_below(per_new_ * index_.max_per_node(level_), [&](int n) { adjust(n); });
+    for (int n : held_nodes_) adjust(n);
+  }
+}
+
+void GangPlacer::adjust(int node) {
+  if (!index_.up(node) || adjusted(node)) return;
+  const auto& s = core_.cluster();
+  const auto i = static_cast<std::size_t>(node);
+  const int b = base(node);
+  std::int64_t e = b + (tag_seen_[i] == tag_stamp_ ? tag_usable_[i] : 0);
+  if (per_new_ > 0) {
+    // The guard's host-memory rule on this node: the job's old devices here give back their
+    // swapped-out workers' memory (a resize keeps them, at the new splice).
+    const std::int64_t held = held_on_[i];
+    const std::int64_t avail = s.host_mem[node] - s.node_swap[node] + held * per_old_;
+    std::int64_t cap = avail / per_new_ - (keep_held_ ? held : 0);
+    e = std::min(e, std::max<std::int64_t>(cap, 0));
+  }
+  if (e == b) return;
+  adj_stamp_[i] = stamp_;
+  adj_eff_[i] = static_cast<int>(e);
+  adj_nodes_.push_back(node);
+}
+
+std::int64_t GangPlacer::scope_total(int scope) const {
+  std::int64_t t = index_.total(level_, scope);
+  for (int n : adj_nodes_)
+    if (index_.in_scope(scope, n)) t += eff(n) - base(n);
+  return t;
+}
+
+std::vector<std::pair<int, int>> GangPlacer::adjusted_in(int scope) const {
+  std::vector<std::pair<int, int>> a;
+  for (int n : adj_nodes_)
+    if (eff(n) > 0 && index_.in_scope(scope, n)) a.emplace_back(eff(n), n);
+  std::sort(a.begin(), a.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  });
+  return a;
+}
+
+int GangPlacer::best_node(int scope, int need) const {
+  int best_e = INT_MAX, best_n = -1;
+  for (int n : adj_nodes_) {
+    const int e = eff(n);
+    if (e >= need && !excluded(n) && index_.in_scope(scope, n) &&
+        std::tie(e, n) < std::tie(best_e, best_n)) {
+      best_e = e;
+      best_n = n;
+    }
+  }
+  const auto& nodes = index_.scope_nodes(scope);
+  for (int k = index_.next_nonempty(level_, scope, need); k != 0 && k <= best_e;
+       k = index_.next_nonempty(level_, scope, k + 1)) {
+    const auto& b = index_.bucket(level_, scope, k);
+    int found = -1;
+    for (int local = b.first(); local >= 0; local = b.next(local + 1)) {
+      const int n = nodes[static_cast<std::size_t>(local)];
+      if (adjusted(n) || excluded(n)) continue;
+      found = n;
+      break;
+    }
+    if (found < 0) continue;
+    if (k < best_e || found < best_n) {
+      best_e = k;
+      best_n = found;
+    }
+    break;
+  }
+  return best_n;
+}
+
+template <class F>
+void GangPlacer::for_each_desc(int scope, F&& f) const {
+  const auto adj = adjusted_in(scope);
+  const auto& nodes = index_.scope_nodes(scope);
+  std::size_t ai = 0;
+  int k = index_.prev_nonempty(level_, scope, index_.max_per_node(level_));
+  while (true) {
+    for (; ai < adj.size() && adj[ai].first > k; ++ai)
+      if (!f(adj[ai].second, adj[ai].first)) return;
+    if (k == 0) return;
+    const auto& b = index_.bucket(level_, scope, k);
+    for (int local = b.first(); local >= 0; local = b.next(local + 1)) {
+      const int n = nodes[static_cast<std::size_t>(local)];
+      for (; ai < adj.size() && adj[ai].first == k && adj[ai].second < n; ++ai)
+        if (!f(adj[ai].second, k)) return;
+      if (adjusted(n)) continue;
+      if (!f(n, k)) return;
+    }
+    for (; ai < adj.size() && adj[ai].first == k; ++ai)
+      if (!f(adj[ai].second, k)) return;
+    k = index_.prev_nonempty(level_, scope, k - 1);
+  }
+}
+
+int GangPlacer::nodes_needed(int scope, int need) const {
+  if (scope_total(scope) < need) return kNever;
+  // Node counts per free-device count, descending: the buckets, corrected by the adjusted nodes.
+  std::vector<std::pair<int, int>> corr;  // (k, +1 / -1)
+  for (int n : adj_nodes_) {
+    if (!index_.in_scope(scope, n)) continue;
+    if (base(n) > 0) corr.emplace_back(base(n), -1);
+    if (eff(n) > 0) corr.emplace_back(eff(n), +1);
+  }
+  std::sort(corr.begin(), corr.end(), std::greater<>());
+  std::int64_t remaining = need;
+  int used = 0;
+  int k = index_.prev_nonempty(level_, scope, index_.max_per_node(level_));
+  std::size_t ci = 0;
+  while (k != 0 || ci < corr.size()) {
+    const int kk = std::max(k, ci < corr.size() ? corr[ci].first : 0);
+    std::int64_t count = 0;
+    if (kk == k) {
+      count += index_.bucket(level_, scope, k).size();
+      k = index_.prev_nonempty(level_, scope, k - 1);
+    }
+    for (; ci < corr.size() && corr[ci].first == kk; ++ci) count += corr[ci].second;
+    if (count <= 0) continue;
+    if (count * kk >= remaining) return used + static_cast<int>((remaining + kk - 1) / kk);
+    used += static_cast<int>(count);
+    remaining -= count * kk;
+  }
+  return kNever;
+}
+
+bool GangPlacer::fill_cluster(int c, int need, std::vector<Pick>& picks) {
+  const int sc = index_.cluster_scope(c);
+  const int t = nodes_needed(sc, need);
+  if (t == kNever) return false;
+  // Exclusions mark the nodes this fill takes whole; a fresh mark for each fill.
+  if (++excl_gen_ == 0) {
+    std::fill(excl_stamp_.begin(), excl_stamp_.end(), 0);
+    excl_gen_ = 1;
+  }
+  int remaining = need, taken = 0;
+  if (t > 1)
+    for_each_desc(sc, [&](int n, int e) {
+      picks.push_back({n, e});
+      exclude(n);
+      remaining -= e;
+      return ++taken < t - 1;
+    });
+  const int last = best_node(sc, remaining);
+  if (last < 0) return false;  // cannot happen: the t-th node of the greedy order fits
+  picks.push_back({last, remaining});
+  return true;
+}
+
+void GangPlacer::take_whole(int scope, std::vector<Pick>& picks) {
+  for_each_desc(scope, [&](int n, int e) {
+    picks.push_back({n, e});
+    return true;
+  });
+}
+
+int GangPlacer::choose_cluster(const std::vector<int>& candidates, int need) const {
+  int best = -1, best_nodes = kNever;
+  std::int64_t best_total = 0;
+  for (int c : candidates) {
+    const int sc = index_.cluster_scope(c);
+    const std::int64_t total = scope_total(sc);
+    if (total < need) continue;
+    const int nodes = nodes_needed(sc, need);
+    if (best < 0 || std::tie(nodes, total, c) < std::tie(best_nodes, best_total, best)) {
+      best = c;
+      best_nodes = nodes;
+      best_total = total;
+    }
+  }
+  return best;
+}
+
+int GangPlacer::clusters_needed(int r, int need) const {
+  std::vector<std::int64_t> totals;
+  for (int c : index_.clusters_of_region(r)) totals.push_back(scope_total(index_.cluster_scope(c)));
+  std::sort(totals.begin(), totals.end(), std::greater<>());
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < totals.size(); ++i)
+    if ((sum += totals[i]) >= need) return static_cast<int>(i) + 1;
+  return kNever;
+}
+
+bool GangPlacer::fill_region(int r, int need, std::vector<Pick>& picks) {
+  const int t = clusters_needed(r, need);
+  if (t == kNever) return false;
+  std::vector<std::pair<std::int64_t, int>> order;  // (total, cluster), most free first
+  for (int c : index_.clusters_of_region(r))
+    order.emplace_back(scope_total(index_.cluster_scope(c)), c);
+  std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  });
+  int remaining = need;
+  std::vector<int> rest;
+  for (int i = 0; i < static_cast<int>(order.size()); ++i) {
+    if (i < t - 1) {
+      take_whole(index_.cluster_scope(order[static_cast<std::size_t>(i)].second), picks);
+      remaining -= static_cast<int>(order[static_cast<std::size_t>(i)].first);
+    } else {
+      rest.push_back(order[static_cast<std::size_t>(i)].second);
+    }
+  }
+  const int c = choose_cluster(rest, remaining);
+  return c >= 0 && fill_cluster(c, remaining, picks);
+}
+
+bool GangPlacer::place_in_region(int r, int need, std::vector<Pick>& picks) {
+  if (int n = best_node(index_.region_scope(r), need); n >= 0) {
+    picks.push_back({n, need});
+    return true;
+  }
+  if (int c = choose_cluster(index_.clusters_of_region(r), need); c >= 0)
+    return fill_cluster(c, need, picks);
+  return scope_total(index_.region_scope(r)) >= need && fill_region(r, need, picks);
+}
+
+bool GangPlacer::place_in_fleet(int need, bool cross_region, std::vector<Pick>& picks) {
+  // One node.
+  if (int n = best_node(index_.fleet_scope(), need); n >= 0) {
+    picks.push_back({n, need});
+    return true;
+  }
+  // One cluster.
+  std::vector<int> all(static_cast<std::size_t>(index_.clusters()));
+  for (int c = 0; c < index_.clusters(); ++c) all[static_cast<std::size_t>(c)] = c;
+  if (int c = choose_cluster(all, need); c >= 0) return fill_cluster(c, need, picks);
+  // One region: the fewest clusters, then the fewest free devices.
+  auto choose_region = [&](const std::vector<int>& candidates, int want) {
+    int best = -1, best_clusters = kNever;
+    std::int64_t best_total = 0;
+    for (int r : candidates) {
+      const std::int64_t total = scope_total(index_.region_scope(r));
+      if (total < want) continue;
+      const int cl = clusters_needed(r, want);
+      if (best < 0 || std::tie(cl, total, r) < std::tie(best_clusters, best_total, best)) {
+        best = r;
+        best_clusters = cl;
+        best_total = total;
+      }
+    }
+    return best;
+  };
+  std::vector<int> regions(static_cast<std::size_t>(index_.regions()));
+  for (int r = 0; r < index_.regions(); ++r) regions[static_cast<std::size_t>(r)] = r;
+  if (int r = choose_region(regions, need); r >= 0) return fill_region(r, need, picks);
+  if (!cross_region) return false;
+  // Across regions: the regions with the most free devices whole, the rest in one region.
+  std::vector<std::pair<std::int64_t, int>> order;
+  std::int64_t sum = 0;
+  for (int r : regions) {
+    order.emplace_back(scope_total(index_.region_scope(r)), r);
+    sum += order.back().first;
+  }
+  if (sum < need) return false;
+  std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  });
+  int remaining = need;
+  std::size_t i = 0;
+  for (; i < order.size() && remaining > order[i].first; ++i) {
+    take_whole(index_.region_scope(order[i].second), picks);
+    remaining -= static_cast<int>(order[i].first);
+  }
+  std::vector<int> rest;
+  for (; i < order.size(); ++i) rest.push_back(order[i].second);
+  const int r = choose_region(rest, remaining);
+  return r >= 0 && fill_region(r, remaining, picks);
+}
+
+}  // namespace orrery::core::policy

@@ -1,0 +1,138 @@
+// Gang placement, topology-aware, over a free-device index: an untrusted planner that proposes a
+// device set and splice factor for one job. The core commits it only if the spec guard holds; the
+// placer asks the core (SchedulerCore::check: the row and its guard on the current state) before
+// proposing, so a proposal it returns is one the core accepts now (a rejected proposal would be a
+// policy bug).
+//
+// Rules (docs/policies.md, "Gang placement"):
+//   - Device count: the largest c in [min_devices, min(max_devices, want)] (ResizeUp: above the
+//     devices held; Migrate: at least as many as held) that divides the world size with
+//     world / c <= spec::kSpliceLimit workers per device and for which a placement exists.
+//   - Devices: of the job's type with memory for one worker, on Up nodes, not held, not reserved
+//     for another job unless this one outranks it (spec::outranks); reserved for this job is free
+//     to it. On each node, host memory for the spliced-out workers must fit (the guard's rule).
+//   - Topology, first that fits: ONE node, the one with the fewest free devices that still fits
+//     (best fit); else ONE cluster, the one needing the fewest nodes (then the fewest free
+//     devices), filled with its nodes of most free devices first and the rest on the
+//     best-fitting node; else ONE region, the one needing the fewest clusters (then the fewest
+//     free devices), filled with its clusters of most free devices whole and the rest in one
+//     cluster by the cluster rule. Never across regions, unless allow_cross_region(job): then
+//     regions of most free devices whole and the rest in one region by the region rule.
+//     Ties go to the lowest node, cluster or region id: the proposal is a function of the state.
+//   - ResizeUp keeps the held devices and grows near them: on their node (when on one), else in
+//     their cluster (one node, else several), else in their region; never outside it (unless
+//     allowed to cross regions). Migrate never reuses the held devices.
+//   - On a node, devices reserved for this job go first, then unreserved ones, then ones whose
+//     reservation this job outranks; in increasing id.
+//
+// Cost: propose() first catches up with the core's commits (FreeDeviceIndex::sync, O(devices the
+// commits since the last call touched)); a placement then costs O(levels of buckets + devices
+// picked) for one node, plus O(clusters x max devices per node) when it spans nodes, plus the
+// devices tagged with a live reservation of the job's device class. Spliced gangs (host memory)
+// also visit the nodes whose free host memory could limit them.
+//
+// Not thread-safe; one placer per core, used from the thread that commits. The core must outlive
+// it. A placer may be created at any time (it reads the state) and used after any number of
+// commits by anyone: the core's change feed tells it what changed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/decision.h"
+#include "core/policy/free_device_index.h"
+#include "core/policy/gang_placement.h"
+#include "core/scheduler_core.h"
+
+namespace orrery::core::policy {
+
+class GangPlacer {
+ public:
+  explicit GangPlacer(const SchedulerCore& core);
+
+  // `event` is Place (job Queued), Resume (Suspended), Migrate or ResizeUp (Running); `want` caps
+  // the device count (-1: max_devices). kOk carries a decision the core accepts now;
+  // kRetryLater: no placement now (not enough free devices where the rules allow);
+  // kInfeasible: never (no device count in range splits the world, no device of the type has the
+  // memory, more devices than one region has, a job in the wrong state, or not a placement event).
+  Proposal propose(int job, spec::EventKind event, int want = -1);
+
+  // Lets `job` (or no longer) be placed across regions. A planner-side attribute, not journaled:
+  // whoever runs the planner sets it again after a restart.
+  void allow_cross_region(int job, bool allowed = true);
+
+  // Catches up with the core now (propose() does it anyway).
+  void sync() { index_.sync(); }
+  const FreeDeviceIndex& index() const { return index_; }
+
+  struct Stats {
+    std::uint64_t proposals = 0;  // propose() calls
+    std::uint64_t placed = 0;     // kOk answers
+    // A proposal the spec guard refused although the index chose it: the index was rebuilt and
+    // the placement planned again. Always 0 unless there is a bug; tests check it.
+    std::uint64_t repairs = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Pick {
+    int node;
+    int count;
+  };
+  Proposal plan(int job, spec::EventKind event, int want);
+  // Why the core would refuse the decision now (SchedulerCore::check), or "".
+  std::string check(const Decision& d) const;
+
+  // ---- one query (job, level, device count) ----
+  void begin_query();
+  void adjust(int node);  // records the node's free devices for this query if they differ
+  int base(int node) const { return index_.up(node) ? index_.open(level_, node) : 0; }
+  int eff(int node) const {
+    return adj_stamp_[static_cast<std::size_t>(node)] == stamp_ ? adj_eff_[static_cast<std::size_t>(node)]
+                                                                 : base(node);
+  }
+  bool adjusted(int node) const { return adj_stamp_[static_cast<std::size_t>(node)] == stamp_; }
+  std::int64_t scope_total(int scope) const;
+  // The adjusted nodes of the scope with their free devices, (free desc, node asc).
+  std::vector<std::pair<int, int>> adjusted_in(int scope) const;
+  // The best-fitting node of the scope for `need` devices (not excluded), or -1.
+  int best_node(int scope, int need) const;
+  // Nodes a fill of `need` devices takes in the scope (most free first), or INT32_MAX.
+  int nodes_needed(int scope, int need) const;
+  // Visits the scope's nodes with free devices, most free first (ties: lowest id): f(node, free)
+  // -> false stops.
+  template <class F>
+  void for_each_desc(int scope, F&& f) const;
+  bool fill_cluster(int c, int need, std::vector<Pick>& picks);
+  void take_whole(int scope, std::vector<Pick>& picks);
+  int clusters_needed(int r, int need) const;
+  int choose_cluster(const std::vector<int>& candidates, int need) const;
+  bool fill_region(int r, int need, std::vector<Pick>& picks);
+  bool place_in_region(int r, int need, std::vector<Pick>& picks);
+  bool place_in_fleet(int need, bool cross_region, std::vector<Pick>& picks);
+  void exclude(int node) { excl_stamp_[static_cast<std::size_t>(node)] = excl_gen_; }
+  bool excluded(int node) const { return excl_stamp_[static_cast<std::size_t>(node)] == excl_gen_; }
+
+  const SchedulerCore& core_;
+  FreeDeviceIndex index_;
+  std::vector<char> cross_region_;  // by job
+  Stats stats_;
+
+  // Query state, reused across calls (no allocation per query once warm).
+  int job_ = -1;
+  int level_ = -1;
+  std::uint32_t stamp_ = 0;  // adjustments and exclusions of the current count
+  std::uint32_t excl_gen_ = 0;   // nodes a fill took whole
+  std::uint32_t tag_stamp_ = 0;  // tagged devices usable by the current job
+  std::vector<std::uint32_t> adj_stamp_, excl_stamp_, tag_seen_;
+  std::vector<int> adj_eff_, tag_usable_, held_on_;
+  std::vector<int> adj_nodes_;   // nodes adjusted for the current count
+  std::vector<int> tag_nodes_;   // Up nodes with tagged devices usable by the job
+  std::vector<int> held_nodes_;  // nodes where the job holds devices (held_on_ counts them)
+  std::int64_t per_new_ = 0, per_old_ = 0;  // host MiB per device for the new and old splice
+  bool keep_held_ = false;  // ResizeUp: held devices stay (and count on their nodes)
+};
+
+}  // namespace orrery::core::policy
