@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "core/policy/gang_placement.h"
 #include "core/policy/preemption.h"
 #include "spec/guards.h"
 
@@ -165,6 +164,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
     if (!st) return st;
     s->recovery_summary_ = "new journal " + path;
   }
+  s->placer_ = std::make_unique<core::policy::GangPlacer>(*s->core_);
   s->conns_.resize(s->core_->fleet().nodes.size());
   for (auto& c : s->conns_) c = std::make_unique<NodeConn>();
   s->started_ms_ = clock.now_ms();
@@ -652,7 +652,7 @@ Status Service::preempt(int job, int beneficiary) {
 std::optional<core::Decision> Service::migrate_decision(int job, const std::optional<std::string>& to,
                                                         std::string* why) const {
   if (!to) {
-    auto p = core::policy::propose_gang(*core_, job, EventKind::kMigrate);
+    auto p = placer_->propose(job, EventKind::kMigrate);
     if (p.kind != core::policy::Proposal::Kind::kOk) {
       *why = p.why;
       return std::nullopt;
@@ -723,7 +723,7 @@ Status Service::resize(int job, int devices, int beneficiary) {
                          std::to_string(devices) + " devices within the splice limit");
   core::Decision d;
   if (devices > jv.devices) {
-    auto p = core::policy::propose_gang(*core_, job, EventKind::kResizeUp, devices);
+    auto p = placer_->propose(job, EventKind::kResizeUp, devices);
     if (p.kind != core::policy::Proposal::Kind::kOk) return Status::Error("cannot grow " + job_str(job) + ": " + p.why);
     if (static_cast<int>(p.decision.devices.size()) != devices)
       return Status::Error("cannot grow " + job_str(job) + " to " + std::to_string(devices) + " devices: only " +
@@ -1246,7 +1246,7 @@ void Service::plan() {
     }
     if (state == JobState::kQueued || state == JobState::kSuspended) {
       auto ev = state == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
-      auto p = core::policy::propose_gang(*core_, j, ev);
+      auto p = placer_->propose(j, ev);
       if (p.kind == core::policy::Proposal::Kind::kOk) {
         auto c = commit(p.decision);
         if (c) {
@@ -1321,7 +1321,7 @@ void Service::plan() {
       continue;
     }
     if (!waiting && jv.devices < jv.max_dev) {
-      auto p = core::policy::propose_gang(*core_, j, EventKind::kResizeUp);
+      auto p = placer_->propose(j, EventKind::kResizeUp);
       if (p.kind == core::policy::Proposal::Kind::kOk &&
           static_cast<std::int64_t>(p.decision.devices.size()) > jv.devices) {
         auto old_nodes = nodes_of(j);

@@ -17,7 +17,7 @@
 //
 // The planner loop (tick()), in order: heartbeat monitor (a node silent for longer than the
 // timeout: HeartbeatLost, then NodeLoss for every job holding its devices, then FailedOver);
-// admit submitted jobs; place queued jobs (policy::propose_gang), resume suspended ones; for a
+// admit submitted jobs; place queued jobs (policy::GangPlacer), resume suspended ones; for a
 // waiting premium job that does not fit, preempt (policy::propose_preemption); migrate running jobs
 // off Draining nodes; resize elastic jobs back up when devices are free; ask running jobs for their
 // periodic checkpoints.
@@ -48,6 +48,7 @@
 #include "core/clock.h"
 #include "core/fleet.h"
 #include "core/journal.h"
+#include "core/policy/gang_placer.h"
 #include "core/scheduler_core.h"
 #include "core/service/checkpoint_store.h"
 #include "core/service/client_api.h"
@@ -171,6 +172,8 @@ class Service final : public ClientApi {
   const core::Clock& clock_;
   std::unique_ptr<core::JournalWriter> journal_;
   std::unique_ptr<core::SchedulerCore> core_;
+  // Gang placement over core_, following its commits (core/policy/gang_placer.h).
+  std::unique_ptr<core::policy::GangPlacer> placer_;
   std::unique_ptr<CheckpointStore> store_;
   std::map<int, std::unique_ptr<Track>> tracks_;
   std::set<int> active_;  // jobs not Completed, Failed or Cancelled
