@@ -152,6 +152,13 @@ Status SchedulerCore::check(const Decision& d) const {
   return Status::Ok();
 }
 
+bool SchedulerCore::accepts(const Decision& d) const {
+  if (!spec::may_decide(d.origin, d.event) || d.event == spec::EventKind::kSubmit) return false;
+  if (d.job < 0 || d.job >= cluster_.num_jobs()) return false;
+  auto params = params_for(d);
+  return params.ok() && find_row(static_cast<int>(d.job), d.event, *params, nullptr) != nullptr;
+}
+
 Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, bool journaled) {
   const Concrete dom;
 

@@ -93,6 +93,8 @@ class SchedulerCore {
   // origin may decide it and a row's guard holds (or why not, as commit() would say). For planners
   // that check their proposals first. Not for Submit.
   Status check(const Decision& decision) const;
+  // check(decision).ok(), without composing the reason (for planners asking often).
+  bool accepts(const Decision& decision) const;
 
   // The spec parameters a decision stands for (bad devices or device type -> error). For a Submit
   // the job is the next free id.

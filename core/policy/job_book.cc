@@ -1,5 +1,8 @@
 #include "core/policy/job_book.h"
 
+#include <algorithm>
+#include <climits>
+
 namespace orrery::core::policy {
 
 using spec::EventKind;
@@ -44,12 +47,19 @@ void JobBook::update(const SchedulerCore& core, int job) {
 
 void JobBook::admit_all(const SchedulerCore& core, PlanContext& ctx) {
   std::vector<int> ids(submitted_.begin(), submitted_.end());
+  // Premium admission is bounded by the reserve: once a premium job of some size is refused, so
+  // is every larger one this round.
+  std::int64_t refused_min = INT64_MAX;
   for (int j : ids) {
+    const auto& jv = core.cluster().jobs[j];
+    const bool premium = jv.tier == static_cast<std::int64_t>(spec::Tier::kPremium);
+    if (premium && jv.min_dev >= refused_min) continue;
     Decision d;
     d.event = EventKind::kAdmit;
     d.origin = spec::Origin::kPlanner;
     d.job = j;
-    if (core.check(d).ok()) ctx.propose(d);  // premium beyond its reserve waits for admission
+    if (core.accepts(d)) ctx.propose(d);  // premium beyond its reserve waits for admission
+    else if (premium) refused_min = std::min(refused_min, jv.min_dev);
   }
 }
 
@@ -68,7 +78,7 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
     if (ctx.cut_pending(j)) continue;
     const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
     auto p = placer(core).propose(j, ev);
-    if (p.kind == Proposal::Kind::kOk && core.check(p.decision).ok() && ctx.propose(p.decision)) {
+    if (p.kind == Proposal::Kind::kOk && core.accepts(p.decision) && ctx.propose(p.decision)) {
       ++placed;
       continue;
     }

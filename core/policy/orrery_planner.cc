@@ -1,7 +1,9 @@
 #include "core/policy/orrery_planner.h"
 
+#include <algorithm>
 #include <tuple>
 
+#include "core/policy/victims.h"
 #include "spec/model.h"
 
 namespace orrery::core::policy {
@@ -30,8 +32,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   const auto& s = core.cluster();
   const auto& bj = s.jobs[ben];
   // Candidates: running jobs of a strictly lower tier whose devices the guard lets go for `ben`.
-  int shrink = -1, preempt = -1;
+  int shrink = -1;
   std::int64_t shrink_to = 0;
+  std::vector<int> candidates;
   auto lost = [&](int v) { return s.jobs[v].progress - std::max<std::int64_t>(s.jobs[v].ckpt, 0); };
   auto preempt_key = [&](int v) {
     return std::tuple(-s.jobs[v].tier, lost(v), -s.jobs[v].devices);  // smaller is better
@@ -44,6 +47,8 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
                                 bj.attained < o_.las_threshold_gpu_ms;
     if ((vj.tier < bj.tier || (vj.tier == bj.tier && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
+    candidates.push_back(v);
+    if (vj.tier == bj.tier) continue;  // a shrink only for a higher tier
     // The smallest device count the job may shrink to (a divisor of its world within the splice
     // limit, at least min_devices).
     std::int64_t to = 0;
@@ -53,9 +58,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
       shrink = v;
       shrink_to = to;
     }
-    if (preempt < 0 || preempt_key(v) < preempt_key(preempt)) preempt = v;
   }
-  if (shrink >= 0 && s.jobs[shrink].devices - shrink_to >= bj.min_dev && s.jobs[shrink].tier > bj.tier) {
+  // A shrink that frees the beneficiary's whole smallest gang: nothing is lost.
+  if (shrink >= 0 && s.jobs[shrink].devices - shrink_to >= bj.min_dev) {
     const auto& vj = s.jobs[shrink];
     Decision p;
     p.event = EventKind::kResizeDown;
@@ -64,17 +69,13 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     p.beneficiary = ben;
     p.splice = vj.world / shrink_to;
     p.devices.assign(vj.held.begin(), vj.held.begin() + shrink_to);
-    if (core.check(p).ok() && ctx.propose(p)) return true;
+    if (core.accepts(p) && ctx.propose(p)) return true;
   }
-  if (preempt < 0) return false;
-  Decision p;
-  p.event = EventKind::kPreempt;
-  p.origin = spec::Origin::kPlanner;
-  p.job = preempt;
-  p.beneficiary = ben;
-  if (!core.check(p).ok() || !ctx.propose(p)) return false;
-  book_.note_cut(core, preempt, ben);
-  return true;
+  // Else preemptions, the lowest tier first, then the least work lost since the last
+  // checkpoint, as many as cover the beneficiary's smallest gang (or none: victims.h).
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](int a, int b) { return preempt_key(a) < preempt_key(b); });
+  return preempt_for(core, ctx, book_, victims_covering(core, candidates, bj.min_dev), ben) > 0;
 }
 
 void OrreryPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
@@ -89,7 +90,7 @@ void OrreryPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
     auto p = book_.placer(core).propose(j, EventKind::kResizeUp);
     if (p.kind != Proposal::Kind::kOk) break;  // no idle devices of any use left
     if (static_cast<std::int64_t>(p.decision.devices.size()) <= core.cluster().jobs[j].devices) continue;
-    if (core.check(p.decision).ok() && ctx.propose(p.decision) && ++grown >= o_.max_grows_per_round) break;
+    if (core.accepts(p.decision) && ctx.propose(p.decision) && ++grown >= o_.max_grows_per_round) break;
   }
 }
 

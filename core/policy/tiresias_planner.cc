@@ -1,5 +1,8 @@
 #include "core/policy/tiresias_planner.h"
 
+#include <algorithm>
+
+#include "core/policy/victims.h"
 #include "spec/model.h"
 
 namespace orrery::core::policy {
@@ -20,20 +23,18 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.place_waiting(core, ctx, o_, /*strict=*/false, [&](int ben) {
     if (queue_of(core, ben) != 0 || book_.helped(ben) || searches >= o_.max_cuts_per_round) return;
     ++searches;
-    // The second-queue job with the most attained service that the guard lets go for `ben`.
-    int victim = -1;
+    // Second-queue jobs the guard lets go for `ben`, the most attained service first, as many as
+    // cover its smallest gang.
+    std::vector<int> candidates;
     for (int v : book_.running()) {
       if (queue_of(core, v) != 1 || ctx.cut_pending(v)) continue;
       if (!spec::favoured(d, core.cluster(), ben, v) || !spec::fits_devices_of(d, core.cluster(), ben, v)) continue;
-      if (victim < 0 || core.cluster().jobs[v].attained > core.cluster().jobs[victim].attained) victim = v;
+      candidates.push_back(v);
     }
-    if (victim < 0) return;
-    Decision p;
-    p.event = spec::EventKind::kPreempt;
-    p.origin = spec::Origin::kPlanner;
-    p.job = victim;
-    p.beneficiary = ben;
-    if (core.check(p).ok() && ctx.propose(p)) book_.note_cut(core, victim, ben);
+    std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+      return core.cluster().jobs[a].attained > core.cluster().jobs[b].attained;
+    });
+    preempt_for(core, ctx, book_, victims_covering(core, candidates, core.cluster().jobs[ben].min_dev), ben);
   });
 }
 
