@@ -193,7 +193,8 @@ void place_pending(benchmark::State& state, bool scan) {
       benchmark::Counter(static_cast<double>(decisions), benchmark::Counter::kIsRate);
   state.counters["proposals_per_s"] = benchmark::Counter(
       static_cast<double>(decisions + retry_later), benchmark::Counter::kIsRate);
-  state.counters["retry_later"] = static_cast<double>(retry_later);
+  state.counters["retry_later"] =  // per iteration
+      benchmark::Counter(static_cast<double>(retry_later), benchmark::Counter::kAvgIterations);
   state.counters["gpus_per_decision"] =
       decisions ? static_cast<double>(devices) / static_cast<double>(decisions) : 0;
   state.counters["one_node_pct"] =
