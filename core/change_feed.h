@@ -4,7 +4,9 @@
 //
 // Every job commit whose effect changed the job's held device set records each device the job
 // held before and holds after (a superset of the devices whose owner or reservation changed: the
-// effects change owners and reservations only on those); every node commit records its node.
+// effects change owners and reservations only on those); a job commit that changed the job's
+// reservation generation records the job (the reservations made for it ended: spec::reserved
+// changes on devices no commit touched); every node commit records its node.
 // Entries are numbered from 0 in commit order. A reader remembers end() after it has read the
 // state, and later visits the entries since then with since(); only the last kCapacity entries
 // are kept, so a reader that fell further behind is told so and must rebuild from the state.
@@ -15,6 +17,8 @@
 
 #include <cstdint>
 #include <vector>
+
+#include "spec/vocabulary.h"
 
 namespace orrery::core {
 
@@ -27,23 +31,30 @@ class ChangeFeed {
 
   void device(int dev) { put(dev); }
   void node(int n) { put(-1 - n); }
+  void job(int j) { put(kJobBase + j); }
 
-  // Visits the entries [from, end()) in order: on_device(dev) or on_node(node). False, visiting
-  // nothing, when some of them are no longer kept (from < end() - kCapacity) or from > end().
-  template <class OnDevice, class OnNode>
-  bool since(std::uint64_t from, OnDevice&& on_device, OnNode&& on_node) const {
+  // Visits the entries [from, end()) in order: on_device(dev), on_node(node) or on_job(job).
+  // False, visiting nothing, when some of them are no longer kept (from < end() - kCapacity) or
+  // from > end().
+  template <class OnDevice, class OnNode, class OnJob>
+  bool since(std::uint64_t from, OnDevice&& on_device, OnNode&& on_node, OnJob&& on_job) const {
     if (from > end_ || end_ - from > ring_.size()) return false;
     for (std::uint64_t i = from; i < end_; ++i) {
       const std::int32_t e = ring_[static_cast<std::size_t>(i % kCapacity)];
-      if (e >= 0)
+      if (e < 0)
+        on_node(static_cast<int>(-1 - e));
+      else if (e < kJobBase)
         on_device(static_cast<int>(e));
       else
-        on_node(static_cast<int>(-1 - e));
+        on_job(static_cast<int>(e - kJobBase));
     }
     return true;
   }
 
  private:
+  // Device ids are below the fleet limit; job ids are stored above it.
+  static constexpr std::int32_t kJobBase = static_cast<std::int32_t>(spec::kMaxFleetDevices);
+
   void put(std::int32_t e) {
     // The ring grows to kCapacity on demand, so a small core (tests) keeps a small one.
     if (ring_.size() < kCapacity)

@@ -208,6 +208,7 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
     }
   }
   held_before_.assign(cluster_.jobs[j].held.begin(), cluster_.jobs[j].held.end());
+  const auto resv_gen_before = cluster_.jobs[j].resv_gen;
   FireContext ctx{&cluster_, j, &p};
   machine_.position(from);
   auto fired = machine_.fire(d.event, ctx);
@@ -219,6 +220,7 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
     for (auto dev : held_before_) changes_.device(dev);
     for (auto dev : cluster_.jobs[j].held) changes_.device(dev);
   }
+  if (cluster_.jobs[j].resv_gen != resv_gen_before) changes_.job(j);
   Committed c = count_committed(time_ms, row->index);
   c.job = j;
   c.from = from;

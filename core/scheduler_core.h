@@ -122,7 +122,7 @@ class SchedulerCore {
   // Writes and syncs every committed decision; afterwards durable_seq() == committed().
   Status sync();
   std::uint64_t rejected() const { return rejected_; }
-  // The devices and nodes each commit touched, for planners that keep indexes of the state
+  // The devices, jobs and nodes each commit touched, for planners that keep indexes of the state
   // (core/change_feed.h). Costs a commit O(|devices the job held| + |devices it holds|).
   const ChangeFeed& changes() const { return changes_; }
 

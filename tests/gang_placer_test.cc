@@ -346,6 +346,46 @@ TEST(GangPlacer, VoidReservationsFreeDevicesWithoutACommitTouchingThem) {
   EXPECT_EQ(audited(placer), "");
 }
 
+TEST(GangPlacer, DevicesReservedAgainForAnotherJobBetweenTwoCalls) {
+  World w(fleet_text({{{4, 4}}}));  // node 1 stays full: room for 8 premium devices, none free
+  w.fill(range(4, 4));
+  GangPlacer placer(*w.core);
+  auto preempt_for = [&](int victim, int ben) {
+    Decision pre = World::ev(EventKind::kPreempt, victim);
+    pre.origin = spec::Origin::kPlanner;
+    pre.beneficiary = ben;
+    w.must(pre);
+    Decision done = World::ev(EventKind::kCheckpointDone, victim);
+    done.step = w.core->cluster().jobs[victim].progress;
+    w.must(done);
+  };
+  const int basic = w.fill(range(0, 4), Tier::kBasic);
+  const int standard = w.job(4, 4, 4, Tier::kStandard);
+  preempt_for(basic, standard);  // devices 0-3 reserved for `standard`
+  ASSERT_EQ(audited(placer), "");
+  // Before the placer looks again: a premium job takes them (it outranks `standard`), runs, and
+  // is preempted for a premium job with less service, for which they are reserved now.
+  const int premium = w.job(4, 4, 4, Tier::kPremium);
+  Decision place = World::ev(EventKind::kPlace, premium);
+  place.devices = range(0, 4);
+  place.splice = 1;
+  w.must(place);
+  w.must(World::ev(EventKind::kStart, premium));
+  Decision prog = World::ev(EventKind::kProgress, premium);
+  prog.step = 1;
+  prog.gpu_ms = 1000;
+  w.must(prog);
+  const int premium2 = w.job(4, 4, 4, Tier::kPremium);
+  preempt_for(premium, premium2);
+  EXPECT_EQ(placer.propose(standard, EventKind::kPlace).kind, Proposal::Kind::kRetryLater)
+      << "reserved for a premium job now";
+  auto p = placer.propose(premium2, EventKind::kPlace);
+  ASSERT_EQ(p.kind, Proposal::Kind::kOk) << p.why;
+  EXPECT_EQ(p.decision.devices, range(0, 4));
+  EXPECT_EQ(placer.stats().repairs, 0u);
+  EXPECT_EQ(audited(placer), "");
+}
+
 TEST(GangPlacer, OnlyUpNodes) {
   World w(fleet_text({{{8, 4}}}));
   GangPlacer placer(*w.core);

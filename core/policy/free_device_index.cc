@@ -139,12 +139,13 @@ void FreeDeviceIndex::read_all() {
   open_bits_.assign(words, 0);
   tagged_bits_.assign(words, 0);
   up_.assign(static_cast<std::size_t>(nodes_), 0);
+  tag_for_.assign(static_cast<std::size_t>(s.num_devices()), -1);
+  tagged_by_job_.clear();
+  tagged_total_ = 0;
   for (int n = 0; n < nodes_; ++n)
     up_[static_cast<std::size_t>(n)] = s.node_state[n] == static_cast<std::int64_t>(spec::NodeState::kUp);
   for (auto& L : levels_) {
     L.cnt.assign(static_cast<std::size_t>(nodes_), 0);
-    L.tcnt.assign(static_cast<std::size_t>(nodes_), 0);
-    L.tagged_nodes = NodeSet(nodes_);
     L.scope.assign(static_cast<std::size_t>(scopes()), Scope{});
     for (int sc = 0; sc < scopes(); ++sc) {
       auto& S = L.scope[static_cast<std::size_t>(sc)];
@@ -161,15 +162,12 @@ void FreeDeviceIndex::read_all() {
       const std::size_t bit = node_word_[static_cast<std::size_t>(node)] * 64 +
                               static_cast<std::size_t>(dev - node_first_[static_cast<std::size_t>(node)]);
       put_bit(tagged ? tagged_bits_ : open_bits_, bit, true);
-      for (int level : group_levels_[static_cast<std::size_t>(g)]) {
-        auto& L = levels_[static_cast<std::size_t>(level)];
-        if (tagged) {
-          ++L.tcnt[static_cast<std::size_t>(node)];
-          L.tagged_nodes.insert(node);
-        } else {
-          ++L.cnt[static_cast<std::size_t>(node)];
-        }
+      if (tagged) {
+        tag(dev, static_cast<int>(s.resv_for[dev]));
+        continue;
       }
+      for (int level : group_levels_[static_cast<std::size_t>(g)])
+        ++levels_[static_cast<std::size_t>(level)].cnt[static_cast<std::size_t>(node)];
     }
   }
   for (std::size_t li = 0; li < levels_.size(); ++li) {
@@ -211,7 +209,8 @@ void FreeDeviceIndex::sync() {
       [&](int node) {
         read_node(node);
         host_update(node);
-      });
+      },
+      [&](int job) { read_job(job); });
   if (!ok) {
     rebuild();
     return;
@@ -239,22 +238,42 @@ void FreeDeviceIndex::read_device(int dev) {
   const bool now_open = free && !now_tagged;
   const bool was_open = test_bit(open_bits_, bit);
   const bool was_tagged = test_bit(tagged_bits_, bit);
-  if (now_open == was_open && now_tagged == was_tagged) return;
+  if (now_open == was_open && now_tagged == was_tagged &&
+      (!now_tagged || tag_for_[static_cast<std::size_t>(dev)] == s.resv_for[dev]))
+    return;
   put_bit(open_bits_, bit, now_open);
   put_bit(tagged_bits_, bit, now_tagged);
-  for (int level : group_levels_[static_cast<std::size_t>(g)]) {
-    auto& L = levels_[static_cast<std::size_t>(level)];
-    if (now_open != was_open)
-      set_open_count(level, node, L.cnt[static_cast<std::size_t>(node)] + (now_open ? 1 : -1));
-    if (now_tagged != was_tagged) {
-      auto& t = L.tcnt[static_cast<std::size_t>(node)];
-      t += now_tagged ? 1 : -1;
-      if (t > 0)
-        L.tagged_nodes.insert(node);
-      else
-        L.tagged_nodes.erase(node);
-    }
+  if (was_tagged) tag(dev, -1);
+  if (now_tagged) tag(dev, static_cast<int>(s.resv_for[dev]));
+  if (now_open != was_open)
+    for (int level : group_levels_[static_cast<std::size_t>(g)])
+      set_open_count(level, node,
+                     levels_[static_cast<std::size_t>(level)].cnt[static_cast<std::size_t>(node)] +
+                         (now_open ? 1 : -1));
+}
+
+void FreeDeviceIndex::tag(int dev, int job) {
+  auto& t = tag_for_[static_cast<std::size_t>(dev)];
+  if (t >= 0) {
+    auto it = tagged_by_job_.find(t);
+    auto& v = it->second;
+    *std::find(v.begin(), v.end(), dev) = v.back();
+    v.pop_back();
+    if (v.empty()) tagged_by_job_.erase(it);
+    --tagged_total_;
   }
+  t = job;
+  if (job >= 0) {
+    tagged_by_job_[job].push_back(dev);
+    ++tagged_total_;
+  }
+}
+
+void FreeDeviceIndex::read_job(int job) {
+  auto it = tagged_by_job_.find(job);
+  if (it == tagged_by_job_.end()) return;
+  const std::vector<int> devs = it->second;  // read_device() edits the group
+  for (int dev : devs) read_device(dev);
 }
 
 void FreeDeviceIndex::read_node(int node) {
@@ -348,17 +367,6 @@ int FreeDeviceIndex::level_for(std::int64_t dtype, std::int64_t mem) const {
   return best;
 }
 
-void FreeDeviceIndex::refresh_tagged(int level) {
-  const auto& tn = lv(level).tagged_nodes;
-  std::vector<int> devs;
-  for (int n = tn.first(); n >= 0; n = tn.next(n + 1))
-    for_each_tagged(level, n, [&](int dev) {
-      if (!maybe_reserved(dev)) devs.push_back(dev);
-      return true;
-    });
-  for (int dev : devs) read_device(dev);
-}
-
 void FreeDeviceIndex::host_update(int node) {
   const auto& s = core_.cluster();
   std::size_t i = static_cast<std::size_t>(host_leaves_ + node);
@@ -376,8 +384,8 @@ std::string FreeDeviceIndex::audit() const {
   for (int n = 0; n < nodes_; ++n)
     if (up(n) != (s.node_state[n] == static_cast<std::int64_t>(spec::NodeState::kUp)))
       bad("node " + std::to_string(n) + ": up flag");
-  // Each device's class against the state. A tagged device may since have become void for good
-  // without a commit touching it (its job's generation moved on): refresh_tagged() catches up.
+  // Each device's class against the state, and the tagged devices' groups.
+  std::size_t tagged = 0;
   for (int g = 0; g < s.num_groups(); ++g) {
     const int node = s.group_node[g];
     for (int dev = s.group_first[g]; dev < s.group_first[g + 1]; ++dev) {
@@ -386,24 +394,34 @@ std::string FreeDeviceIndex::audit() const {
       const bool free = s.owner[dev] == -1;
       const bool is_open = test_bit(open_bits_, bit), is_tagged = test_bit(tagged_bits_, bit);
       const bool want_tagged = free && maybe_reserved(dev);
-      const bool ok = free ? (is_open != is_tagged) && (is_tagged || !want_tagged)
+      const bool ok = free ? (is_open != is_tagged) && is_tagged == want_tagged
                            : !is_open && !is_tagged;
       if (!ok) bad("device " + std::to_string(dev) + ": open " + std::to_string(is_open) +
                    " tagged " + std::to_string(is_tagged) + ", owner " + std::to_string(s.owner[dev]));
+      const int t = tag_for_[static_cast<std::size_t>(dev)];
+      if (is_tagged != (t >= 0) || (is_tagged && t != s.resv_for[dev]))
+        bad("device " + std::to_string(dev) + ": tagged for " + std::to_string(t));
+      if (t >= 0) {
+        ++tagged;
+        auto it = tagged_by_job_.find(t);
+        if (it == tagged_by_job_.end() ||
+            std::count(it->second.begin(), it->second.end(), dev) != 1)
+          bad("device " + std::to_string(dev) + ": not in its job's group");
+      }
     }
   }
+  std::size_t grouped = 0;
+  for (const auto& [job, devs] : tagged_by_job_) grouped += devs.size();
+  if (tagged != tagged_total_ || grouped != tagged_total_) bad("tagged device count");
   // Counts, buckets and totals against the bits.
   for (int level = 0; level < levels(); ++level) {
     const auto& L = lv(level);
     std::vector<std::int64_t> totals(static_cast<std::size_t>(scopes()), 0);
     for (int n = 0; n < nodes_; ++n) {
-      int open = 0, tagged = 0;
+      int open = 0;
       for_each_open(level, n, [&](int) { return ++open, true; });
-      for_each_tagged(level, n, [&](int) { return ++tagged, true; });
-      if (open != L.cnt[static_cast<std::size_t>(n)] || tagged != L.tcnt[static_cast<std::size_t>(n)])
+      if (open != L.cnt[static_cast<std::size_t>(n)])
         bad("level " + std::to_string(level) + " node " + std::to_string(n) + ": counts");
-      if ((tagged > 0) != L.tagged_nodes.contains(n))
-        bad("level " + std::to_string(level) + " node " + std::to_string(n) + ": tagged set");
       const int scopes3[3] = {0, region_scope(region_of(n)), cluster_scope(cluster_of(n))};
       const int locals[3] = {n, local_in_region_[static_cast<std::size_t>(n)],
                              local_in_cluster_[static_cast<std::size_t>(n)]};

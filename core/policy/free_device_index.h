@@ -12,10 +12,13 @@
 //   open   - not held, and no reservation that could be live: resv_for is -1, or its reservation
 //            generation is older than its job's (void for good: a job's reservation generation
 //            never goes back, INV-RESERVE). Free to every job of the right type.
-//   tagged - not held, reserved for a job under that job's current generation: live while that
-//            job waits. Whether it is free to a given job (its own reservation, or one it outranks,
-//            spec::outranks) is decided by the placer per query, on the core's state;
-//            refresh_tagged() moves the ones that have become void for good to open.
+//   tagged - not held, reserved for a job r under r's current generation: live while r waits.
+//            Whether it is free to a given job (its own reservation, or one it outranks,
+//            spec::outranks) is decided by the placer per query, on the core's state. Tagged
+//            devices are kept by the job they are reserved for; when r's generation moves on (r
+//            placed, cancelled or released: the feed records r), they are re-read and become open.
+//            Every way out of waiting starts a new generation, so a tagged device's reservation
+//            is live; were it not, the device would merely be passed over, never proposed wrongly.
 // Counts and buckets include only open devices on nodes that are Up. For each level and each
 // scope (the fleet, each region, each cluster) the index keeps the total, and the nodes with
 // exactly k open devices for every k as a NodeSet, so "the node with the fewest free devices that
@@ -24,13 +27,13 @@
 // Sync: the index remembers the core's changes().end() when it last read the state; sync()
 // re-reads only the devices and nodes the feed lists since (O(entries), each O(levels of its
 // device) plus bucket moves), or rebuilds from the state (O(devices + nodes)) when the feed has
-// dropped some. Nothing else can change a device's owner, reservation or node state, so after
-// sync() the index matches the state (audit() checks it); reservation liveness, which changes
-// with the reserving job's generation and state, is never cached (tagged devices).
+// dropped some. Nothing else can change a device's owner, reservation or node state, nor a
+// reservation's generation, so after sync() the index matches the state (audit() checks it).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/policy/node_set.h"
@@ -118,11 +121,19 @@ class FreeDeviceIndex {
   void for_each_tagged(int level, int node, F&& f) const {
     visit_bits(tagged_bits_, level, node, f);
   }
-  // Nodes (any state) with tagged devices of the level, by node id.
-  const NodeSet& tagged_nodes(int level) const { return lv(level).tagged_nodes; }
-  // Re-reads the tagged devices of the level: those whose reservation is void for good become
-  // open. O(tagged devices of the level).
-  void refresh_tagged(int level);
+  // Visits the jobs that tagged devices are reserved for: f(job, devices) (any level, any node).
+  template <class F>
+  void for_each_tag_group(F&& f) const {
+    for (const auto& [job, devs] : tagged_by_job_) f(job, devs);
+  }
+  std::size_t tagged_devices() const { return tagged_total_; }
+  // Device dev is of the level (type, memory).
+  bool in_level(int level, int dev) const {
+    const int node = core_.cluster().node_of(dev);
+    const std::size_t bit = node_word_[static_cast<std::size_t>(node)] * 64 +
+                            static_cast<std::size_t>(dev - node_first_[static_cast<std::size_t>(node)]);
+    return lv(level).mask[bit >> 6] >> (bit & 63) & 1;
+  }
 
   // Visits the nodes whose free host memory (host_mem - node_swap) is below `threshold`:
   // f(node). O((1 + visited) log nodes).
@@ -146,8 +157,6 @@ class FreeDeviceIndex {
     std::vector<std::int64_t> scope_cap;
     std::vector<std::uint64_t> mask;   // per device bit (node word layout): in the level
     std::vector<int> cnt;              // per node: open devices
-    std::vector<int> tcnt;             // per node: tagged devices
-    NodeSet tagged_nodes;
     std::vector<Scope> scope;
   };
 
@@ -156,6 +165,8 @@ class FreeDeviceIndex {
   void read_all();
   void read_device(int dev);
   void read_node(int node);
+  void read_job(int job);
+  void tag(int dev, int job);  // job -1: untag
   void set_open_count(int level, int node, int count);
   void bucket_insert(Level& L, int scope, int local, int k);
   void bucket_erase(Level& L, int scope, int local, int k);
@@ -208,6 +219,9 @@ class FreeDeviceIndex {
 
   std::vector<char> up_;
   std::vector<std::uint64_t> open_bits_, tagged_bits_;
+  std::vector<int> tag_for_;  // per device: the job it is tagged for, or -1
+  std::unordered_map<int, std::vector<int>> tagged_by_job_;
+  std::size_t tagged_total_ = 0;
   int host_leaves_ = 1;                  // power of two >= nodes
   std::vector<std::int64_t> host_min_;   // min-tree over nodes of host_mem - node_swap
 };

@@ -109,27 +109,28 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
   }
   per_old_ = spec::swap_per_device(dom, jv.splice, jv.mem);
 
-  // Devices with a live (or not yet re-read) reservation that this job may take.
-  index_.refresh_tagged(level_);
+  // Devices reserved (live) for this job, or for jobs it outranks: free to it. Only a waiting job
+  // outranks anyone (spec::precedes), and a running one's own reservations have ended.
   if (++tag_stamp_ == 0) {
     std::fill(tag_seen_.begin(), tag_seen_.end(), 0);
     tag_stamp_ = 1;
   }
   tag_nodes_.clear();
-  const auto& tn = index_.tagged_nodes(level_);
-  for (int n = tn.first(); n >= 0; n = tn.next(n + 1)) {
-    if (!index_.up(n)) continue;
-    int u = 0;
-    index_.for_each_tagged(level_, n, [&](int dev) {
-      const auto r = s.resv_for[dev];
-      if (!spec::reserved(dom, s, dev) || r == job || spec::outranks(dom, s, job, r)) ++u;
-      return true;
+  if (!keep_held_ && event != EventKind::kMigrate) {
+    index_.for_each_tag_group([&](int r, const std::vector<int>& devs) {
+      if (r != job && !spec::outranks(dom, s, job, r)) return;
+      for (int dev : devs) {
+        const int n = s.node_of(dev);
+        if (!index_.up(n) || !index_.in_level(level_, dev)) continue;
+        const auto i = static_cast<std::size_t>(n);
+        if (tag_seen_[i] != tag_stamp_) {
+          tag_seen_[i] = tag_stamp_;
+          tag_usable_[i] = 0;
+          tag_nodes_.push_back(n);
+        }
+        ++tag_usable_[i];
+      }
     });
-    if (u > 0) {
-      tag_seen_[static_cast<std::size_t>(n)] = tag_stamp_;
-      tag_usable_[static_cast<std::size_t>(n)] = u;
-      tag_nodes_.push_back(n);
-    }
   }
 
   // Where new devices may go, and how many of the level there are at all.
