@@ -18,7 +18,10 @@ void JobBook::update(const SchedulerCore& core, int job) {
   switch (w) {
     case Where::kSubmitted: submitted_.erase(job); break;
     case Where::kWaiting: waiting_.erase({key_of_[static_cast<std::size_t>(job)], job}); break;
-    case Where::kRunning: running_.erase(job); break;
+    case Where::kRunning:
+      running_.erase(job);
+      running_by_[{core.cluster().jobs[job].dtype, core.cluster().jobs[job].tier}].erase(job);
+      break;
     case Where::kNone: break;
   }
   w = Where::kNone;
@@ -39,6 +42,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
       break;
     case JobState::kRunning:
       running_.insert(job);
+      running_by_[{core.cluster().jobs[job].dtype, core.cluster().jobs[job].tier}].insert(job);
       w = Where::kRunning;
       break;
     default: break;

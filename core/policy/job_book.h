@@ -31,6 +31,13 @@ class JobBook {
   const std::set<int>& submitted() const { return submitted_; }
   const std::set<std::pair<Key, int>>& waiting() const { return waiting_; }
   const std::set<int>& running() const { return running_; }
+  // The running jobs of one device type and tier (where a waiting job of that type may find
+  // victims), in id order.
+  const std::set<int>& running(std::int64_t dtype, std::int64_t tier) const {
+    static const std::set<int> none;
+    auto it = running_by_.find({dtype, tier});
+    return it == running_by_.end() ? none : it->second;
+  }
 
   // A preemption of `victim` was started for the waiting job `beneficiary`: no other one
   // is started for it until that cut is over (the victim is no longer Checkpointing).
@@ -67,6 +74,7 @@ class JobBook {
   std::set<int> submitted_;
   std::set<std::pair<Key, int>> waiting_;
   std::set<int> running_;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::set<int>> running_by_;  // (dtype, tier)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
   std::multiset<int> helped_;   // beneficiaries of those cuts
   std::unique_ptr<GangPlacer> placer_;

@@ -39,7 +39,14 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   auto preempt_key = [&](int v) {
     return std::tuple(-s.jobs[v].tier, lost(v), -s.jobs[v].devices);  // smaller is better
   };
-  for (int v : book_.running()) {
+  // The beneficiary's device type only (no other frees devices it can use), the lowest tier first.
+  std::vector<int> pool;
+  for (std::int64_t tier = spec::kNumTiers - 1; tier >= bj.tier; --tier)
+    for (int v : book_.running(bj.dtype, tier)) {
+      if (static_cast<int>(pool.size()) >= o_.max_victim_candidates) break;
+      pool.push_back(v);
+    }
+  for (int v : pool) {
     const auto& vj = s.jobs[v];
     // A lower tier, or (fair share inside a tier) a job of the same tier that has had a long
     // turn already while `ben` has had almost none.

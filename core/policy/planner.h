@@ -48,8 +48,11 @@ struct PlannerOptions {
   int max_failed_tries_per_type = 64;
   // orrery: grow elastic jobs into idle capacity (at most this many resize-ups a round).
   int max_grows_per_round = 64;
-  // orrery: preemptions or shrinks started in one round, at most.
+  // orrery, tiresias: waiting jobs a round looks for victims for, at most.
   int max_cuts_per_round = 16;
+  // orrery, tiresias: running jobs a victim search looks at, at most (of the beneficiary's device
+  // type, the lowest tier first); bounds a search on large fleets.
+  int max_victim_candidates = 256;
 };
 
 class Planner {

@@ -26,11 +26,15 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     // Second-queue jobs the guard lets go for `ben`, the most attained service first, as many as
     // cover its smallest gang.
     std::vector<int> candidates;
-    for (int v : book_.running()) {
-      if (queue_of(core, v) != 1 || ctx.cut_pending(v)) continue;
-      if (!spec::favoured(d, core.cluster(), ben, v) || !spec::fits_devices_of(d, core.cluster(), ben, v)) continue;
-      candidates.push_back(v);
-    }
+    int looked = 0;
+    const auto& bj = core.cluster().jobs[ben];
+    for (std::int64_t tier = spec::kNumTiers - 1; tier >= 0 && looked < o_.max_victim_candidates; --tier)
+      for (int v : book_.running(bj.dtype, tier)) {
+        if (++looked > o_.max_victim_candidates) break;
+        if (queue_of(core, v) != 1 || ctx.cut_pending(v)) continue;
+        if (!spec::favoured(d, core.cluster(), ben, v) || !spec::fits_devices_of(d, core.cluster(), ben, v)) continue;
+        candidates.push_back(v);
+      }
     std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
       return core.cluster().jobs[a].attained > core.cluster().jobs[b].attained;
     });

@@ -64,7 +64,8 @@ std::string results_table(const std::vector<SimResult>& rs) {
     row(std::string(kTiers[t]) + " queue p99", [t](const SimResult& r) { return duration(r.tiers[t].p99_queue_s); });
     row(std::string(kTiers[t]) + " SLA met", [t](const SimResult& r) { return fmt("%.1f%%", 100 * r.tiers[t].sla_attainment); });
   }
-  row("utilization", [](const SimResult& r) { return fmt("%.1f%%", 100 * r.utilization); });
+  row("utilization (arrivals)", [](const SimResult& r) { return fmt("%.1f%%", 100 * r.utilization); });
+  row("utilization (makespan)", [](const SimResult& r) { return fmt("%.1f%%", 100 * r.utilization_makespan); });
   row("preemptions", [](const SimResult& r) { return num(static_cast<double>(r.preemptions)); });
   row("migrations", [](const SimResult& r) { return num(static_cast<double>(r.migrations)); });
   row("resizes", [](const SimResult& r) { return num(static_cast<double>(r.resizes)); });
@@ -120,6 +121,7 @@ std::string results_json(const std::vector<SimResult>& rs) {
     out += ", \"sla_attainment\": " + per_tier([](const TierResult& t) { return t.sla_attainment; });
     out += ", \"jobs_per_tier\": " + per_tier([](const TierResult& t) { return static_cast<double>(t.jobs); });
     out += ", \"utilization\": " + json_num(r.utilization);
+    out += ", \"utilization_makespan\": " + json_num(r.utilization_makespan);
     out += ", \"preemptions\": " + std::to_string(r.preemptions);
     out += ", \"migrations\": " + std::to_string(r.migrations);
     out += ", \"resizes\": " + std::to_string(r.resizes);
@@ -160,8 +162,10 @@ Status write_plots(const std::vector<SimResult>& rs, const std::string& dir) {
   plot::Chart util{"GPU utilization over time", "time (h)", "devices held / devices"};
   util.y_min = 0;
   util.y_max = 1;
+  util.step = true;  // sampled at scheduling rounds: the value holds until the next sample
   plot::Chart queue{"Jobs waiting over time", "time (h)", "jobs waiting (submitted, queued, suspended)"};
   queue.y_min = 0;
+  queue.step = true;
   plot::Chart jct{"Job completion time (CDF)", "JCT (s)", "share of completed jobs"};
   jct.log_x = true;
   jct.step = true;

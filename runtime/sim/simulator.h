@@ -70,8 +70,13 @@ struct SimResult {
   std::int64_t completed = 0, failed = 0, unfinished = 0;
   double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
   std::array<TierResult, 3> tiers{};
-  double utilization = 0;  // useful GPU-seconds over capacity GPU-seconds, first arrival to last end
-  double useful_gpu_s = 0, capacity_gpu_s = 0;
+  // Useful GPU-seconds (world x full-size seconds of work done) over capacity GPU-seconds, from
+  // the first arrival to the last one: how much of the fleet did useful work while work kept
+  // coming (the trace's own window; a single arrival time: first arrival to last end).
+  double utilization = 0;
+  // The same from the first arrival to the last completion (the drain at the end included).
+  double utilization_makespan = 0;
+  double useful_gpu_s = 0, capacity_gpu_s = 0;  // the makespan's
   std::int64_t preemptions = 0, migrations = 0, resizes = 0, checkpoints = 0, node_failures = 0;
   double lost_gpu_s = 0;  // work thrown away: progress since the last checkpoint of failed jobs
   std::uint64_t decisions = 0;          // committed by the core
