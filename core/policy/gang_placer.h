@@ -27,9 +27,10 @@
 //
 // Cost: propose() first catches up with the core's commits (FreeDeviceIndex::sync, O(devices the
 // commits since the last call touched)); a placement then costs O(levels of buckets + devices
-// picked) for one node, plus O(clusters x max devices per node) when it spans nodes, plus the
-// devices tagged with a live reservation of the job's device class. Spliced gangs (host memory)
-// also visit the nodes whose free host memory could limit them.
+// picked) for one node, plus O(clusters x max devices per node) when it spans nodes, plus
+// O(jobs with live reservations) and the reserved devices this job may take (its own and those of
+// jobs it outranks), whose nodes are then handled one by one. Spliced gangs (host memory) also
+// visit the nodes whose free host memory could limit them.
 //
 // Not thread-safe; one placer per core, used from the thread that commits. The core must outlive
 // it. A placer may be created at any time (it reads the state) and used after any number of
