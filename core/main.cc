@@ -114,6 +114,10 @@ int main(int argc, char** argv) {
                         "a node silent this long is lost and its jobs fail over")
       ->check(CLI::Range(std::int64_t{50}, std::int64_t{3600000}))
       ->capture_default_str();
+  serve_cmd->add_option("--policy", serve.policy,
+                        "the planner: orrery, fifo or tiresias (docs/policies.md; the same code orrery-sim runs)")
+      ->check(CLI::IsMember({"orrery", "fifo", "tiresias"}))
+      ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
 

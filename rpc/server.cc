@@ -392,6 +392,7 @@ int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
   service::ServiceOptions so;
   so.data_dir = o.data_dir;
   so.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
+  so.policy = o.policy;
   auto svc = Service::open(so, std::move(fleet), clock);
   if (!svc) {
     err << "orrery-core serve: " << svc.reason() << "\n";
@@ -411,7 +412,7 @@ int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
     std::string host = o.listen.substr(0, o.listen.rfind(':'));
     out << "orrery-core serve: listening on " << host << ":" << listener->getPort()
         << " (client and node APIs); data " << o.data_dir << ": " << s.recovery_summary()
-        << "; heartbeat timeout " << s.heartbeat_timeout_ms() << " ms" << std::endl;
+        << "; heartbeat timeout " << s.heartbeat_timeout_ms() << " ms; policy " << o.policy << std::endl;
     kj::Own<kj::HttpHeaderTable> table;
     kj::Own<MetricsHttp> metrics;
     kj::Own<kj::HttpServer> http;

@@ -25,6 +25,7 @@ struct ServeOptions {
   std::string metrics;       // "host:port" for /metrics over HTTP; empty: none
   std::int64_t heartbeat_timeout_ms = 5000;
   std::int64_t tick_ms = 100;  // planner loop period
+  std::string policy = "orrery";  // the planner (core/policy/planner.h)
 };
 
 // Runs until SIGINT or SIGTERM. Prints "orrery-core serve: listening on HOST:PORT" (the real port

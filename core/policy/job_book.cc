@@ -86,7 +86,9 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
       ++placed;
       continue;
     }
-    if (blocked) blocked(j);
+    if (p.kind != Proposal::Kind::kOk) ctx.note(j, p.why);
+    // Room can be made only for a job that fits the fleet at all.
+    if (blocked && p.kind == Proposal::Kind::kRetryLater) blocked(j);
     if (++failed[t] == (strict ? 1 : o.max_failed_tries_per_type)) ++full;
   }
   return placed;

@@ -52,9 +52,9 @@ class JobBook {
   void admit_all(const SchedulerCore& core, PlanContext& ctx);
 
   // Places (or resumes) waiting jobs in order, each on the devices the gang placement proposes.
-  // A job that does not fit is passed to `blocked` (a planner may preempt or shrink for it there)
-  // and counts against its device type's budget of failed tries; `strict` stops a type at its
-  // first failure (FIFO: no job overtakes an earlier one of the same type). Returns the number
+  // A job that does not fit counts against its device type's budget of failed tries, ctx.note()
+  // hears why, and if it could fit the fleet (kRetryLater) it is passed to `blocked` (a planner
+  // may preempt or shrink for it there). `strict` stops a type at its first failure (FIFO: no job overtakes an earlier one of the same type). Returns the number
   // placed.
   int place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o, bool strict,
                     const std::function<void(int)>& blocked);

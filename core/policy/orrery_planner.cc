@@ -55,19 +55,18 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     if ((vj.tier < bj.tier || (vj.tier == bj.tier && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
     candidates.push_back(v);
-    if (vj.tier == bj.tier) continue;  // a shrink only for a higher tier
-    // The smallest device count the job may shrink to (a divisor of its world within the splice
-    // limit, at least min_devices).
-    std::int64_t to = 0;
-    for (std::int64_t c = vj.min_dev; c < vj.devices && to == 0; ++c)
-      if (vj.world % c == 0 && vj.world / c <= spec::kSpliceLimit) to = c;
-    if (to > 0 && (shrink < 0 || vj.devices - to > s.jobs[shrink].devices - shrink_to)) {
-      shrink = v;
-      shrink_to = to;
-    }
+    if (vj.tier == bj.tier || shrink >= 0) continue;  // a shrink only for a higher tier
+    // The largest device count the job may shrink to (a divisor of its world within the splice
+    // limit, at least min_devices) that frees the beneficiary's smallest gang.
+    for (std::int64_t c = vj.devices - bj.min_dev; c >= vj.min_dev && shrink < 0; --c)
+      if (vj.world % c == 0 && vj.world / c <= spec::kSpliceLimit) {
+        shrink = v;
+        shrink_to = c;
+      }
   }
-  // A shrink that frees the beneficiary's whole smallest gang: nothing is lost.
-  if (shrink >= 0 && s.jobs[shrink].devices - shrink_to >= bj.min_dev) {
+  // A shrink (the first candidate, lowest tier first, that can free the whole smallest gang):
+  // nothing is lost, the job runs on with more workers a device.
+  if (shrink >= 0) {
     const auto& vj = s.jobs[shrink];
     Decision p;
     p.event = EventKind::kResizeDown;

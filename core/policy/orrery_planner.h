@@ -3,7 +3,8 @@
 //  2. places waiting jobs by tier (premium, standard, basic), inside a tier least attained service
 //     first (fair share), backfilling: a job that does not fit does not hold back the others;
 //  3. for a waiting job that does not fit, frees devices from a job of a lower tier: shrinks an
-//     elastic one if it can (same world size, more splicing: nothing is lost), else preempts one,
+//     elastic one if it can (same world size, more splicing: nothing is lost; to the largest
+//     device count that frees the waiting job's smallest gang), else preempts,
 //     the lowest tier first, then the least work lost since its last checkpoint. Inside a tier
 //     (fair share) a job that has had less than PlannerOptions::las_threshold_gpu_ms of service
 //     may preempt one that has had more. The freed devices are reserved for the waiting job by

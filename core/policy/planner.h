@@ -37,6 +37,8 @@ class PlanContext {
   virtual bool propose(const Decision& d) = 0;
   // Preempt, Migrate or ResizeDown already under way for `job` (its cut not finished).
   virtual bool cut_pending(int job) const = 0;
+  // Why a waiting job was not placed this round (for `orrery ls`); the default drops it.
+  virtual void note(int /*job*/, const std::string& /*why*/) {}
 };
 
 struct PlannerOptions {

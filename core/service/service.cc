@@ -68,7 +68,6 @@ struct Service::Track {
                        // gets its own collective name, the same on every node
   spec::Origin cut_origin = spec::Origin::kOperator;
   std::int64_t ckpt_requested_at = -1;  // kPeriodic: progress when asked
-  std::uint64_t admit_tried_at = ~std::uint64_t{0};
   std::string note;
   std::deque<std::string> log;
 };
@@ -165,6 +164,9 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
     s->recovery_summary_ = "new journal " + path;
   }
   s->placer_ = std::make_unique<core::policy::GangPlacer>(*s->core_);
+  s->planner_ = core::policy::make_planner(options.policy);
+  if (!s->planner_) return Status::Error("unknown policy \"" + options.policy + "\"");
+  for (int j = 0; j < s->core_->num_jobs(); ++j) s->planner_->job_changed(*s->core_, j);
   s->conns_.resize(s->core_->fleet().nodes.size());
   for (auto& c : s->conns_) c = std::make_unique<NodeConn>();
   s->started_ms_ = clock.now_ms();
@@ -275,6 +277,7 @@ Result<core::Committed> Service::commit(const core::Decision& d) {
     if (d.origin == Origin::kPlanner) ++planner_rejected_;
     return c;
   }
+  planner_->job_changed(*core_, c->job);
   emit(c->seq, c->job, "",
        job_str(c->job) + " " + core_->job_info(c->job).name + " " +
            std::string(spec::state_name(from)) + " -> " + std::string(spec::state_name(c->to)) +
@@ -1221,70 +1224,18 @@ void Service::plan() {
     live.push_back(*it);
     ++it;
   }
-  bool waiting = false;
-  for (int j : live) {
-    auto s = core_->state(j);
-    if (s == JobState::kSubmitted || s == JobState::kQueued || s == JobState::kSuspended) waiting = true;
-  }
+  // What only the runtime knows about: cuts not stored in time, nodes being drained, periodic
+  // checkpoints. Placement, admission, preemption, shrinking and growth are the planner's.
   for (int j : live) {
     auto& t = track(j);
     auto state = core_->state(j);
     const auto& jv = core_->cluster().jobs[j];
-    if (state == JobState::kSubmitted) {
-      if (t.admit_tried_at == core_->committed()) continue;  // nothing changed since it was refused
-      t.admit_tried_at = core_->committed();
-      core::Decision d;
-      d.event = EventKind::kAdmit;
-      d.origin = Origin::kPlanner;
-      d.job = j;
-      auto c = commit(d);
-      if (!c) {
-        t.note = "not admitted: " + c.reason();
-        continue;
-      }
-      state = core_->state(j);  // Queued: try to place it in this same tick
-    }
-    if (state == JobState::kQueued || state == JobState::kSuspended) {
-      auto ev = state == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
-      auto p = placer_->propose(j, ev);
-      if (p.kind == core::policy::Proposal::Kind::kOk) {
-        auto c = commit(p.decision);
-        if (c) {
-          begin_incarnation(j);
-          t.note = "";
-          send_launches(j, core_->cluster().jobs[j].ckpt, false);
-          continue;
-        }
-        t.note = c.reason();
-        continue;
-      }
-      t.note = p.why;
-      if (p.kind != core::policy::Proposal::Kind::kRetryLater || jv.tier != static_cast<std::int64_t>(spec::Tier::kPremium))
-        continue;
-      bool pending = false;
-      for (int k : live)
-        if (track(k).cut == Track::Cut::kPreempt && track(k).beneficiary == j) pending = true;
-      if (pending) continue;
-      auto d = core::policy::propose_preemption(*core_, j);
-      if (!d) continue;
-      int victim = static_cast<int>(d->job);
-      auto& tv = track(victim);
-      if (core_->state(victim) != JobState::kRunning || tv.cut != Track::Cut::kNone) continue;
-      tv.cut = Track::Cut::kPreempt;
-      tv.cut_origin = Origin::kPlanner;
-      tv.beneficiary = j;
-      tv.note = "preempting for job " + std::to_string(j);
-      send_cut(victim);
-      continue;
-    }
     if (state == JobState::kRunning && t.cut != Track::Cut::kNone &&
         clock_.now_ms() - t.cut_since_ms > options_.cut_timeout_ms) {
       crash(j, "checkpoint cut not stored within " + std::to_string(options_.cut_timeout_ms) + " ms");
       continue;
     }
-    if (state != JobState::kRunning || t.cut != Track::Cut::kNone) continue;
-    // Not until every node started this incarnation (a relaunch may be under way).
-    if (!std::includes(t.started.begin(), t.started.end(), t.nodes.begin(), t.nodes.end())) continue;
+    if (state != JobState::kRunning || t.cut != Track::Cut::kNone || !started_everywhere(j)) continue;
     bool draining = false;
     for (int n : nodes_of(j))
       if (core_->node_state(n) == NodeState::kDraining) draining = true;
@@ -1318,24 +1269,84 @@ void Service::plan() {
       t.cut = Track::Cut::kPeriodic;
       t.ckpt_requested_at = reported;
       send_cut(j);
-      continue;
-    }
-    if (!waiting && jv.devices < jv.max_dev) {
-      auto p = placer_->propose(j, EventKind::kResizeUp);
-      if (p.kind == core::policy::Proposal::Kind::kOk &&
-          static_cast<std::int64_t>(p.decision.devices.size()) > jv.devices) {
-        auto old_nodes = nodes_of(j);
-        auto c = commit(p.decision);
-        if (c) {
-          t.cut = Track::Cut::kResize;
-          t.old_nodes = old_nodes;
-          t.nodes = old_nodes;
-          send_cut(j);
-        }
-      }
     }
   }
+  PlanLink link(this);
+  planner_->plan(*core_, link);
 }
+
+bool Service::started_everywhere(int job) {
+  auto& t = track(job);
+  return std::includes(t.started.begin(), t.started.end(), t.nodes.begin(), t.nodes.end());
+}
+
+// The planner's proposals, carried out the runtime's way: placements are committed and launched
+// once durable; a preemption or migration takes its checkpoint cut first and is committed when the
+// cut is stored (on_cut_done); a resize is committed, then re-spliced by a cut and a relaunch.
+bool Service::PlanLink::propose(const core::Decision& d) {
+  Service& s = *s_;
+  const int j = static_cast<int>(d.job);
+  auto& t = s.track(j);
+  switch (d.event) {
+    case EventKind::kAdmit: {
+      auto c = s.commit(d);
+      if (!c) t.note = "not admitted: " + c.reason();
+      return c.ok();
+    }
+    case EventKind::kPlace:
+    case EventKind::kResume: {
+      auto c = s.commit(d);
+      if (!c) {
+        t.note = c.reason();
+        return false;
+      }
+      s.begin_incarnation(j);
+      t.note = "";
+      s.send_launches(j, s.core_->cluster().jobs[j].ckpt, false);
+      return true;
+    }
+    case EventKind::kPreempt:
+    case EventKind::kMigrate: {
+      if (s.core_->state(j) != JobState::kRunning || t.cut != Track::Cut::kNone || !s.started_everywhere(j))
+        return false;
+      if (d.event == EventKind::kPreempt) {
+        t.cut = Track::Cut::kPreempt;
+        t.beneficiary = static_cast<int>(d.beneficiary);
+        t.note = "preempting for job " + std::to_string(d.beneficiary);
+      } else {
+        t.cut = Track::Cut::kMigrate;
+        t.migrate_to.reset();
+        t.note = "migrating";
+      }
+      t.cut_origin = Origin::kPlanner;
+      s.send_cut(j);
+      return true;
+    }
+    case EventKind::kResizeUp:
+    case EventKind::kResizeDown: {
+      if (t.cut != Track::Cut::kNone || !s.started_everywhere(j)) return false;
+      auto old_nodes = s.nodes_of(j);
+      auto c = s.commit(d);
+      if (!c) return false;
+      t.cut = Track::Cut::kResize;
+      t.old_nodes = old_nodes;
+      t.nodes = old_nodes;
+      s.send_cut(j);
+      return true;
+    }
+    default:
+      ++s.planner_rejected_;
+      return false;
+  }
+}
+
+bool Service::PlanLink::cut_pending(int job) const {
+  auto& t = s_->track(job);
+  return t.cut != Track::Cut::kNone ||
+         (s_->core_->state(job) == JobState::kRunning && !s_->started_everywhere(job));
+}
+
+void Service::PlanLink::note(int job, const std::string& why) { s_->track(job).note = why; }
 
 void Service::tick() {
   monitor_heartbeats();

@@ -17,10 +17,10 @@
 //
 // The planner loop (tick()), in order: heartbeat monitor (a node silent for longer than the
 // timeout: HeartbeatLost, then NodeLoss for every job holding its devices, then FailedOver);
-// admit submitted jobs; place queued jobs (policy::GangPlacer), resume suspended ones; for a
-// waiting premium job that does not fit, preempt (policy::propose_preemption); migrate running jobs
-// off Draining nodes; resize elastic jobs back up when devices are free; ask running jobs for their
-// periodic checkpoints.
+// give up cuts not stored in time; migrate running jobs off Draining nodes; ask running jobs for
+// their periodic checkpoints; then a round of the planner (ServiceOptions::policy, the same code
+// orrery-sim runs: admission, placement, preemption, shrink and growth; core/policy/planner.h),
+// whose proposals PlanLink carries out the runtime's way.
 //
 // Aggregation of node reports into job events (each report's epoch must be the job's current one,
 // else it is refused and that stale incarnation is told to stop): Start / RestoreDone once every
@@ -49,6 +49,7 @@
 #include "core/fleet.h"
 #include "core/journal.h"
 #include "core/policy/gang_placer.h"
+#include "core/policy/planner.h"
 #include "core/scheduler_core.h"
 #include "core/service/checkpoint_store.h"
 #include "core/service/client_api.h"
@@ -67,6 +68,8 @@ struct ServiceOptions {
   // step they need at once).
   std::int64_t progress_every_ms = 1000;
   core::JournalOptions journal{core::FsyncPolicy::kGroup, 256};
+  // The planner (core/policy/planner.h): orrery, fifo or tiresias, the same code orrery-sim runs.
+  std::string policy = "orrery";
 };
 
 class Service final : public ClientApi {
@@ -158,6 +161,18 @@ class Service final : public ClientApi {
   void monitor_heartbeats();
   void fail_over(int node);
   void plan();
+  bool started_everywhere(int job);  // every node of the placement started this incarnation
+  // The planner's side of a round (core/policy/planner.h).
+  class PlanLink final : public core::policy::PlanContext {
+   public:
+    explicit PlanLink(Service* s) : s_(s) {}
+    bool propose(const core::Decision& d) override;
+    bool cut_pending(int job) const override;
+    void note(int job, const std::string& why) override;
+
+   private:
+    Service* s_;
+  };
   int pick_beneficiary(int victim) const;
   std::optional<core::Decision> migrate_decision(int job, const std::optional<std::string>& to,
                                                  std::string* why) const;
@@ -174,6 +189,7 @@ class Service final : public ClientApi {
   std::unique_ptr<core::SchedulerCore> core_;
   // Gang placement over core_, following its commits (core/policy/gang_placer.h).
   std::unique_ptr<core::policy::GangPlacer> placer_;
+  std::unique_ptr<core::policy::Planner> planner_;  // ServiceOptions::policy
   std::unique_ptr<CheckpointStore> store_;
   std::map<int, std::unique_ptr<Track>> tracks_;
   std::set<int> active_;  // jobs not Completed, Failed or Cancelled
