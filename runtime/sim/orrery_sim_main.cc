@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
       "tier, utilization, service-level attainment, preemptions, migrations, resizes, lost work, "
       "rejected proposals and invariant violations.\n"
       "Exit status: 0 done, 1 usage or input error, 2 a run failed its --check (invariant "
-      "violations or rejected proposals)."};
+      "violations, rejected proposals, or jobs left waiting when nothing was left to happen)."};
   std::string fleet_path, fleet_gen, trace, policy = "orrery", compare, plot_dir;
   std::int64_t synthetic = 0;
   std::uint64_t seed = 1;
@@ -211,7 +211,16 @@ int main(int argc, char** argv) {
                      rep.error.empty() ? rep.violations.front().c_str() : rep.error.c_str());
         exit_code = 2;
       }
-      if (r->rejected_proposals > 0) exit_code = 2;
+      if (r->rejected_proposals > 0) {
+        std::fprintf(stderr, "orrery-sim: %s: %llu proposals rejected by the core (a policy bug)\n", p.c_str(),
+                     static_cast<unsigned long long>(r->rejected_proposals));
+        exit_code = 2;
+      }
+      if (r->unfinished > 0) {  // waiting when nothing was left to happen: a liveness bug
+        std::fprintf(stderr, "orrery-sim: %s: %lld jobs never finished\n", p.c_str(),
+                     static_cast<long long>(r->unfinished));
+        exit_code = 2;
+      }
       fs::remove(run.journal_path);
     }
     results.push_back(std::move(*r));
