@@ -8,26 +8,13 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "runtime/common/toml_type_name.h"
 #include "spec/vocabulary.h"
 
 namespace orrery::cli {
 namespace {
 
-std::string_view type_name(toml::node_type t) {
-  switch (t) {
-    case toml::node_type::none: return "nothing";
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-  }
-  return "a value";
-}
+using runtime::toml_type_name;
 
 // "SOURCE:LINE:COLUMN: " (or "SOURCE: " where the place is unknown).
 std::string place(std::string_view source, const toml::source_region& r) {
@@ -99,13 +86,13 @@ class Parser {
     if (const toml::node* a = root_.get("args")) {
       const toml::array* arr = a->as_array();
       if (!arr) return err(a->source(), "args: expected an array of strings, got " +
-                                            std::string(type_name(a->type())));
+                                            std::string(toml_type_name(a->type())));
       for (std::size_t i = 0; i < arr->size(); ++i) {
         const toml::node& e = *arr->get(i);
         auto v = e.value<std::string>();
         if (!e.is_string() || !v) {
           return err(e.source(), "args[" + std::to_string(i) + "]: expected a string, got " +
-                                     std::string(type_name(e.type())));
+                                     std::string(toml_type_name(e.type())));
         }
         s.args.push_back(*v);
       }
@@ -145,7 +132,7 @@ class Parser {
     auto v = n->value_exact<std::string>();
     if (!n->is_string() || !v)
       return err(n->source(), std::string(key) + ": expected a string, got " +
-                                  std::string(type_name(n->type())));
+                                  std::string(toml_type_name(n->type())));
     out = *v;
     return Status::Ok();
   }
@@ -156,7 +143,7 @@ class Parser {
     if (!n) return required ? missing(key, "an integer") : Status::Ok();
     if (!n->is_integer())
       return err(n->source(), std::string(key) + ": expected an integer, got " +
-                                  std::string(type_name(n->type())));
+                                  std::string(toml_type_name(n->type())));
     std::int64_t v = n->as_integer()->get();
     if (v < lo || v > hi) {
       return err(n->source(), std::string(key) + ": " + std::to_string(v) + " out of range [" +

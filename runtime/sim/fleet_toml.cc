@@ -6,6 +6,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "runtime/common/toml_type_name.h"
 #include "runtime/sim/fleet_builder.h"
 #include "spec/vocabulary.h"
 
@@ -15,21 +16,7 @@ namespace {
 constexpr std::int64_t kMaxMib = std::int64_t{1} << 40;
 constexpr std::int64_t kMaxNodeCount = spec::kMaxFleetDevices;  // a node has at least one device
 
-std::string_view type_name(toml::node_type t) {
-  switch (t) {
-    case toml::node_type::none: return "nothing";
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-  }
-  return "a value";
-}
+using runtime::toml_type_name;
 
 class Parser {
  public:
@@ -68,14 +55,14 @@ class Parser {
     const toml::node* n = root.get("device_types");
     if (!n) return missing(root, "device_types", "a table of device types, e.g. H100-80G = { mem_mib = 81920 }");
     const toml::table* t = n->as_table();
-    if (!t) return err(n->source(), "device_types: expected a table, got " + std::string(type_name(n->type())));
+    if (!t) return err(n->source(), "device_types: expected a table, got " + std::string(toml_type_name(n->type())));
     for (const auto& [k, v] : *t) {
       const std::string name(k.str());
       if (!valid_fleet_name(name))
         return err(k.source(), "device type \"" + name + "\": must be 1 to 64 characters of A-Z a-z 0-9 . _ -");
       const toml::table* d = v.as_table();
       if (!d) return err(v.source(), "device_types." + name + ": expected a table { mem_mib = ... }, got " +
-                                         std::string(type_name(v.type())));
+                                         std::string(toml_type_name(v.type())));
       if (auto st = only_keys(*d, "device_types." + name, {"mem_mib"}); !st.ok()) return st;
       DeviceType dt;
       if (auto st = integer(*d, "mem_mib", true, 1, kMaxMib, dt.mem_mib, "device_types." + name + "."); !st.ok())
@@ -123,7 +110,7 @@ class Parser {
     if (!dn) return missing(n, "devices", "an array like [{ type = \"H100-80G\", count = 8 }]");
     const toml::array* arr = dn->as_array();
     if (!arr) return err(dn->source(), "devices: expected an array of { type, count } tables, got " +
-                                           std::string(type_name(dn->type())));
+                                           std::string(toml_type_name(dn->type())));
     if (arr->empty()) return err(dn->source(), "devices: a node needs at least one device");
     struct Run {
       std::string type;
@@ -137,7 +124,7 @@ class Parser {
       const std::string ew = "devices[" + std::to_string(i) + "]";
       const toml::table* d = e.as_table();
       if (!d) return err(e.source(), ew + ": expected a table { type = ..., count = ... }, got " +
-                                         std::string(type_name(e.type())));
+                                         std::string(toml_type_name(e.type())));
       if (auto st = only_keys(*d, ew, {"type", "count"}); !st.ok()) return st;
       Run run{"", 0, 0, d->source()};
       if (auto st = str(*d, "type", run.type, ew); !st.ok()) return st;
@@ -204,7 +191,7 @@ class Parser {
     const toml::node* n = t.get(key);
     if (!n) return missing(t, key, "a string, in " + where);
     auto v = n->value_exact<std::string>();
-    if (!v) return err(n->source(), std::string(key) + ": expected a string, got " + std::string(type_name(n->type())));
+    if (!v) return err(n->source(), std::string(key) + ": expected a string, got " + std::string(toml_type_name(n->type())));
     out = *v;
     return Status::Ok();
   }
@@ -215,7 +202,7 @@ class Parser {
     if (!n) return required ? missing(t, prefix + std::string(key), "an integer") : Status::Ok();
     if (!n->is_integer())
       return err(n->source(), prefix + std::string(key) + ": expected an integer, got " +
-                                  std::string(type_name(n->type())));
+                                  std::string(toml_type_name(n->type())));
     const std::int64_t v = n->as_integer()->get();
     if (v < lo || v > hi)
       return err(n->source(), prefix + std::string(key) + ": " + std::to_string(v) + " out of range [" +
@@ -232,7 +219,7 @@ class Parser {
     const toml::array* a = n->as_array();
     if (!a || !a->is_array_of_tables())
       return err(n->source(), std::string(key) + ": expected " + std::string(header) +
-                                  " sections (an array of tables), got " + std::string(type_name(n->type())));
+                                  " sections (an array of tables), got " + std::string(toml_type_name(n->type())));
     if (a->empty()) return err(n->source(), std::string(key) + ": needs at least one " + std::string(header));
     out = a;
     return Status::Ok();

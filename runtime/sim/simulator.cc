@@ -262,17 +262,22 @@ class Sim final : public core::policy::PlanContext {
     js.gpu_from_ms = now();
     commit(d);
   }
-  // Placed -> Running (a restart after a failure restores the last checkpoint first).
+  // Placed -> Running.
   void start(int j) {
     Decision d;
     d.event = EventKind::kStart;
     d.origin = Origin::kRuntime;
     d.job = j;
     if (!commit(d)) return;
+    // A restart after a failure restores the last checkpoint before it runs.
+    if (core_->cluster().jobs[j].ckpt > 0) job(j).paused_until = now() + restore_ms(j);
+    runs_from_now(j);
+  }
+  // The job is Running again: its work and device time count from now.
+  void runs_from_now(int j) {
     auto& js = job(j);
     js.last_ms = js.gpu_from_ms = now();
     if (js.first_start_ms < 0) js.first_start_ms = now();
-    if (core_->cluster().jobs[j].ckpt > 0) js.paused_until = now() + restore_ms(j);
     schedule_run(j);
   }
   // New finish and periodic-checkpoint events for a running job.
@@ -417,11 +422,7 @@ class Sim final : public core::policy::PlanContext {
     d.event = EventKind::kRestoreDone;
     d.origin = Origin::kRuntime;
     d.job = j;
-    if (!commit(d)) return;
-    auto& js = job(j);
-    js.last_ms = js.gpu_from_ms = now();
-    if (js.first_start_ms < 0) js.first_start_ms = now();
-    schedule_run(j);
+    if (commit(d)) runs_from_now(j);
   }
   void checkpoint(int j) {
     progress(j);
