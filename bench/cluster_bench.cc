@@ -14,7 +14,7 @@
 // shape is chosen to make it, and the shards in DATA/checkpoints are measured):
 //
 // 1. preemption, n2 not started so nothing else is free: a basic job runs on n1's 2 devices;
-//    (a) a standard job is submitted and queues, then `preempt(victim, it)`;
+//    (a) a basic job is submitted and queues, then `preempt(victim, it)`;
 //    (b) a premium job is submitted and the planner preempts the victim by itself;
 //    each: request -> victim Suspended (its devices released), -> beneficiary Running; then the
 //    beneficiary is cancelled and the victim resumes from its checkpoint (cancel -> Running).
@@ -70,7 +70,7 @@ const char* kUsage =
     "loopback: orrery-core serve, two orrery-node agents with 2 host devices each (orrery-proxy),\n"
     "orrery-train-mlp workers. Per size, a W=2 MLP job whose checkpoint holds about MIB MiB\n"
     "(the bytes actually stored are measured and printed):\n"
-    "  preemption: request (client preempt for a queued standard job, or a premium job's submit)\n"
+    "  preemption: request (client preempt for a queued basic job, or a premium job's submit)\n"
     "              -> victim Suspended (devices released) -> beneficiary Running; and the victim's\n"
     "              resume from its checkpoint once the beneficiary is cancelled;\n"
     "  migration:  client migrate to the other node -> Migrating (cut stored) -> Running there;\n"
@@ -469,8 +469,10 @@ double Bench::shards_written_ms(const fs::path& node_dir, int jid, std::int64_t 
   return latest;
 }
 
-// One preemption of the running `victim`: by the client's preempt for a queued standard job, or
-// by a premium job's arrival; then the beneficiary is cancelled and the victim resumes.
+// One preemption of the running `victim`: by the client's preempt for a queued basic job (the
+// victim's tier, with less attained service: the spec's fair-share rule lets it, and the planner
+// leaves it to the operator, as the victim has had less than an hour of service), or by a premium
+// job's arrival; then the beneficiary is cancelled and the victim resumes.
 Bench::PreemptRep Bench::preempt_once(int victim, bool premium, int n, SizeResult& r) {
   PreemptRep out;
   const std::string tag = std::to_string(r.mib) + "mib-" + std::to_string(n);
@@ -479,7 +481,7 @@ Bench::PreemptRep Bench::preempt_once(int victim, bool premium, int n, SizeResul
   Clock::time_point t0;
   std::chrono::system_clock::time_point t0_sys;
   if (!premium) {
-    ben = submit(small_job("waiting-" + tag, Tier::kStandard));
+    ben = submit(small_job("waiting-" + tag, Tier::kBasic));
     expect(ben, "-> Queued", from, "the beneficiary of a preemption");
     from = timeline_.mark();
     t0_sys = std::chrono::system_clock::now();
