@@ -125,17 +125,7 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(1);
   const auto& types = (*core)->fleet().device_types;
   auto submit = [&](spec::Tier tier, int world) {
-    core::Decision d;
-    d.event = spec::EventKind::kSubmit;
-    d.origin = spec::Origin::kOperator;
-    d.name = "j";
-    d.tier = tier;
-    d.device_type = types[rng() % types.size()];
-    d.world = world;
-    d.min_devices = world;
-    d.max_devices = world;
-    d.mem_mib = 16384;
-    auto c = (*core)->commit(d);
+    auto c = (*core)->commit(core::Decision::submit("j", tier, types[rng() % types.size()], world, world, world, 16384));
     if (c) planner->job_changed(**core, c->job);
   };
   // Fill to ~95 % with basic and standard jobs of 1-8 devices.

@@ -57,6 +57,21 @@ class Reader {
 
 }  // namespace
 
+Decision Decision::submit(std::string name, spec::Tier tier, std::string device_type, std::int64_t world,
+                          std::int64_t min_devices, std::int64_t max_devices, std::int64_t mem_mib) {
+  Decision d;
+  d.event = spec::EventKind::kSubmit;
+  d.origin = spec::Origin::kOperator;
+  d.name = std::move(name);
+  d.tier = tier;
+  d.device_type = std::move(device_type);
+  d.world = world;
+  d.min_devices = min_devices;
+  d.max_devices = max_devices;
+  d.mem_mib = mem_mib;
+  return d;
+}
+
 std::string Decision::describe() const {
   std::string s = std::string(spec::event_name(event));
   if (event == spec::EventKind::kSubmit) {

@@ -35,6 +35,10 @@ struct Decision {
 
   // One line for logs: "Preempt job 2 for job 3" (the origin is not part of it).
   std::string describe() const;
+
+  // A Submit of a job spec by an operator (the origin that may submit).
+  static Decision submit(std::string name, spec::Tier tier, std::string device_type, std::int64_t world,
+                         std::int64_t min_devices, std::int64_t max_devices, std::int64_t mem_mib);
 };
 
 // A node decision: one node lifecycle event (core/node_machine_table.h) for one node.

@@ -61,16 +61,7 @@ struct World {
   // Submits and admits a job; returns its id.
   int job(std::int64_t world, std::int64_t min, std::int64_t max, Tier tier = Tier::kStandard,
           const std::string& type = "H100-80G", std::int64_t mem = 1024) {
-    Decision d;
-    d.event = EventKind::kSubmit;
-    d.name = "j";
-    d.tier = tier;
-    d.device_type = type;
-    d.world = world;
-    d.min_devices = min;
-    d.max_devices = max;
-    d.mem_mib = mem;
-    auto c = commit(d);
+    auto c = commit(Decision::submit("j", tier, type, world, min, max, mem));
     EXPECT_TRUE(c.ok()) << c.reason();
     const int j = c.ok() ? c->job : -1;
     must(ev(EventKind::kAdmit, j));
@@ -639,16 +630,7 @@ struct RandomRun {
     const std::string type = pick(0, 4) == 0 && core().fleet().type_id("B") >= 0 ? "B" : "A";
     static const std::int64_t mems[] = {1024, 1024, 30000, 60000};
     const std::int64_t mem = mems[pick(0, 3)];
-    Decision d;
-    d.event = EventKind::kSubmit;
-    d.name = "r";
-    d.tier = tier;
-    d.device_type = type;
-    d.world = world;
-    d.min_devices = min;
-    d.max_devices = max;
-    d.mem_mib = mem;
-    auto c = w->commit(d);
+    auto c = w->commit(Decision::submit("r", tier, type, world, min, max, mem));
     ASSERT_TRUE(c.ok()) << c.reason();
     const int j = c->job;
     // Premium demand beyond the reserve is not admitted: such a job is cancelled.

@@ -48,16 +48,7 @@ std::vector<std::int64_t> reserved_for(const Cluster& s) {
 Decision submit(const std::string& name, Tier tier, std::int64_t world, std::int64_t min,
                 std::int64_t max, std::int64_t mem = 1024,
                 const std::string& type = "H100-80G") {
-  Decision d;
-  d.event = EventKind::kSubmit;
-  d.name = name;
-  d.tier = tier;
-  d.device_type = type;
-  d.world = world;
-  d.min_devices = min;
-  d.max_devices = max;
-  d.mem_mib = mem;
-  return d;
+  return Decision::submit(name, tier, type, world, min, max, mem);
 }
 
 Decision ev(EventKind e, std::int64_t job) {

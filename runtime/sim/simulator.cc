@@ -371,16 +371,9 @@ class Sim final : public core::policy::PlanContext {
       ++finished_;
       return;
     }
-    Decision d;
-    d.event = EventKind::kSubmit;
-    d.origin = Origin::kOperator;
-    d.name = "j" + std::to_string(w);
-    d.tier = sj.tier;
-    d.device_type = core_->fleet().device_types[static_cast<std::size_t>(type)];
-    d.world = sj.world;
-    d.min_devices = sj.min_devices;
-    d.max_devices = sj.max_devices;
-    d.mem_mib = sj.mem_mib;
+    const Decision d = Decision::submit("j" + std::to_string(w), sj.tier,
+                                        core_->fleet().device_types[static_cast<std::size_t>(type)], sj.world,
+                                        sj.min_devices, sj.max_devices, sj.mem_mib);
     jobs_.emplace_back();  // before the commit: job_changed may ask about it
     auto c = commit(d);
     if (!c) {  // a spec the core refuses: counted
