@@ -82,7 +82,8 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
     if (ctx.cut_pending(j)) continue;
     const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
     auto p = placer(core).propose(j, ev);
-    if (p.kind == Proposal::Kind::kOk && core.accepts(p.decision) && ctx.propose(p.decision)) {
+    // A kOk proposal is one the core accepts now: the placer asked it (gang_placer.h).
+    if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) {
       ++placed;
       continue;
     }

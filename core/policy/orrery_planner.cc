@@ -96,7 +96,7 @@ void OrreryPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
     auto p = book_.placer(core).propose(j, EventKind::kResizeUp);
     if (p.kind != Proposal::Kind::kOk) break;  // no idle devices of any use left
     if (static_cast<std::int64_t>(p.decision.devices.size()) <= core.cluster().jobs[j].devices) continue;
-    if (core.accepts(p.decision) && ctx.propose(p.decision) && ++grown >= o_.max_grows_per_round) break;
+    if (ctx.propose(p.decision) && ++grown >= o_.max_grows_per_round) break;  // checked by the placer
   }
 }
 
