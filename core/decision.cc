@@ -58,7 +58,8 @@ class Reader {
 }  // namespace
 
 Decision Decision::submit(std::string name, spec::Tier tier, std::string device_type, std::int64_t world,
-                          std::int64_t min_devices, std::int64_t max_devices, std::int64_t mem_mib) {
+                          std::int64_t min_devices, std::int64_t max_devices, std::int64_t mem_mib,
+                          std::string tenant) {
   Decision d;
   d.event = spec::EventKind::kSubmit;
   d.origin = spec::Origin::kOperator;
@@ -69,6 +70,7 @@ Decision Decision::submit(std::string name, spec::Tier tier, std::string device_
   d.min_devices = min_devices;
   d.max_devices = max_devices;
   d.mem_mib = mem_mib;
+  d.tenant = std::move(tenant);
   return d;
 }
 
@@ -78,6 +80,7 @@ std::string Decision::describe() const {
     s += " '" + name + "' " + std::string(spec::tier_name(tier)) + " W=" + std::to_string(world) +
          " devices=[" + std::to_string(min_devices) + "," + std::to_string(max_devices) + "] " +
          device_type;
+    if (!tenant.empty()) s += " tenant " + tenant;
     return s;
   }
   s += " job " + std::to_string(job);
@@ -141,6 +144,9 @@ std::string encode_decision_record(const Decision& d, std::int64_t time_ms) {
   put_i64(out, d.beneficiary);
   put_i64(out, static_cast<std::int64_t>(d.devices.size()));
   for (auto dev : d.devices) put_i64(out, dev);
+  // Last and only when set: records of journals written before tenants existed end here, and a
+  // Submit without a tenant is encoded exactly as it was then.
+  if (!d.tenant.empty()) put_str(out, d.tenant);
   return out;
 }
 
@@ -192,6 +198,7 @@ Result<DecodedRecord> decode_record(std::string_view bytes) {
   auto n = in.i64("device count");
   if (in.error().empty() && (n < 0 || n > (1 << 20))) in.fail("device count out of range");
   for (std::int64_t i = 0; in.error().empty() && i < n; ++i) d.devices.push_back(in.i64("device"));
+  if (in.error().empty() && !in.done()) d.tenant = in.str("tenant");
   if (in.error().empty() && !in.done()) in.fail("trailing bytes after decision");
   if (in.error().empty() && (event < 0 || event >= spec::kNumEventKinds))
     in.fail("unknown event " + std::to_string(event));

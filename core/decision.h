@@ -26,6 +26,7 @@ struct Decision {
   std::int64_t min_devices = 0;
   std::int64_t max_devices = 0;
   std::int64_t mem_mib = 0;  // device memory per worker
+  std::string tenant;        // who submitted it; fair share among tenants inside a tier ("": default)
 
   std::int64_t step = 0;          // Progress, Checkpoint, CheckpointDone, Migrate
   std::int64_t gpu_ms = 0;        // Progress
@@ -38,7 +39,8 @@ struct Decision {
 
   // A Submit of a job spec by an operator (the origin that may submit).
   static Decision submit(std::string name, spec::Tier tier, std::string device_type, std::int64_t world,
-                         std::int64_t min_devices, std::int64_t max_devices, std::int64_t mem_mib);
+                         std::int64_t min_devices, std::int64_t max_devices, std::int64_t mem_mib,
+                         std::string tenant = {});
 };
 
 // A node decision: one node lifecycle event (core/node_machine_table.h) for one node.

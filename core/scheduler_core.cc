@@ -183,7 +183,10 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
 
   if (fresh) {  // a new slot in state New; removed again if the submission is rejected
     spec::add_job_slot(dom, cluster_);
-    info_.push_back(JobInfo{d.name});
+    // A tenant stays interned even if this Submit is refused: ids stay dense and stable.
+    auto [t, added] = tenant_ids_.try_emplace(d.tenant, static_cast<std::int32_t>(tenants_.size()));
+    if (added) tenants_.push_back(d.tenant);
+    info_.push_back(JobInfo{d.name, t->second});
   }
   auto drop_fresh = [&] {
     if (!fresh) return;

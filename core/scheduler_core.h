@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/change_feed.h"
@@ -58,6 +59,7 @@ Result<Fleet> fleet_of_journal(const std::vector<std::string>& records);
 // for the job's dtype).
 struct JobInfo {
   std::string name;
+  std::int32_t tenant = 0;  // SchedulerCore::tenant_name(tenant); 0 is the default tenant ""
 };
 
 class SchedulerCore {
@@ -107,6 +109,9 @@ class SchedulerCore {
     return static_cast<spec::JobState>(cluster_.jobs[job].state);
   }
   const JobInfo& job_info(int job) const { return info_[job]; }
+  // Tenants by first appearance; 0 is the default tenant "" (a Submit without one).
+  int num_tenants() const { return static_cast<int>(tenants_.size()); }
+  const std::string& tenant_name(int tenant) const { return tenants_[static_cast<std::size_t>(tenant)]; }
   spec::NodeState node_state(int node) const {
     return static_cast<spec::NodeState>(cluster_.node_state[node]);
   }
@@ -151,6 +156,8 @@ class SchedulerCore {
   JobMachine machine_;
   NodeMachine node_machine_;  // likewise for every node
   std::vector<JobInfo> info_;
+  std::vector<std::string> tenants_{std::string()};
+  std::unordered_map<std::string, std::int32_t> tenant_ids_{{std::string(), 0}};
   std::uint64_t committed_ = 0;
   std::uint64_t rejected_ = 0;
   ChangeFeed changes_;

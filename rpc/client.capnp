@@ -28,6 +28,7 @@ struct JobSpec {
   args @8 :List(Text);            # the workload's arguments
   steps @9 :Int64 = 100;          # training steps to run
   checkpointEvery @10 :Int64;     # periodic checkpoint every N steps, 0: none
+  tenant @11 :Text;               # who submits it (fair share inside a tier); empty: the default
 }
 
 struct JobStatus {
@@ -45,6 +46,7 @@ struct JobStatus {
   nodes @11 :List(Text);          # nodes of the devices held
   ageMs @12 :Int64;               # since submission
   note @13 :Text;                 # why it waits, why it failed, the final weights' digest
+  tenant @14 :Text;
 }
 
 struct NodeStatus {

@@ -48,6 +48,9 @@ Result<service::JobSpec> job_spec_from_wire(wire::JobSpec::Reader r) {
   }
   s.steps = r.getSteps();
   s.checkpoint_every = r.getCheckpointEvery();
+  auto tenant = text_from_wire(r.getTenant(), "tenant");
+  if (!tenant) return tenant.status();
+  s.tenant = *tenant;
   if (auto st = service::validate_job_spec(s); !st) return st;
   return s;
 }
@@ -65,6 +68,7 @@ void job_spec_to_wire(const service::JobSpec& s, wire::JobSpec::Builder b) {
   for (unsigned i = 0; i < s.args.size(); ++i) args.set(i, s.args[i]);
   b.setSteps(s.steps);
   b.setCheckpointEvery(s.checkpoint_every);
+  b.setTenant(s.tenant);
 }
 
 Result<service::JobStatus> job_status_from_wire(wire::JobStatus::Reader r) {
@@ -96,12 +100,16 @@ Result<service::JobStatus> job_status_from_wire(wire::JobStatus::Reader r) {
   auto note = text_from_wire(r.getNote(), "note");
   if (!note) return note.status();
   s.note = *note;
+  auto tenant = text_from_wire(r.getTenant(), "tenant");
+  if (!tenant) return tenant.status();
+  s.tenant = *tenant;
   return s;
 }
 
 void job_status_to_wire(const service::JobStatus& s, wire::JobStatus::Builder b) {
   b.setJob(s.job);
   b.setName(s.name);
+  b.setTenant(s.tenant);
   b.setTier(static_cast<wire::Tier>(s.tier));
   b.setState(static_cast<wire::JobState>(s.state));
   b.setEpoch(s.epoch);

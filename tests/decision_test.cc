@@ -49,6 +49,7 @@ void ExpectSameDecision(const Decision& a, const Decision& b) {
   EXPECT_EQ(a.min_devices, b.min_devices);
   EXPECT_EQ(a.max_devices, b.max_devices);
   EXPECT_EQ(a.mem_mib, b.mem_mib);
+  EXPECT_EQ(a.tenant, b.tenant);
   EXPECT_EQ(a.step, b.step);
   EXPECT_EQ(a.gpu_ms, b.gpu_ms);
   EXPECT_EQ(a.splice, b.splice);
@@ -222,13 +223,34 @@ TEST(DecisionCodecTest, OriginRoundTrips) {
   }
 }
 
+TEST(DecisionCodecTest, TenantRoundTripsAndARecordWithoutOneIsTheDefaultTenant) {
+  auto d = full_decision(EventKind::kSubmit);
+  const auto without = encode_decision_record(d, 5);
+  d.tenant = "team-a\n\xff";
+  const auto with = encode_decision_record(d, 5);
+  // The tenant is the record's last field, only when set: a record without one is byte for byte
+  // what journals written before tenants existed hold.
+  EXPECT_EQ(with.rfind(without, 0), 0u);
+  auto r = decode_record(with);
+  ASSERT_TRUE(r.ok()) << r.reason();
+  ExpectSameDecision(r->decision, d);
+  auto old = decode_record(without);
+  ASSERT_TRUE(old.ok()) << old.reason();
+  EXPECT_EQ(old->decision.tenant, "");
+  EXPECT_NE(d.describe().find("tenant team-a"), std::string::npos) << d.describe();
+}
+
 TEST(DecisionDecodeErrorTest, TrailingBytes) {
   auto rec = plain_record();
-  ExpectDecodeError(rec + '\0', "trailing bytes after decision");
-  ExpectDecodeError(rec + "garbage!", "trailing bytes after decision");
-  // A device count smaller than the devices that follow leaves trailing bytes too.
+  // After the devices, what follows is the tenant: a length and that many bytes, then nothing.
+  ExpectDecodeError(rec + '\0', "record ends inside field 'tenant'");
+  ExpectDecodeError(rec + "garbage!", "bad length for field 'tenant'");
+  auto t = full_decision(EventKind::kSubmit);
+  t.tenant = "x";
+  ExpectDecodeError(encode_decision_record(t, 0) + "!", "trailing bytes after decision");
+  // A device count smaller than the devices that follow leaves bytes that are no tenant.
   set_i64(rec, kDevCount, 1);
-  ExpectDecodeError(rec, "trailing bytes after decision");
+  ExpectDecodeError(rec, "bad length for field 'tenant'");
 }
 
 TEST(DecisionDecodeErrorTest, BadStringLengths) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
+#include <tuple>
 
 namespace orrery::core::policy {
 
@@ -10,21 +12,32 @@ using spec::JobState;
 
 void JobBook::update(const SchedulerCore& core, int job) {
   if (job < 0) return;
-  if (static_cast<std::size_t>(job) >= where_.size()) {
-    where_.resize(static_cast<std::size_t>(job) + 1, Where::kNone);
+  const auto i = static_cast<std::size_t>(job);
+  if (i >= where_.size()) {
+    where_.resize(i + 1, Where::kNone);
     key_of_.resize(where_.size());
+    if (by_tenant_) held_of_.resize(where_.size(), 0);
   }
-  auto& w = where_[static_cast<std::size_t>(job)];
+  const auto& jv = core.cluster().jobs[job];
+  const int tenant = by_tenant_ ? core.job_info(job).tenant : 0;
+  auto& w = where_[i];
   switch (w) {
     case Where::kSubmitted: submitted_.erase(job); break;
-    case Where::kWaiting: waiting_.erase({key_of_[static_cast<std::size_t>(job)], job}); break;
+    case Where::kWaiting:
+      lanes_.remove(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
+      if (by_tenant_) shares_.add_waiting(jv.tier, tenant, -1);
+      break;
     case Where::kRunning:
       running_.erase(job);
-      running_by_[{core.cluster().jobs[job].dtype, core.cluster().jobs[job].tier}].erase(job);
+      running_by_[{jv.dtype, jv.tier}].erase(job);
       break;
     case Where::kNone: break;
   }
   w = Where::kNone;
+  if (by_tenant_) {  // whatever the state: the devices the job holds now
+    shares_.add_held(jv.tier, tenant, jv.devices - held_of_[i]);
+    held_of_[i] = jv.devices;
+  }
   if (auto c = cut_for_.find(job); c != cut_for_.end() && core.state(job) != JobState::kCheckpointing) {
     helped_.erase(helped_.find(c->second));
     cut_for_.erase(c);
@@ -36,13 +49,14 @@ void JobBook::update(const SchedulerCore& core, int job) {
       break;
     case JobState::kQueued:
     case JobState::kSuspended:
-      key_of_[static_cast<std::size_t>(job)] = key_(core, job);
-      waiting_.insert({key_of_[static_cast<std::size_t>(job)], job});
+      key_of_[i] = key_(core, job);
+      lanes_.add(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
+      if (by_tenant_) shares_.add_waiting(jv.tier, tenant, 1);
       w = Where::kWaiting;
       break;
     case JobState::kRunning:
       running_.insert(job);
-      running_by_[{core.cluster().jobs[job].dtype, core.cluster().jobs[job].tier}].insert(job);
+      running_by_[{jv.dtype, jv.tier}].insert(job);
       w = Where::kRunning;
       break;
     default: break;
@@ -67,32 +81,87 @@ void JobBook::admit_all(const SchedulerCore& core, PlanContext& ctx) {
   }
 }
 
+// One round's budget of failed placements per device type (place_waiting).
+struct JobBook::Tries {
+  Tries(int types, int limit) : failed(static_cast<std::size_t>(types), 0), types(types), limit(limit) {}
+  std::vector<int> failed;
+  int types;
+  int limit;  // failures per type before the type counts as full
+  int full = 0;
+  int placed = 0;
+  bool over() const { return full >= types; }
+};
+
+bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t,
+                        const std::function<void(int)>& blocked) {
+  const auto type = static_cast<std::size_t>(core.cluster().jobs[j].dtype);
+  if (t.failed[type] >= t.limit || ctx.cut_pending(j)) return false;
+  const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
+  auto p = placer(core).propose(j, ev);
+  // A kOk proposal is one the core accepts now: the placer asked it (gang_placer.h).
+  if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) {
+    ++t.placed;
+    return true;
+  }
+  if (p.kind != Proposal::Kind::kOk) ctx.note(j, p.why);
+  // Room can be made only for a job that fits the fleet at all.
+  if (blocked && p.kind == Proposal::Kind::kRetryLater) blocked(j);
+  if (++t.failed[type] == t.limit) ++t.full;
+  return false;
+}
+
 int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o,
                            bool strict, const std::function<void(int)>& blocked) {
-  const int types = static_cast<int>(core.fleet().device_types.size());
-  std::vector<int> failed(static_cast<std::size_t>(types), 0);
-  int full = 0;  // device types out of budget
-  int placed = 0;
-  // A proposal changes only its own job's entry (it leaves the set): the next one stays valid.
-  for (auto it = waiting_.begin(); it != waiting_.end() && full < types;) {
-    const int j = it->second;
-    ++it;
-    const auto t = static_cast<std::size_t>(core.cluster().jobs[j].dtype);
-    if (failed[t] >= (strict ? 1 : o.max_failed_tries_per_type)) continue;
-    if (ctx.cut_pending(j)) continue;
-    const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
-    auto p = placer(core).propose(j, ev);
-    // A kOk proposal is one the core accepts now: the placer asked it (gang_placer.h).
-    if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) {
-      ++placed;
-      continue;
+  const auto types = static_cast<std::int64_t>(core.fleet().device_types.size());
+  Tries t(static_cast<int>(types), strict ? 1 : o.max_failed_tries_per_type);
+  // Class by class, a k-way merge of the class's lanes by their next job: by tenant, the tenant
+  // holding fewest devices of the job's tier first (its share when its lane is taken up again),
+  // then the planner's order.
+  struct Head {
+    std::int64_t held;
+    WaitEntry next;
+    std::size_t lane;
+    bool operator>(const Head& h) const { return std::tie(held, next) > std::tie(h.held, h.next); }
+  };
+  std::vector<WaitLanes::Lane> lanes;
+  std::vector<std::set<WaitEntry>::const_iterator> cursor;
+  std::vector<std::int64_t> lane_type;
+  std::vector<Head> heap;
+  auto share = [&](int j, int tenant) {
+    return by_tenant_ ? shares_.held(core.cluster().jobs[j].tier, tenant) : 0;
+  };
+  for (std::int64_t cls = 0; cls < lanes_.classes() && !t.over(); ++cls) {
+    lanes.clear();
+    cursor.clear();
+    lane_type.clear();
+    heap.clear();
+    for (std::int64_t type = 0; type < types; ++type) {
+      if (t.failed[static_cast<std::size_t>(type)] >= t.limit) continue;
+      for (const auto& lane : lanes_.lanes(cls, type)) {
+        const WaitEntry& first = *lane.jobs->begin();
+        heap.push_back({share(first.second, lane.tenant), first, lanes.size()});
+        lanes.push_back(lane);
+        cursor.push_back(lane.jobs->begin());
+        lane_type.push_back(type);
+      }
     }
-    if (p.kind != Proposal::Kind::kOk) ctx.note(j, p.why);
-    // Room can be made only for a job that fits the fleet at all.
-    if (blocked && p.kind == Proposal::Kind::kRetryLater) blocked(j);
-    if (++failed[t] == (strict ? 1 : o.max_failed_tries_per_type)) ++full;
+    std::make_heap(heap.begin(), heap.end(), std::greater<>());
+    while (!heap.empty() && !t.over()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      const std::size_t l = heap.back().lane;
+      heap.pop_back();
+      if (t.failed[static_cast<std::size_t>(lane_type[l])] >= t.limit) continue;  // its type is full
+      const int j = cursor[l]->second;
+      // Past j before j is proposed: a proposal changes only its own job's entry.
+      ++cursor[l];
+      try_place(core, ctx, j, t, blocked);
+      if (cursor[l] != lanes[l].jobs->end()) {
+        heap.push_back({share(cursor[l]->second, lanes[l].tenant), *cursor[l], l});
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      }
+    }
   }
-  return placed;
+  return t.placed;
 }
 
 }  // namespace orrery::core::policy

@@ -1,9 +1,14 @@
 // A planner's view of the jobs, kept up to date from Planner::job_changed() so that a round costs
 // what it touches, not a walk over every job: the jobs to admit (Submitted), the jobs waiting for
-// devices (Queued, Suspended) in the planner's order, and the running jobs (Running).
+// devices (Queued, Suspended) in the planner's order by device type (core/policy/wait_lanes.h),
+// and the running jobs (Running).
 //
 // The order is a key the planner computes when a job starts waiting (its tier, attained service,
 // arrival...): those do not change while a job waits, so the key stays right until it runs again.
+// A book kept by tenant (the orrery planner) also keeps each tier's tenants' shares
+// (core/policy/tenant_shares.h) and places fairly among tenants: its key's first element is a
+// class (0 <= class < kMaxClasses; a class holds jobs of one tier), placed class by class, and
+// inside a class each next job comes from the tenant holding fewest devices of its tier.
 #pragma once
 
 #include <array>
@@ -17,20 +22,26 @@
 
 #include "core/policy/gang_placer.h"
 #include "core/policy/planner.h"
+#include "core/policy/tenant_shares.h"
+#include "core/policy/wait_lanes.h"
 
 namespace orrery::core::policy {
 
 class JobBook {
  public:
-  using Key = std::array<std::int64_t, 3>;  // smaller first; the job id breaks ties
-  explicit JobBook(std::function<Key(const SchedulerCore&, int)> key) : key_(std::move(key)) {}
+  using Key = OrderKey;  // smaller first; the job id breaks ties
+  static constexpr std::int64_t kMaxClasses = 16;
+  explicit JobBook(std::function<Key(const SchedulerCore&, int)> key, bool by_tenant = false)
+      : key_(std::move(key)), by_tenant_(by_tenant) {}
 
   // Files `job` under its current state.
   void update(const SchedulerCore& core, int job);
 
   const std::set<int>& submitted() const { return submitted_; }
-  const std::set<std::pair<Key, int>>& waiting() const { return waiting_; }
+  std::int64_t waiting() const { return lanes_.size(); }  // jobs waiting
   const std::set<int>& running() const { return running_; }
+  // Tenant shares (kept only by a book kept by tenant).
+  const TenantShares& shares() const { return shares_; }
   // The running jobs of one device type and tier (where a waiting job of that type may find
   // victims), in id order.
   const std::set<int>& running(std::int64_t dtype, std::int64_t tier) const {
@@ -51,7 +62,9 @@ class JobBook {
   // Admits every submitted job whose admission the core would accept, in id order.
   void admit_all(const SchedulerCore& core, PlanContext& ctx);
 
-  // Places (or resumes) waiting jobs in order, each on the devices the gang placement proposes.
+  // Places (or resumes) waiting jobs in order, each on the devices the gang placement proposes;
+  // by tenant: tier by tier, each next job from the tenant holding fewest devices of the tier, in
+  // order inside a tenant.
   // A job that does not fit counts against its device type's budget of failed tries, ctx.note()
   // hears why, and if it could fit the fleet (kRetryLater) it is passed to `blocked` (a planner
   // may preempt or shrink for it there). `strict` stops a type at its first failure (FIFO: no job overtakes an earlier one of the same type). Returns the number
@@ -68,11 +81,19 @@ class JobBook {
 
  private:
   enum class Where : std::uint8_t { kNone, kSubmitted, kWaiting, kRunning };
+  struct Tries;
+  std::int64_t lane_class(const Key& k) const { return by_tenant_ ? k[0] : 0; }
+  // Tries to place or resume waiting job j (place_waiting's step); true if placed.
+  bool try_place(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t,
+                 const std::function<void(int)>& blocked);
   std::function<Key(const SchedulerCore&, int)> key_;
+  bool by_tenant_;
+  TenantShares shares_;
+  WaitLanes lanes_;
   std::vector<Where> where_;
   std::vector<Key> key_of_;
+  std::vector<std::int64_t> held_of_;  // by tenant: devices counted in shares_ for the job
   std::set<int> submitted_;
-  std::set<std::pair<Key, int>> waiting_;
   std::set<int> running_;
   std::map<std::pair<std::int64_t, std::int64_t>, std::set<int>> running_by_;  // (dtype, tier)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way

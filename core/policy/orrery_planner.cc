@@ -11,10 +11,13 @@ namespace orrery::core::policy {
 using spec::EventKind;
 
 OrreryPlanner::OrreryPlanner(const PlannerOptions& o)
-    : o_(o), book_([](const SchedulerCore& core, int job) {
+    : o_(o), book_([o](const SchedulerCore& core, int job) {
         const auto& j = core.cluster().jobs[job];
-        return JobBook::Key{j.tier, j.attained, job};
-      }) {}
+        // Class: the tier, then (as in Tiresias' discretised LAS) whether the job has had its
+        // turn; inside a class tenants share fairly, inside a tenant least attained first.
+        const std::int64_t had_turn = j.attained >= o.las_threshold_gpu_ms ? 1 : 0;
+        return JobBook::Key{2 * j.tier + had_turn, j.attained, job};
+      }, /*by_tenant=*/true) {}
 
 void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.admit_all(core, ctx);
@@ -24,7 +27,7 @@ void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     ++searches;
     free_for(core, ctx, ben);
   });
-  if (book_.waiting().empty()) grow(core, ctx);
+  if (book_.waiting() == 0) grow(core, ctx);
 }
 
 bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int ben) {
@@ -36,9 +39,18 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   std::int64_t shrink_to = 0;
   std::vector<int> candidates;
   auto lost = [&](int v) { return s.jobs[v].progress - std::max<std::int64_t>(s.jobs[v].ckpt, 0); };
+  const TenantShares& shares = book_.shares();
+  auto tenant = [&](int j) { return core.job_info(j).tenant; };
+  // The lowest tier first, then the tenant holding most of it, then the least work lost.
   auto preempt_key = [&](int v) {
-    return std::tuple(-s.jobs[v].tier, lost(v), -s.jobs[v].devices);  // smaller is better
+    return std::tuple(-s.jobs[v].tier, -shares.held(s.jobs[v].tier, tenant(v)), lost(v),
+                      -s.jobs[v].devices);  // smaller is better
   };
+  // Fair share among tenants inside the tier: `ben`'s tenant, with `ben` placed, would hold no
+  // more than the tier's equal split, so it may take devices from a tenant that, without the
+  // victim, would still hold at least as much (the move narrows the gap and never reverses it).
+  const std::int64_t ben_held = shares.held(bj.tier, tenant(ben)) + bj.min_dev;
+  const bool ben_poor = ben_held <= shares.equal_share(bj.tier);
   // The beneficiary's device type only (no other frees devices it can use), the lowest tier first.
   std::vector<int> pool;
   for (std::int64_t tier = spec::kNumTiers - 1; tier >= bj.tier; --tier)
@@ -50,8 +62,10 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     const auto& vj = s.jobs[v];
     // A lower tier, or (fair share inside a tier) a job of the same tier that has had a long
     // turn already while `ben` has had almost none.
-    const bool same_tier_turn = vj.tier == bj.tier && vj.attained >= o_.las_threshold_gpu_ms &&
-                                bj.attained < o_.las_threshold_gpu_ms;
+    const bool same_tier_turn =
+        vj.tier == bj.tier &&
+        ((vj.attained >= o_.las_threshold_gpu_ms && bj.attained < o_.las_threshold_gpu_ms) ||
+         (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held));
     if ((vj.tier < bj.tier || (vj.tier == bj.tier && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
     candidates.push_back(v);

@@ -1,14 +1,16 @@
 // orrery's policy. Every round:
 //  1. admits what the core accepts (premium within its reserve: admission control);
-//  2. places waiting jobs by tier (premium, standard, basic), inside a tier least attained service
-//     first (fair share), backfilling: a job that does not fit does not hold back the others;
+//  2. places waiting jobs by tier (premium, standard, basic), inside a tier fairly among tenants
+//     (the next device to the tenant holding fewest of the tier) and, inside a tenant, least
+//     attained service first, backfilling: a job that does not fit does not hold back the others;
 //  3. for a waiting job that does not fit, frees devices from a job of a lower tier: shrinks an
 //     elastic one if it can (same world size, more splicing: nothing is lost; to the largest
 //     device count that frees the waiting job's smallest gang), else preempts,
 //     the lowest tier first, then the least work lost since its last checkpoint. Inside a tier
 //     (fair share) a job that has had less than PlannerOptions::las_threshold_gpu_ms of service
-//     may preempt one that has had more. The freed devices are reserved for the waiting job by
-//     the core (the spec's Suspend and Shrink effects);
+//     may preempt one that has had more, and a job of a tenant below the tier's equal split may
+//     preempt one of a tenant above it (core/policy/tenant_shares.h). The freed devices are
+//     reserved for the waiting job by the core (the spec's Suspend and Shrink effects);
 //  4. when nothing waits, grows elastic jobs into idle devices up to their max_devices.
 // Placement itself is the gang placement policy's (core/policy/gang_placement.h). docs/policies.md.
 #pragma once

@@ -33,11 +33,13 @@ struct JobSpec {
   std::vector<std::string> args;  // workload arguments
   std::int64_t steps = 100;       // training steps to run
   std::int64_t checkpoint_every = 0;  // periodic checkpoint every N steps (0: none)
+  std::string tenant;  // who submits it: the planner shares a tier fairly among tenants ("": default)
 };
 
 struct JobStatus {
   int job = -1;
   std::string name;
+  std::string tenant;
   spec::Tier tier = spec::Tier::kStandard;
   spec::JobState state = spec::JobState::kNew;
   std::int64_t epoch = 0;

@@ -35,6 +35,10 @@ Status validate_job_spec(const JobSpec& s) {
   for (char c : s.workload)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'))
       return Status::Error("workload must be letters, digits, '-' or '_', got \"" + s.workload + "\"");
+  if (s.tenant.size() > 64) return Status::Error("tenant must be at most 64 characters");
+  for (char c : s.tenant)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      return Status::Error("tenant must be letters, digits, '.', '-' or '_', got \"" + s.tenant + "\"");
   if (s.args.size() > 256) return Status::Error("at most 256 workload arguments");
   for (const auto& a : s.args)
     if (a.size() > 4096 || has_bad_char(a))

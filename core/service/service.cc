@@ -188,7 +188,7 @@ Status Service::persist_spec(int job, const JobSpec& sp) {
     << "\ndevice_type=" << sp.device_type << "\nworld=" << sp.world
     << "\nmin_devices=" << sp.min_devices << "\nmax_devices=" << sp.max_devices
     << "\nmem_mib=" << sp.mem_mib << "\nworkload=" << sp.workload << "\nsteps=" << sp.steps
-    << "\ncheckpoint_every=" << sp.checkpoint_every << "\n";
+    << "\ncheckpoint_every=" << sp.checkpoint_every << "\ntenant=" << sp.tenant << "\n";
   for (const auto& a : sp.args) o << "arg=" << a << "\n";
   return write_durably(options_.data_dir + "/jobs/job-" + std::to_string(job) + ".spec", o.str());
 }
@@ -239,6 +239,7 @@ void Service::load_specs() {
       else if (k == "steps") num(t.spec.steps);
       else if (k == "checkpoint_every") num(t.spec.checkpoint_every);
       else if (k == "arg") t.spec.args.push_back(v);
+      else if (k == "tenant") t.spec.tenant = v;
     }
     t.have_spec = true;
     std::ifstream result(options_.data_dir + "/jobs/job-" + std::to_string(j) + ".result");
@@ -502,6 +503,7 @@ Result<int> Service::submit(const JobSpec& spec) {
   d.min_devices = spec.min_devices;
   d.max_devices = spec.max_devices;
   d.mem_mib = spec.mem_mib;
+  d.tenant = spec.tenant;
   auto c = commit(d);
   if (!c) {
     std::remove((options_.data_dir + "/jobs/job-" + std::to_string(id) + ".spec").c_str());
@@ -542,6 +544,7 @@ Result<std::vector<JobStatus>> Service::jobs() {
     JobStatus s;
     s.job = j;
     s.name = core_->job_info(j).name;
+    s.tenant = core_->tenant_name(core_->job_info(j).tenant);
     s.tier = static_cast<spec::Tier>(jv.tier);
     s.state = core_->state(j);
     s.epoch = jv.epoch;

@@ -80,7 +80,7 @@ std::string format_age(std::int64_t ms) {
 std::string format_jobs(const std::vector<service::JobStatus>& jobs) {
   std::vector<std::vector<std::string>> rows = {{"JOB", "NAME", "TIER", "STATE", "EPOCH", "DEV",
                                                  "SPLICE", "STEP/STEPS", "CKPT", "NODES", "AGE",
-                                                 "NOTE"}};
+                                                 "TENANT", "NOTE"}};
   for (const auto& j : jobs) {
     std::string nodes;
     for (const auto& n : j.nodes) nodes += (nodes.empty() ? "" : ",") + n;
@@ -89,7 +89,8 @@ std::string format_jobs(const std::vector<service::JobStatus>& jobs) {
                     std::to_string(j.devices), j.splice > 0 ? std::to_string(j.splice) : "-",
                     std::to_string(j.progress) + "/" + std::to_string(j.steps),
                     j.checkpoint >= 0 ? std::to_string(j.checkpoint) : "-",
-                    nodes.empty() ? "-" : nodes, format_age(j.age_ms), j.note});
+                    nodes.empty() ? "-" : nodes, format_age(j.age_ms),
+                    j.tenant.empty() ? "-" : j.tenant, j.note});
   }
   return table(rows);
 }

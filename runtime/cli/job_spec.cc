@@ -34,12 +34,12 @@ class Parser {
     // Unknown keys first: a misspelt key is the likeliest cause of any later "missing" error.
     static const std::set<std::string_view> known = {
         "name",    "tier", "device_type", "world",    "min_devices",     "max_devices",
-        "mem_mib", "steps", "workload",   "args",     "checkpoint_every"};
+        "mem_mib", "steps", "workload",   "args",     "checkpoint_every", "tenant"};
     for (const auto& [k, v] : root_) {
       if (!known.contains(k.str())) {
         return err(k.source(), std::string(k.str()) + ": unknown key (known: name, tier, "
                    "device_type, world, min_devices, max_devices, mem_mib, steps, "
-                   "checkpoint_every, workload, args)");
+                   "checkpoint_every, workload, args, tenant)");
       }
     }
     if (auto st = str("name", true, s.name); !st.ok()) return st;
@@ -47,6 +47,12 @@ class Parser {
       return err(at("name"), "name: must be 1 to " + std::to_string(kMaxJobNameLength) +
                              " characters of A-Z a-z 0-9 . _ - starting with a letter or digit, "
                              "got \"" + s.name + "\"");
+    }
+    if (auto st = str("tenant", false, s.tenant); !st.ok()) return st;
+    if (!s.tenant.empty() && (s.tenant.size() > kMaxJobNameLength || !name_chars(s.tenant))) {
+      return err(at("tenant"), "tenant: must be 1 to " + std::to_string(kMaxJobNameLength) +
+                               " characters of A-Z a-z 0-9 . _ - starting with a letter or digit, "
+                               "got \"" + s.tenant + "\"");
     }
     std::string tier = "standard";
     if (auto st = str("tier", false, tier); !st.ok()) return st;
@@ -351,6 +357,11 @@ std::string to_toml(const service::JobSpec& s) {
     quoted(o, s.args[i]);
   }
   o << "]\n";
+  if (!s.tenant.empty()) {
+    o << "tenant = ";
+    quoted(o, s.tenant);
+    o << "\n";
+  }
   return o.str();
 }
 

@@ -49,8 +49,10 @@ steps = 5000
 checkpoint_every = 250
 workload = "mlp"
 args = ["--hidden", "512", "--lr=0.01"]
+tenant = "vision-team"
 )");
   EXPECT_EQ(s.name, "train-b.2");
+  EXPECT_EQ(s.tenant, "vision-team");
   EXPECT_EQ(s.tier, spec::Tier::kPremium);
   EXPECT_EQ(s.device_type, "cuda");
   EXPECT_EQ(s.world, 16);
@@ -81,10 +83,11 @@ TEST(JobSpec, ShippedExamplesParse) {
 
 TEST(JobSpec, RoundTripsThroughToToml) {
   JobSpec s = parse_ok(
-      "name = \"x\"\ntier = \"basic\"\nworld = 6\nmin_devices = 1\nmax_devices = 3\n"
+      "name = \"x\"\ntier = \"basic\"\nworld = 6\nmin_devices = 1\nmax_devices = 3\ntenant = \"t.1\"\n"
       "args = [\"a\\\"b\", \"tab\\there\", \"back\\\\slash\"]\n");
   JobSpec t = parse_ok(to_toml(s));
   EXPECT_EQ(t.name, s.name);
+  EXPECT_EQ(t.tenant, "t.1");
   EXPECT_EQ(t.tier, s.tier);
   EXPECT_EQ(t.world, s.world);
   EXPECT_EQ(t.min_devices, s.min_devices);
@@ -146,6 +149,8 @@ TEST(JobSpec, BadNames) {
   EXPECT_NE(parse_error("name = \"" + std::string(65, 'x') + "\"\nworld = 1\n").find("name:"),
             std::string::npos);
   EXPECT_NE(parse_error("name = \"a\"\nworld = 1\nworkload = \"../x\"\n").find("workload:"),
+            std::string::npos);
+  EXPECT_NE(parse_error("name = \"a\"\nworld = 1\ntenant = \"a/b\"\n").find("job.toml:3:10: tenant:"),
             std::string::npos);
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/sim/sim_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -40,6 +41,21 @@ std::string json_num(double v) {
   return fmt("%.6g", v);
 }
 
+// A JSON string: tenant names come from input files.
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') out += std::string("\\") + static_cast<char>(c);
+    else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    }
+    else out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
 }  // namespace
 
 std::string results_table(const std::vector<SimResult>& rs) {
@@ -64,6 +80,8 @@ std::string results_table(const std::vector<SimResult>& rs) {
     row(std::string(kTiers[t]) + " queue p99", [t](const SimResult& r) { return duration(r.tiers[t].p99_queue_s); });
     row(std::string(kTiers[t]) + " SLA met", [t](const SimResult& r) { return fmt("%.1f%%", 100 * r.tiers[t].sla_attainment); });
   }
+  if (std::any_of(rs.begin(), rs.end(), [](const SimResult& r) { return !r.tenants.empty(); }))
+    row("queue avg per tenant", [](const SimResult& r) { return duration(r.tenant_mean_queue_s); });
   row("utilization (arrivals)", [](const SimResult& r) { return fmt("%.1f%%", 100 * r.utilization); });
   row("utilization (makespan)", [](const SimResult& r) { return fmt("%.1f%%", 100 * r.utilization_makespan); });
   row("preemptions", [](const SimResult& r) { return num(static_cast<double>(r.preemptions)); });
@@ -120,6 +138,11 @@ std::string results_json(const std::vector<SimResult>& rs) {
     out += ", \"p99_queue_s\": " + per_tier([](const TierResult& t) { return t.p99_queue_s; });
     out += ", \"sla_attainment\": " + per_tier([](const TierResult& t) { return t.sla_attainment; });
     out += ", \"jobs_per_tier\": " + per_tier([](const TierResult& t) { return static_cast<double>(t.jobs); });
+    out += ", \"tenant_mean_queue_s\": " + json_num(r.tenant_mean_queue_s);
+    out += ", \"tenant_avg_queue_s\": {";
+    for (std::size_t t = 0; t < r.tenants.size(); ++t)
+      out += (t ? ", " : "") + json_string(r.tenants[t].name) + ": " + json_num(r.tenants[t].avg_queue_s);
+    out += "}";
     out += ", \"utilization\": " + json_num(r.utilization);
     out += ", \"utilization_makespan\": " + json_num(r.utilization_makespan);
     out += ", \"preemptions\": " + std::to_string(r.preemptions);

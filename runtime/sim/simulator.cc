@@ -371,9 +371,11 @@ class Sim final : public core::policy::PlanContext {
       ++finished_;
       return;
     }
+    // A workload of one tenant submits without one (the core's default tenant).
     const Decision d = Decision::submit("j" + std::to_string(w), sj.tier,
                                         core_->fleet().device_types[static_cast<std::size_t>(type)], sj.world,
-                                        sj.min_devices, sj.max_devices, sj.mem_mib);
+                                        sj.min_devices, sj.max_devices, sj.mem_mib,
+                                        w_.tenants.size() > 1 ? w_.tenants[static_cast<std::size_t>(sj.tenant)] : "");
     jobs_.emplace_back();  // before the commit: job_changed may ask about it
     auto c = commit(d);
     if (!c) {  // a spec the core refuses: counted
@@ -495,6 +497,8 @@ class Sim final : public core::policy::PlanContext {
     r.unschedulable = unschedulable_;
     std::vector<double> jct, tier_jct[3], tier_queue[3];
     std::array<std::int64_t, 3> sla_ok{};
+    std::vector<double> tenant_queue_sum(w_.tenants.size(), 0.0);
+    std::vector<std::int64_t> tenant_done(w_.tenants.size(), 0);
     std::int64_t end = t0_;
     for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
       const auto& js = jobs_[static_cast<std::size_t>(j)];
@@ -516,6 +520,20 @@ class Sim final : public core::policy::PlanContext {
       tier_jct[t].push_back(c);
       tier_queue[t].push_back(q);
       if (q <= o_.sla_queue_s[t]) ++sla_ok[t];
+      if (static_cast<std::size_t>(sj.tenant) < tenant_done.size()) {
+        tenant_queue_sum[static_cast<std::size_t>(sj.tenant)] += q;
+        ++tenant_done[static_cast<std::size_t>(sj.tenant)];
+      }
+    }
+    if (w_.tenants.size() > 1) {
+      double sum = 0;
+      for (std::size_t t = 0; t < w_.tenants.size(); ++t) {
+        if (tenant_done[t] == 0) continue;
+        const double avg = tenant_queue_sum[t] / static_cast<double>(tenant_done[t]);
+        r.tenants.push_back({w_.tenants[t], tenant_done[t], avg});
+        sum += avg;
+      }
+      if (!r.tenants.empty()) r.tenant_mean_queue_s = sum / static_cast<double>(r.tenants.size());
     }
     r.avg_jct_s = mean(jct);
     r.p50_jct_s = percentile(jct, 0.5);

@@ -62,6 +62,12 @@ struct TierResult {
   double sla_attainment = 0;  // of the tier's completed jobs, the share within its queueing target
 };
 
+struct TenantResult {
+  std::string name;
+  std::int64_t jobs = 0;  // completed
+  double avg_queue_s = 0;
+};
+
 struct SimResult {
   std::string policy;
   std::int64_t jobs = 0;         // in the workload
@@ -70,6 +76,11 @@ struct SimResult {
   std::int64_t completed = 0, failed = 0, unfinished = 0;
   double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
   std::array<TierResult, 3> tiers{};
+  // Workloads of more than one tenant: each tenant with completed jobs, and the mean over them of
+  // their average queueing delay (each tenant counts once, however many jobs it has: what fair
+  // share among tenants lowers when a few tenants submit most of the jobs).
+  std::vector<TenantResult> tenants;
+  double tenant_mean_queue_s = 0;
   // Useful GPU-seconds (world x full-size seconds of work done) over capacity GPU-seconds, from
   // the first arrival to the last one: how much of the fleet did useful work while work kept
   // coming (the trace's own window; a single arrival time: first arrival to last end).

@@ -78,6 +78,7 @@ class ServiceTest : public ::testing::Test {
     s.world = 2;
     s.max_devices = 2;
     s.steps = 1000;
+    s.tenant = "vision";
     return s;
   }
   fs::path dir_;
@@ -91,6 +92,9 @@ TEST_F(ServiceTest, LostNodeFailsOverFromTheLastCheckpointAndARestartedCoreRecon
   auto l2 = std::make_shared<RecordingLink>();
   auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
   ASSERT_TRUE(n1.ok()) << n1.reason();
+  auto bad = spec();
+  bad.tenant = "a b";
+  EXPECT_NE(s->submit(bad).reason().find("tenant must be"), std::string::npos);
   auto id = s->submit(spec());
   ASSERT_TRUE(id.ok());
   s->tick();  // admit, place
@@ -154,6 +158,7 @@ TEST_F(ServiceTest, LostNodeFailsOverFromTheLastCheckpointAndARestartedCoreRecon
   auto js = s->jobs();
   ASSERT_TRUE(js.ok());
   EXPECT_EQ((*js)[0].steps, 1000);
+  EXPECT_EQ((*js)[0].tenant, "vision");  // from the journal's Submit
 }
 
 TEST_F(ServiceTest, AStopAfterAStoredCheckpointNobodyAskedForResumesFromIt) {

@@ -1,0 +1,46 @@
+// The waiting jobs a planning round walks, in lanes: one per (class, device type, tenant) in a book
+// kept by tenant (a class is the planner's coarse order, e.g. a tier), one per device type
+// otherwise (class and tenant 0). A job holds devices of its
+// own type only, so jobs of different types never compete for the same devices: a round walks a
+// type's lanes only while that type has placements left to try, and a type that is full, or a
+// tenant with nothing waiting, costs it nothing.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace orrery::core::policy {
+
+// A waiting job's place in the planner's order: smaller first, the job id breaking ties.
+using OrderKey = std::array<std::int64_t, 3>;
+using WaitEntry = std::pair<OrderKey, int>;
+
+class WaitLanes {
+ public:
+  void add(std::int64_t cls, std::int64_t dtype, int tenant, const WaitEntry& e);
+  void remove(std::int64_t cls, std::int64_t dtype, int tenant, const WaitEntry& e);
+  std::int64_t size() const { return size_; }
+  // Classes 0 .. classes() - 1 may have lanes.
+  std::int64_t classes() const { return static_cast<std::int64_t>(slots_.size()); }
+
+  struct Lane {
+    int tenant;
+    const std::set<WaitEntry>* jobs;  // valid while the book lives (lanes are never dropped)
+  };
+  // The non-empty lanes of a class and device type, by tenant.
+  std::vector<Lane> lanes(std::int64_t cls, std::int64_t dtype) const;
+
+ private:
+  struct Slot {
+    std::map<int, std::set<WaitEntry>> by_tenant;
+    std::set<int> nonempty;
+  };
+  std::vector<std::vector<Slot>> slots_;  // [class][dtype], grown on demand
+  std::int64_t size_ = 0;
+};
+
+}  // namespace orrery::core::policy
