@@ -103,6 +103,8 @@ class SchedulerCore {
   Result<spec::Params<spec::Concrete>> params_for(const Decision& decision) const;
 
   const Fleet& fleet() const { return fleet_; }
+  // The injected clock's time: what planners measure waiting with.
+  std::int64_t now_ms() const { return clock_.now_ms(); }
   const spec::ClusterVars<spec::Concrete>& cluster() const { return cluster_; }
   int num_jobs() const { return cluster_.num_jobs(); }
   spec::JobState state(int job) const {

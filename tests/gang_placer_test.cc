@@ -507,6 +507,28 @@ TEST(GangPlacer, MigrateNeverReusesItsDevicesNorShrinks) {
       << "a running job is not placed";
 }
 
+TEST(GangPlacer, AnAvoidedScopeOffersNothing) {
+  // Two regions: r0 with nodes of 2 and 4 devices, r1 with one of 4. A 2-device job runs on the
+  // 2-device node; a migration goes to r0's 4-device node (best fit, the lowest id on a tie), and
+  // avoiding r0 sends it to r1.
+  World w(fleet_text({{{2, 4}}, {{4}}}));
+  GangPlacer placer(*w.core);
+  const int j = w.fill({0, 1});
+  auto near = placer.propose(j, EventKind::kMigrate);
+  ASSERT_EQ(near.kind, Proposal::Kind::kOk) << near.why;
+  EXPECT_EQ(w.regions_of(near.decision), (std::set<std::string>{"r0"}));
+  const auto& ix = placer.index();
+  auto away = placer.propose(j, EventKind::kMigrate, -1, ix.region_scope(0));
+  ASSERT_EQ(away.kind, Proposal::Kind::kOk) << away.why;
+  EXPECT_EQ(w.regions_of(away.decision), (std::set<std::string>{"r1"}));
+  // A place avoiding r1 too has nowhere to go; the next query without it is unaffected.
+  const int k = w.job(4, 4, 4);
+  EXPECT_EQ(placer.propose(k, EventKind::kPlace, -1, ix.region_scope(1)).kind, Proposal::Kind::kOk);
+  w.fill({2, 3, 4, 5});
+  EXPECT_EQ(placer.propose(k, EventKind::kPlace, -1, ix.region_scope(1)).kind, Proposal::Kind::kRetryLater);
+  EXPECT_EQ(placer.propose(k, EventKind::kPlace).kind, Proposal::Kind::kOk);
+}
+
 // ---- Sync ----------------------------------------------------------------------------------
 
 TEST(GangPlacer, RebuildsWhenTheFeedDroppedEntries) {

@@ -41,9 +41,10 @@ void GangPlacer::allow_cross_region(int job, bool allowed) {
   cross_region_[static_cast<std::size_t>(job)] = allowed;
 }
 
-Proposal GangPlacer::propose(int job, EventKind event, int want) {
+Proposal GangPlacer::propose(int job, EventKind event, int want, int avoid_scope) {
   ++stats_.proposals;
   index_.sync();
+  avoid_scope_ = avoid_scope > index_.fleet_scope() && avoid_scope < index_.scopes() ? avoid_scope : -1;
   Proposal p = plan(job, event, want);
   if (p.kind == Proposal::Kind::kOk) {
     if (auto why = check(p.decision); !why.empty()) {
@@ -258,6 +259,17 @@ void GangPlacer::begin_query() {
   if (per_new_ > 0) {
     index_.for_each_host_below(per_new_ * index_.max_per_node(level_), [&](int n) { adjust(n); });
     for (int n : held_nodes_) adjust(n);
+  }
+  if (avoid_scope_ >= 0) {  // the avoided scope's nodes offer nothing
+    for (int n : index_.scope_nodes(avoid_scope_)) {
+      const auto i = static_cast<std::size_t>(n);
+      if (!adjusted(n)) {
+        if (base(n) == 0) continue;
+        adj_stamp_[i] = stamp_;
+        adj_nodes_.push_back(n);
+      }
+      adj_eff_[i] = 0;
+    }
   }
 }
 

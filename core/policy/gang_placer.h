@@ -58,7 +58,9 @@ class GangPlacer {
   // kRetryLater: no placement now (not enough free devices where the rules allow);
   // kInfeasible: never (no device count in range splits the world, no device of the type has the
   // memory, more devices than one region has, a job in the wrong state, or not a placement event).
-  Proposal propose(int job, spec::EventKind event, int want = -1);
+  // `avoid_scope` (>= 0, a FreeDeviceIndex scope other than the fleet): no device there
+  // (defragmentation moves jobs out of it).
+  Proposal propose(int job, spec::EventKind event, int want = -1, int avoid_scope = -1);
 
   // Lets `job` (or no longer) be placed across regions. A planner-side attribute, not journaled:
   // whoever runs the planner sets it again after a restart.
@@ -134,6 +136,7 @@ class GangPlacer {
   std::vector<int> held_nodes_;  // nodes where the job holds devices (held_on_ counts them)
   std::int64_t per_new_ = 0, per_old_ = 0;  // host MiB per device for the new and old splice
   bool keep_held_ = false;  // ResizeUp: held devices stay (and count on their nodes)
+  int avoid_scope_ = -1;  // its nodes count as full for the query
 };
 
 }  // namespace orrery::core::policy

@@ -16,6 +16,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
   if (i >= where_.size()) {
     where_.resize(i + 1, Where::kNone);
     key_of_.resize(where_.size());
+    wait_since_.resize(where_.size(), 0);
     if (by_tenant_) held_of_.resize(where_.size(), 0);
   }
   const auto& jv = core.cluster().jobs[job];
@@ -50,6 +51,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
     case JobState::kQueued:
     case JobState::kSuspended:
       key_of_[i] = key_(core, job);
+      wait_since_[i] = core.now_ms();
       lanes_.add(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, 1);
       w = Where::kWaiting;

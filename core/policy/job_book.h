@@ -58,6 +58,8 @@ class JobBook {
     helped_.insert(beneficiary);
   }
   bool helped(int beneficiary) const { return helped_.count(beneficiary) != 0; }
+  // When a waiting job started waiting (the core's clock), this time.
+  std::int64_t waiting_since(int job) const { return wait_since_[static_cast<std::size_t>(job)]; }
 
   // Admits every submitted job whose admission the core would accept, in id order.
   void admit_all(const SchedulerCore& core, PlanContext& ctx);
@@ -92,6 +94,7 @@ class JobBook {
   WaitLanes lanes_;
   std::vector<Where> where_;
   std::vector<Key> key_of_;
+  std::vector<std::int64_t> wait_since_;
   std::vector<std::int64_t> held_of_;  // by tenant: devices counted in shares_ for the job
   std::set<int> submitted_;
   std::set<int> running_;

@@ -11,9 +11,19 @@
 //     may preempt one that has had more, and a job of a tenant below the tier's equal split may
 //     preempt one of a tenant above it (core/policy/tenant_shares.h). The freed devices are
 //     reserved for the waiting job by the core (the spec's Suspend and Shrink effects);
-//  4. when nothing waits, grows elastic jobs into idle devices up to their max_devices.
+//  4. when nothing waits, grows elastic jobs into idle devices up to their max_devices;
+//  5. defragmentation by migration: a waiting job that does not fit although enough devices of
+//     its kind are free, scattered over regions (a gang spans nodes and clusters, never regions),
+//     gets the region nearest to fitting it emptied by migrating running jobs of its tier or
+//     lower to other regions — when moving pays: the
+//     moves' cost (devices x state / PlannerOptions::migration_gib_per_s) is at most the waiting
+//     job's devices x the time it has waited. Tried before shrinking or preempting (a migration
+//     loses no work and keeps the moved job's devices).
 // Placement itself is the gang placement policy's (core/policy/gang_placement.h). docs/policies.md.
 #pragma once
+
+#include <map>
+#include <vector>
 
 #include "core/policy/job_book.h"
 #include "core/policy/planner.h"
@@ -24,12 +34,21 @@ class OrreryPlanner final : public Planner {
  public:
   explicit OrreryPlanner(const PlannerOptions& o);
   std::string_view name() const override { return "orrery"; }
-  void job_changed(const SchedulerCore& core, int job) override { book_.update(core, job); }
+  void job_changed(const SchedulerCore& core, int job) override {
+    book_.update(core, job);
+    if (!moving_for_.empty() && core.state(job) != spec::JobState::kQueued &&
+        core.state(job) != spec::JobState::kSuspended)
+      moving_for_.erase(job);
+  }
   void plan(const SchedulerCore& core, PlanContext& ctx) override;
 
  private:
   // Frees devices for the waiting job `ben` by a shrink or a preemption; true if one started.
   bool free_for(const SchedulerCore& core, PlanContext& ctx, int ben);
+  // Defragmentation by migration for `ben` (step 5); true if migrations started.
+  bool defragment_for(const SchedulerCore& core, PlanContext& ctx, int ben);
+  int moves_ = 0;  // defragmentation migrations started this round
+  std::map<int, std::vector<int>> moving_for_;  // waiting job -> the jobs moving out of its way
   void grow(const SchedulerCore& core, PlanContext& ctx);
   PlannerOptions o_;
   JobBook book_;

@@ -39,6 +39,9 @@ class PlanContext {
   virtual bool cut_pending(int job) const = 0;
   // Why a waiting job was not placed this round (for `orrery ls`); the default drops it.
   virtual void note(int /*job*/, const std::string& /*why*/) {}
+  // The planner wants a round at `time_ms` (core clock) even if nothing changes by then: a move
+  // that does not pay yet may pay by then. orrery-core plans every 100 ms anyway (default: nothing).
+  virtual void replan_at(std::int64_t /*time_ms*/) {}
 };
 
 struct PlannerOptions {
@@ -55,6 +58,13 @@ struct PlannerOptions {
   // orrery, tiresias: running jobs a victim search looks at, at most (of the beneficiary's device
   // type, the lowest tier first); bounds a search on large fleets.
   int max_victim_candidates = 256;
+  // orrery: defragmentation by migration (docs/policies.md). A move costs the moved job's devices
+  // for the time its state takes to checkpoint, transfer and restore at this rate (GiB/s, the
+  // whole path); it is made only when the waiting job's devices times the time it has waited
+  // (what it can expect to wait on) outweigh the moves' cost. 0 turns defragmentation off.
+  double migration_gib_per_s = 0.5;
+  // orrery: migrations one round starts for defragmentation, at most.
+  int max_defrag_moves_per_round = 8;
 };
 
 class Planner {

@@ -59,6 +59,7 @@ struct Service::Track {
   enum class Cut { kNone, kPeriodic, kPreempt, kMigrate, kResize } cut = Cut::kNone;
   int beneficiary = -1;                 // kPreempt
   std::optional<std::string> migrate_to;  // kMigrate
+  std::vector<std::int64_t> migrate_devices;  // kMigrate by the planner: the devices it chose
   std::set<int> cut_nodes;              // nodes asked to cut
   std::set<int> old_nodes;              // kResize: the nodes before the resize
   std::set<int> stop_expected;          // nodes whose Stopped report a cut explains
@@ -1098,7 +1099,19 @@ void Service::on_cut_done(int job, std::int64_t step) {
   }
   if (cut == Track::Cut::kMigrate) {
     std::string why;
-    auto d = migrate_decision(job, t.migrate_to, &why);
+    std::optional<core::Decision> d;
+    if (!t.migrate_devices.empty()) {  // the planner's devices (defragmentation), if still free
+      core::Decision p;
+      p.event = EventKind::kMigrate;
+      p.origin = Origin::kPlanner;
+      p.job = job;
+      p.step = core_->cluster().jobs[job].progress;
+      p.devices = std::move(t.migrate_devices);
+      p.splice = core_->cluster().jobs[job].world / static_cast<std::int64_t>(p.devices.size());
+      t.migrate_devices.clear();
+      if (core_->accepts(p)) d = std::move(p);
+    }
+    if (!d) d = migrate_decision(job, t.migrate_to, &why);
     if (d) {
       d->origin = t.cut_origin;
       auto c = commit(*d);
@@ -1319,6 +1332,7 @@ bool Service::PlanLink::propose(const core::Decision& d) {
       } else {
         t.cut = Track::Cut::kMigrate;
         t.migrate_to.reset();
+        t.migrate_devices = d.devices;
         t.note = "migrating";
       }
       t.cut_origin = Origin::kPlanner;

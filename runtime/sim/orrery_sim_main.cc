@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   std::int64_t synthetic = 0;
   std::uint64_t seed = 1;
   double load = 0.8;
-  bool json = false, check = false, quiet = false, elastic = false;
+  bool json = false, check = false, quiet = false, elastic = false, no_defrag = false;
   orrery::sim::SimOptions o;
   app.add_option("--fleet", fleet_path,
                  "fleet file: TOML (.toml, docs/simulator.md), the Alibaba node list (.csv) or the core's "
@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
   app.add_option("--mtbf-h", o.cost.node_mtbf_h, "mean time between failures of a node, hours (default 0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--repair-s", o.cost.repair_s, "a failed node is back after (default 3600 s)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--no-defrag", no_defrag, "orrery: no defragmentation by migration (to compare)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -131,6 +132,7 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 1;
   }
+  if (no_defrag) o.planner.migration_gib_per_s = 0;
   if (trace.empty() && synthetic == 0) {
     std::fprintf(stderr, "orrery-sim: give a workload: --trace FILE or --synthetic N (see --help)\n");
     return 1;

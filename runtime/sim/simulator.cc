@@ -71,7 +71,11 @@ class Sim final : public core::policy::PlanContext {
   Sim(const Workload& w, const SimOptions& o) : w_(w), o_(o) {}
 
   Status init(core::Fleet fleet, const std::string& policy) {
-    planner_ = core::policy::make_planner(policy, o_.planner);
+    // A migration's whole path as the planner's cost model sees it: checkpoint, transfer, restore.
+    auto po = o_.planner;
+    if (po.migration_gib_per_s > 0)
+      po.migration_gib_per_s = 1.0 / (1.0 / o_.cost.checkpoint_gbps + 1.0 / o_.cost.network_gbps + 1.0 / o_.cost.restore_gbps);
+    planner_ = core::policy::make_planner(policy, po);
     if (!planner_) return Status::Error("unknown policy \"" + policy + "\"");
     if (fleet.num_devices() == 0) return Status::Error("the fleet has no devices");
     fleet.premium_reserve = static_cast<std::int64_t>(std::floor(o_.premium_share * fleet.num_devices()));
@@ -185,6 +189,12 @@ class Sim final : public core::policy::PlanContext {
     auto s = core_->state(j);
     return s == JobState::kCheckpointing || s == JobState::kMigrating;
   }
+  void replan_at(std::int64_t t) override {
+    t = std::max({t, now(), last_round_ + ms(o_.round_s)});
+    if (t >= wake_at_) return;  // a round comes by then anyway
+    wake_at_ = t;
+    push(t, Ev::kRound, 0, 0);
+  }
 
  private:
   static std::int64_t ms(double s) { return static_cast<std::int64_t>(std::llround(s * 1000.0)); }
@@ -221,9 +231,12 @@ class Sim final : public core::policy::PlanContext {
     held_ -= freed;
     waiting_ += waits(core_->state(id)) - waits(before);
     planner_->job_changed(*core_, id);
-    // A round only when it may find something new to do: devices freed, a job waiting anew.
-    // (Progress and checkpoints alone do not call one; the next one sees their attained service.)
-    if (freed > 0 || (waits(core_->state(id)) && !waits(before)) || core_->state(id) == JobState::kSubmitted) dirty();
+    // A round only when it may find something new to do: devices freed (a migration frees the
+    // ones it leaves), a job waiting anew. (Progress and checkpoints alone do not call one; the
+    // next one sees their attained service.)
+    if (freed > 0 || d.event == EventKind::kMigrate || (waits(core_->state(id)) && !waits(before)) ||
+        core_->state(id) == JobState::kSubmitted)
+      dirty();
     return c;
   }
   static int waits(JobState s) {
@@ -304,6 +317,7 @@ class Sim final : public core::policy::PlanContext {
       case Ev::kRound:
         round_pending_ = false;
         last_round_ = now();
+        if (now() >= wake_at_) wake_at_ = INT64_MAX;
         sample();
         planner_->plan(*core_, *this);
         break;
@@ -586,6 +600,7 @@ class Sim final : public core::policy::PlanContext {
   Status error_;
   bool round_pending_ = false;
   std::int64_t last_round_ = INT64_MIN / 2;
+  std::int64_t wake_at_ = INT64_MAX;  // the earliest round a planner asked for (replan_at)
   std::int64_t t0_ = 0, next_sample_ = 0, sample_every_ = 1;
   std::int64_t devices_ = 0, held_ = 0, waiting_ = 0;
   std::int64_t submitted_ = 0, unschedulable_ = 0, finished_ = 0;
