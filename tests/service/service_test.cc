@@ -183,6 +183,57 @@ TEST_F(ServiceTest, AStopAfterAStoredCheckpointNobodyAskedForResumesFromIt) {
   EXPECT_EQ(s->core().cluster().jobs[0].failures, 1);
 }
 
+TEST_F(ServiceTest, ThePlannerMovesAJobToAnotherRegionToMakeRoomForAGang) {
+  // Two regions of one 4-device node: a gang never spans regions. A (2) on n1, B (3) on n2, C (1)
+  // on n2 (best fit); B completes: 2 + 3 devices are free but neither region has 4 for D. Once D
+  // has waited as long as moving C costs, the planner migrates C to n1 (the Migrate committed
+  // once C's cut is stored, on the devices the planner chose while they are free), and D starts
+  // on n2.
+  auto f = core::Fleet::parse(
+      "region r0\ncluster c\nnode n1 host_mem_mib=4096\ndevices host count=4 mem_mib=256\n"
+      "region r1\ncluster c\nnode n2 host_mem_mib=4096\ndevices host count=4 mem_mib=256\n");
+  ASSERT_TRUE(f.ok()) << f.reason();
+  auto opened = Service::open(opts_, *f, clock_);
+  ASSERT_TRUE(opened.ok()) << opened.reason();
+  auto s = std::move(*opened);
+  auto l1 = std::make_shared<RecordingLink>();
+  auto l2 = std::make_shared<RecordingLink>();
+  auto n1 = s->register_node("n1", {"host", 4, 256}, {}, l1);
+  auto n2 = s->register_node("n2", {"host", 4, 256}, {}, l2);
+  ASSERT_TRUE(n1.ok() && n2.ok());
+  auto job = [&](std::int64_t world) {
+    JobSpec j = spec();
+    j.world = j.min_devices = j.max_devices = world;
+    auto id = s->submit(j);
+    EXPECT_TRUE(id.ok()) << id.reason();
+    s->tick();
+    return id.ok() ? *id : -1;
+  };
+  const int a = job(2), b = job(3);
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, a, 1, 0)).ok());
+  ASSERT_TRUE(s->report(*n2, rep(NodeReport::Kind::kStarted, b, 1, 0)).ok());
+  const int c = job(1);
+  ASSERT_TRUE(l2->saw("launch 2 epoch 1 restore -1 devices 1")) << l2->log.back();
+  ASSERT_TRUE(s->report(*n2, rep(NodeReport::Kind::kStarted, c, 1, 0)).ok());
+  ASSERT_TRUE(s->report(*n2, rep(NodeReport::Kind::kCompleted, b, 1, 1000)).ok());
+  ASSERT_EQ(s->core().state(b), spec::JobState::kCompleted);
+  const int d = job(4);
+  EXPECT_EQ(s->core().state(d), spec::JobState::kQueued);
+  EXPECT_FALSE(l2->saw("checkpoint 2 epoch 1 stop"));  // waited 0 s: moving does not pay yet
+  clock_.advance(1000);
+  s->tick();
+  ASSERT_TRUE(l2->saw("checkpoint 2 epoch 1 stop")) << l2->log.back();
+  upload(*s, *n2, c, 1, 7, 0);
+  ASSERT_TRUE(s->report(*n2, rep(NodeReport::Kind::kCheckpointed, c, 1, 7)).ok());
+  // The stored cut commits the Migrate: a new incarnation on the planner's devices.
+  EXPECT_EQ(s->core().state(c), spec::JobState::kMigrating);
+  EXPECT_EQ(s->core().cluster().jobs[c].held, (std::vector<std::int32_t>{2}));
+  EXPECT_TRUE(l1->saw("launch 2 epoch 2 restore 7 devices 1")) << l1->log.back();
+  s->tick();
+  EXPECT_TRUE(l2->saw("launch 3 epoch 1 restore -1 devices 4")) << l2->log.back();
+  EXPECT_EQ(s->core().state(d), spec::JobState::kPlaced);
+}
+
 TEST_F(ServiceTest, RegistrationIsCheckedAgainstTheFleet) {
   auto s = open(true);
   auto l = std::make_shared<RecordingLink>();
