@@ -47,20 +47,29 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // The lowest tier first, then the tenant holding most of it, then the least work lost.
   auto preempt_key = [&](int v) {
     return std::tuple(-s.jobs[v].tier, -shares.held(s.jobs[v].tier, tenant(v)), lost(v),
-                      -s.jobs[v].devices);  // smaller is better
+                      -s.jobs[v].devices, v);  // smaller is better
   };
   // Fair share among tenants inside the tier: `ben`'s tenant, with `ben` placed, would hold no
   // more than the tier's equal split, so it may take devices from a tenant that, without the
   // victim, would still hold at least as much (the move narrows the gap and never reverses it).
   const std::int64_t ben_held = shares.held(bj.tier, tenant(ben)) + bj.min_dev;
   const bool ben_poor = ben_held <= shares.equal_share(bj.tier);
+  // Inside the tier only if a rule below can let a job go (and, when at most one job of the tier
+  // may be cut, only one that covers the gang alone).
+  const bool same_tier_possible =
+      o_.max_same_tier_victims > 0 && (bj.attained < o_.las_threshold_gpu_ms || ben_poor);
   // The beneficiary's device type only (no other frees devices it can use), the lowest tier first.
   std::vector<int> pool;
-  for (std::int64_t tier = spec::kNumTiers - 1; tier >= bj.tier; --tier)
+  int looked = 0;
+  for (std::int64_t tier = spec::kNumTiers - 1; tier >= bj.tier && looked < o_.max_victim_candidates; --tier) {
+    if (tier == bj.tier && !same_tier_possible) break;
     for (int v : book_.running(bj.dtype, tier)) {
-      if (static_cast<int>(pool.size()) >= o_.max_victim_candidates) break;
+      if (++looked > o_.max_victim_candidates) break;
+      if (tier == bj.tier && o_.max_same_tier_victims == 1 && s.jobs[v].devices < bj.min_dev) continue;
       pool.push_back(v);
     }
+  }
+  if (pool.empty()) return false;
   for (int v : pool) {
     const auto& vj = s.jobs[v];
     // A lower tier, or (fair share inside a tier) a job of the same tier that has had a long
@@ -75,8 +84,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     if (vj.tier == bj.tier || shrink >= 0) continue;  // a shrink only for a higher tier
     // The largest device count the job may shrink to (a divisor of its world within the splice
     // limit, at least min_devices) that frees the beneficiary's smallest gang.
-    for (std::int64_t c = vj.devices - bj.min_dev; c >= vj.min_dev && shrink < 0; --c)
-      if (vj.world % c == 0 && vj.world / c <= spec::kSpliceLimit) {
+    // (By splice factor f, the smallest first: a device count is world / f.)
+    for (std::int64_t f = 1, c = vj.world; f <= spec::kSpliceLimit && shrink < 0; c = vj.world / ++f)
+      if (vj.world % f == 0 && c <= vj.devices - bj.min_dev && c >= vj.min_dev) {
         shrink = v;
         shrink_to = c;
       }
@@ -96,9 +106,24 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   }
   // Else preemptions, the lowest tier first, then the least work lost since the last
   // checkpoint, as many as cover the beneficiary's smallest gang (or none: victims.h).
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [&](int a, int b) { return preempt_key(a) < preempt_key(b); });
-  return preempt_for(core, ctx, book_, victims_covering(core, candidates, bj.min_dev), ben) > 0;
+  {  // each key computed once
+    std::vector<std::pair<decltype(preempt_key(0)), int>> keyed;
+    keyed.reserve(candidates.size());
+    for (int v : candidates) keyed.emplace_back(preempt_key(v), v);
+    std::sort(keyed.begin(), keyed.end());
+    for (std::size_t i = 0; i < keyed.size(); ++i) candidates[i] = keyed[i].second;
+  }
+  auto victims = victims_covering(core, candidates, bj.min_dev);
+  // Inside a tier a preemption only reorders equals (fair share): it pays when it delays fewer
+  // jobs than it helps. Cutting many small jobs for one large gang lengthens the average job's
+  // completion and churns; then only lower tiers' jobs are cut.
+  const auto same_tier = [&](int v) { return s.jobs[v].tier == bj.tier; };
+  if (static_cast<int>(victims.size()) > o_.max_same_tier_victims &&
+      std::any_of(victims.begin(), victims.end(), same_tier)) {
+    std::erase_if(candidates, same_tier);
+    victims = victims_covering(core, candidates, bj.min_dev);
+  }
+  return preempt_for(core, ctx, book_, victims, ben) > 0;
 }
 
 bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, int ben) {

@@ -58,6 +58,9 @@ struct PlannerOptions {
   // orrery, tiresias: running jobs a victim search looks at, at most (of the beneficiary's device
   // type, the lowest tier first); bounds a search on large fleets.
   int max_victim_candidates = 256;
+  // orrery: a preemption inside a tier (fair share) cuts at most this many jobs for one waiting
+  // job; a waiting job that needs more is helped only by lower tiers' jobs.
+  int max_same_tier_victims = 1;
   // orrery: defragmentation by migration (docs/policies.md). A move costs the moved job's devices
   // for the time its state takes to checkpoint, transfer and restore at this rate (GiB/s, the
   // whole path); it is made only when the waiting job's devices times the time it has waited

@@ -4,7 +4,7 @@
 // fairness on one resource: each next device goes to the poorest tenant that can use it), its
 // jobs in the planner's order; a preemption inside a tier may take devices from a tenant above
 // the tier's equal split for one below it (OrreryPlanner). Kept up to date by JobBook::update(),
-// so every question below costs O(log tenants).
+// so every question below costs O(1).
 //
 // Tenants are the core's ids (SchedulerCore::job_info(j).tenant; 0 is the default tenant), so a
 // fleet without tenants has one, and the order inside a tier is the planner's plain order.
@@ -12,7 +12,7 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
+#include <vector>
 
 #include "spec/vocabulary.h"
 
@@ -37,8 +37,9 @@ class TenantShares {
     bool active() const { return held > 0 || waiting > 0; }
   };
   struct Tier {
-    std::map<int, Account> tenants;  // an account goes when it holds and waits for nothing
+    std::vector<Account> tenants;  // by tenant id (the core's ids are dense)
     std::int64_t held = 0;
+    std::int64_t active = 0;  // tenants holding or waiting
   };
   void change(std::int64_t tier, int tenant, std::int64_t held, std::int64_t waiting);
   std::array<Tier, spec::kNumTiers> tiers_;
