@@ -13,16 +13,17 @@
 namespace orrery::sim {
 namespace {
 
-// One node of `devices` devices of one type.
-core::Fleet one_node(int devices) {
+// `nodes` nodes of `devices` H100s over `regions` regions of one cluster each.
+core::Fleet h100_fleet(int regions, int nodes, int devices) {
   FleetGenOptions o;
-  o.regions = 1;
+  o.regions = regions;
   o.clusters_per_region = 1;
-  o.nodes = 1;
+  o.nodes = nodes;
   o.devices_per_node = devices;
   o.device_mix = {{"H100-80G", 81920, 1}};
   return *generate_fleet(o);
 }
+core::Fleet one_node(int devices) { return h100_fleet(1, 1, devices); }
 
 SimJob job(double arrival, double duration, int world, spec::Tier tier, int min_dev = -1) {
   SimJob j;
@@ -130,22 +131,15 @@ TEST(Simulator, TenantsShareATierFairly) {
 TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   // Two regions of one 4-device node (a gang never spans regions). A (2 devices, 2,000 s) lands
   // on node 0; B (3 devices, 100 s) on node 1; C (1 device, 2,000 s) on node 1 (best fit). When B
-  // ends, 5 devices are free (2 + 3) but no region has the 4 that D, arriving at 150 s, needs. orrery moves C to node 0
-  // once D has waited as long as the move costs (1 device x 1 GiB / the checkpoint + transfer +
-  // restore rate of 0.48 GiB/s, about 2.1 s, over D's 4 devices: about 0.5 s), where without it D
-  // waits some 1,850 s for A or C to end.
-  FleetGenOptions fo;
-  fo.regions = 2;
-  fo.clusters_per_region = 1;
-  fo.nodes = 2;
-  fo.devices_per_node = 4;
-  fo.device_mix = {{"H100-80G", 81920, 1}};
-  auto fleet = generate_fleet(fo);
-  ASSERT_TRUE(fleet.ok()) << fleet.reason();
+  // ends, 5 devices are free (2 + 3) but no region has the 4 that D, arriving at 150 s, needs.
+  // orrery moves C to node 0 once D has waited as long as the move costs (1 device x 1 GiB / the
+  // checkpoint + transfer + restore rate of 0.48 GiB/s, about 2.1 s, over D's 4 devices: about
+  // 0.5 s), where without it D waits some 1,850 s for A or C to end.
+  const auto fleet = h100_fleet(2, 2, 4);
   Workload w;
   w.jobs = {job(0, 2000, 2, spec::Tier::kStandard), job(0, 100, 3, spec::Tier::kStandard),
             job(1, 2000, 1, spec::Tier::kStandard), job(150, 100, 4, spec::Tier::kStandard)};
-  auto orrery = simulate(*fleet, w, "orrery", quiet());
+  auto orrery = simulate(fleet, w, "orrery", quiet());
   ASSERT_TRUE(orrery.ok()) << orrery.reason();
   EXPECT_EQ(orrery->completed, 4);
   EXPECT_EQ(orrery->migrations, 1);
@@ -155,7 +149,7 @@ TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   // Without defragmentation the big job waits for a small one to finish.
   auto opts = quiet();
   opts.planner.migration_gib_per_s = 0;
-  auto stay = simulate(*fleet, w, "orrery", opts);
+  auto stay = simulate(fleet, w, "orrery", opts);
   ASSERT_TRUE(stay.ok()) << stay.reason();
   EXPECT_EQ(stay->migrations, 0);
   EXPECT_GT(stay->tiers[1].p99_queue_s, 1800);
@@ -182,13 +176,7 @@ TEST(Simulator, SameInputSameResult) {
 }
 
 TEST(Simulator, NodeFailuresLoseWorkSinceTheCheckpointAndJobsStillFinish) {
-  FleetGenOptions fo;
-  fo.regions = 1;
-  fo.clusters_per_region = 1;
-  fo.nodes = 8;
-  fo.devices_per_node = 4;
-  fo.device_mix = {{"H100-80G", 81920, 1}};
-  auto fleet = *generate_fleet(fo);
+  auto fleet = h100_fleet(1, 8, 4);
   Workload w;
   for (int i = 0; i < 40; ++i) w.jobs.push_back(job(i * 60, 4 * 3600, 2, spec::Tier::kStandard));
   auto o = quiet();
