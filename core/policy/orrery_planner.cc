@@ -37,7 +37,8 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   const spec::Concrete d;
   const auto& s = core.cluster();
   const auto& bj = s.jobs[ben];
-  // Candidates: running jobs of a strictly lower tier whose devices the guard lets go for `ben`.
+  // Candidates: running jobs whose devices the guard lets go for `ben` (a lower tier; or its own
+  // tier by the fair-share rules below).
   int shrink = -1;
   std::int64_t shrink_to = 0;
   std::vector<int> candidates;
