@@ -13,3 +13,10 @@ target_compile_definitions(device_runtime_test PRIVATE
   ORRERY_MLP_BIN="$<TARGET_FILE:orrery-train-mlp>")
 add_dependencies(device_runtime_test orrery-proxy orrery-train-mlp)
 gtest_discover_tests(device_runtime_test DISCOVERY_TIMEOUT 60)
+if(ORRERY_HAVE_CUDA)
+  # The same tests on the cuda backend (label gpu); without a GPU each prints why and exits 77,
+  # which ctest shows as Skipped.
+  gtest_discover_tests(device_runtime_test DISCOVERY_TIMEOUT 60 TEST_PREFIX "cuda."
+                       PROPERTIES ENVIRONMENT ORRERY_TEST_BACKEND=cuda LABELS gpu
+                                  SKIP_RETURN_CODE 77)
+endif()

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,22 +45,38 @@ class DeviceBackend {
   virtual Status allocate(std::uint64_t addr, std::uint64_t bytes) = 0;
   virtual Status free(std::uint64_t addr, std::uint64_t bytes) = 0;
 
+  // Copies are ordered after the bound worker's earlier launches and complete before they return
+  // (the host side may be reused at once); copy_d2d is ordered like a launch.
   virtual Status copy_h2d(std::uint64_t dst, const void* src, std::uint64_t n) = 0;
   virtual Status copy_d2h(void* dst, std::uint64_t src, std::uint64_t n) = 0;
   virtual Status copy_d2d(std::uint64_t dst, std::uint64_t src, std::uint64_t n) = 0;
 
   // Runs a kernel of the registry (kernels.h) by name; pointer arguments are device addresses.
   virtual Status launch(std::string_view kernel, const std::uint64_t* args, int nargs) = 0;
-  // Waits for every launched kernel and copy (the host backend runs them inline).
+  // Waits for every launched kernel and copy of the bound worker (the host backend runs them
+  // inline); an asynchronous kernel failure is reported here.
   virtual Status synchronize() = 0;
 
-  // Snapshot of a range into host memory and its inverse (checkpoint and restore write and read
-  // these bytes; the addresses are the same on every device, so restore needs no translation).
-  virtual Status snapshot(std::uint64_t addr, std::uint64_t n, void* host) = 0;
-  virtual Status restore(std::uint64_t addr, std::uint64_t n, const void* host) = 0;
+  // Checkpoint and restore, streamed: stream_out hands the n bytes at addr to `sink` in chunks,
+  // in address order; stream_in fills them from `source`. The CUDA backend stages through pinned
+  // buffers and overlaps the device copy of chunk i+1 with sink/source of chunk i; the host
+  // backend hands out its own memory. A chunk pointer is valid only during the call. An error
+  // from the sink or source stops the stream and is returned.
+  using ChunkSink = std::function<Status(const void* data, std::uint64_t n)>;
+  using ChunkSource = std::function<Status(void* data, std::uint64_t n)>;
+  virtual Status stream_out(std::uint64_t addr, std::uint64_t n, const ChunkSink& sink) = 0;
+  virtual Status stream_in(std::uint64_t addr, std::uint64_t n, const ChunkSource& source) = 0;
   // A host-readable view of device memory when the device memory *is* host memory (host
-  // backend), else nullptr: lets a checkpoint write straight from it without a staging copy.
+  // backend), else nullptr: lets the allreduce read a contribution without a staging copy.
   virtual const void* host_view(std::uint64_t addr, std::uint64_t n) const = 0;
+
+  // The worker whose requests follow (CUDA: each worker has its own stream, so its launches and
+  // copies stay in order among themselves). release_worker: that worker is gone.
+  virtual void bind_worker(int job, int rank) { (void)job, (void)rank; }
+  virtual void release_worker(int job, int rank) { (void)job, (void)rank; }
+  // Host memory the backend copies from and to often (the proxy's shared-memory segment): the
+  // CUDA backend page-locks it so those copies run at pinned speed. Best effort.
+  virtual void pin_host_memory(void* p, std::uint64_t n) { (void)p, (void)n; }
 
   // Splicing: moves an allocation's contents out of device memory (unmapping `addr`) into host
   // memory, and back to the same address later.
@@ -67,7 +84,8 @@ class DeviceBackend {
   virtual Status unpark(std::uint64_t addr, std::unique_ptr<ParkedMemory> parked) = 0;
 };
 
-// The backend named `name` ("host"; "cuda" where built) over `device` with `mem_bytes` of memory.
+// The backend named `name` ("host"; "cuda" where built) over `device` with `mem_bytes` of memory
+// (CUDA: at most the device's own; `device` is the CUDA ordinal).
 Result<std::unique_ptr<DeviceBackend>> make_backend(std::string_view name, int device,
                                                     std::uint64_t mem_bytes);
 

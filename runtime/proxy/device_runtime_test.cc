@@ -1,6 +1,12 @@
 // End-to-end tests of the device side with real processes: orrery-proxy children, workers
 // (the test process itself through the worker library, or orrery-train-mlp launched by the
 // NodeRuntime), shared-memory rings and collectives, checkpoint shards on disk.
+//
+// ORRERY_TEST_BACKEND (default host) picks the proxies' backend. ctest runs the suite twice:
+// plainly, and as cuda.* with ORRERY_TEST_BACKEND=cuda (label gpu), which skips every test,
+// saying why, where there is no usable GPU. On a GPU machine the same tests then check, on the
+// device: pointers valid after a restore in a new proxy process, splicing, checkpoint round
+// trips, a foreign handle refused, and final weights bit-identical to the host reference.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -14,6 +20,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,17 +29,58 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/common/bin_dir.h"
 #include "runtime/node/node_runtime.h"
 #include "runtime/proxy/address_space.h"
 #include "runtime/proxy/ring.h"
 #include "runtime/proxy/shard.h"
 #include "runtime/worker/worker.h"
 #include "runtime/workloads/mlp_job.h"
+#ifdef ORRERY_HAVE_CUDA
+#include "runtime/proxy/cuda/cuda_backend.h"
+#endif
 
 namespace orrery::runtime {
 namespace {
 
 using Kind = JobEvent::Kind;
+
+std::string test_backend() {
+  const char* b = std::getenv("ORRERY_TEST_BACKEND");
+  return b != nullptr && *b != '\0' ? b : "host";
+}
+
+// Skips the whole suite when the backend asked for cannot run here: prints why and exits 77,
+// which ctest reports as Skipped (SKIP_RETURN_CODE), so a GPU suite that did not run never reads
+// as passed. With fewer GPUs than a test node has devices, the node's devices share the GPUs
+// (ORRERY_CUDA_DEVICES, orrery-proxy --help): splicing, restore and fencing are per proxy
+// process, so sharing a GPU changes none of them.
+class BackendEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (test_backend() == "host") return;
+#ifdef ORRERY_HAVE_CUDA
+    if (test_backend() != "cuda") skip("unknown ORRERY_TEST_BACKEND " + test_backend());
+    if (auto s = cuda_device_usable(0); !s) skip(s.reason());
+    int count = 1;
+    while (cuda_device_usable(count).ok()) ++count;
+    std::string map;
+    for (int d = 0; d < 8; ++d) map += (d ? "," : "") + std::to_string(d % count);
+    ::setenv("ORRERY_CUDA_DEVICES", map.c_str(), 1);
+#else
+    skip("backend " + test_backend() + " is not built here (no nvcc)");
+#endif
+  }
+
+ private:
+  [[noreturn]] static void skip(const std::string& why) {
+    std::printf("SKIPPED: %s (GPU tests skipped)\n", why.c_str());
+    std::fflush(stdout);
+    std::_Exit(77);
+  }
+};
+const auto* const kBackendEnvironment =
+    ::testing::AddGlobalTestEnvironment(new BackendEnvironment);
 
 class Dir {
  public:
@@ -55,9 +104,9 @@ std::string unique(const std::string& what) {
 class ProxyChild {
  public:
   ProxyChild(const std::string& shm, const std::string& ckpt) : shm_(shm) {
-    const std::string bin = std::string(ORRERY_BIN_DIR) + "/orrery-proxy";
+    const std::string bin = orrery::bin_dir(ORRERY_BIN_DIR) + "/orrery-proxy";
     std::vector<std::string> args = {bin, "--shm", shm, "--device", "0", "--mem-mib", "64",
-                                     "--ckpt-dir", ckpt};
+                                     "--ckpt-dir", ckpt, "--backend", test_backend()};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -459,8 +508,9 @@ std::unique_ptr<NodeRuntime> start(const Dir& dir, int devices) {
   o.node_name = "test";
   o.devices = devices;
   o.device_mem_mib = 64;
+  o.backend = test_backend();
   o.data_dir = dir.path();
-  o.bin_dir = ORRERY_BIN_DIR;
+  o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
   auto rt = start_node_runtime(o);
   EXPECT_TRUE(rt.ok()) << rt.reason();
   return rt.ok() ? std::move(rt.value()) : nullptr;
@@ -570,7 +620,7 @@ TEST(NodeRuntime, TwoNodesOnOneMachineShareTheShmCollective) {
   o.devices = 1;
   o.device_mem_mib = 64;
   o.data_dir = db.path();
-  o.bin_dir = ORRERY_BIN_DIR;
+  o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
   auto b = start_node_runtime(o);
   ASSERT_TRUE(a && b.ok());
   const int job = 550;
@@ -598,7 +648,7 @@ TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
   o.devices = 2;
   o.device_mem_mib = 64;
   o.data_dir = db.path();
-  o.bin_dir = ORRERY_BIN_DIR;
+  o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
   auto b = start_node_runtime(o);
   ASSERT_TRUE(a && b.ok());
   // A free port on loopback for the hub (rank 0's node serves it).

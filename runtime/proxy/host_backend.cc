@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -17,6 +18,8 @@ std::string hex(std::uint64_t v) {
   return b;
 }
 void* vp(std::uint64_t a) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(a)); }
+
+constexpr std::uint64_t kStreamChunk = 8u << 20;
 
 class HostParked final : public ParkedMemory {
  public:
@@ -93,12 +96,17 @@ class HostBackend final : public DeviceBackend {
   }
   Status synchronize() override { return Status::Ok(); }
 
-  Status snapshot(std::uint64_t addr, std::uint64_t n, void* host) override {
-    std::memcpy(host, vp(addr), n);
+  // The memory is host memory: the stream hands it out in place, a chunk at a time.
+  Status stream_out(std::uint64_t addr, std::uint64_t n, const ChunkSink& sink) override {
+    for (std::uint64_t off = 0; off < n; off += kStreamChunk) {
+      if (auto st = sink(vp(addr + off), std::min(kStreamChunk, n - off)); !st) return st;
+    }
     return Status::Ok();
   }
-  Status restore(std::uint64_t addr, std::uint64_t n, const void* host) override {
-    std::memcpy(vp(addr), host, n);
+  Status stream_in(std::uint64_t addr, std::uint64_t n, const ChunkSource& source) override {
+    for (std::uint64_t off = 0; off < n; off += kStreamChunk) {
+      if (auto st = source(vp(addr + off), std::min(kStreamChunk, n - off)); !st) return st;
+    }
     return Status::Ok();
   }
   const void* host_view(std::uint64_t addr, std::uint64_t) const override { return vp(addr); }
@@ -139,13 +147,6 @@ class HostBackend final : public DeviceBackend {
 
 std::unique_ptr<DeviceBackend> make_host_backend(int device, std::uint64_t mem_bytes) {
   return std::make_unique<HostBackend>(device, mem_bytes);
-}
-
-Result<std::unique_ptr<DeviceBackend>> make_backend(std::string_view name, int device,
-                                                    std::uint64_t mem_bytes) {
-  if (name == "host") return make_host_backend(device, mem_bytes);
-  return Status::Error("unknown backend '" + std::string(name) +
-                       "' (built: host; cuda is not built yet)");
 }
 
 }  // namespace orrery::runtime

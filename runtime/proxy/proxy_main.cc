@@ -1,6 +1,6 @@
 // orrery-proxy: one process per device. Usage:
-//   orrery-proxy --shm /NAME --device N [--mem-mib M] [--backend host] [--ckpt-dir DIR]
-//                [--spin-us U] [--parent-pid P]
+//   orrery-proxy --shm /NAME --device N [--mem-mib M] [--backend host|cuda] [--cuda-device C]
+//                [--ckpt-dir DIR] [--spin-us U] [--parent-pid P]
 // Creates the shared-memory segment /NAME (workers attach with ORRERY_PROXY=/NAME), prints one
 // "ready" line and serves until SIGTERM/SIGINT or a shutdown command; exits 0 after removing the
 // segment and printing its counters, 2 on bad arguments, 1 if it cannot start. With
@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "runtime/proxy/backend.h"
 #include "runtime/proxy/proxy_server.h"
@@ -22,11 +23,14 @@ volatile std::sig_atomic_t g_stop = 0;  // the only thing a signal handler may t
 void on_signal(int) { g_stop = 1; }
 
 const char kUsage[] =
-    "usage: orrery-proxy --shm /NAME --device N [--mem-mib M] [--backend host] [--ckpt-dir DIR]\n"
-    "                    [--spin-us U] [--parent-pid P]\n"
+    "usage: orrery-proxy --shm /NAME --device N [--mem-mib M] [--backend host|cuda]\n"
+    "                    [--cuda-device C] [--ckpt-dir DIR] [--spin-us U] [--parent-pid P]\n"
     "One device's proxy, started by orrery-node: serves the workers that attach to the shared\n"
     "memory /NAME (ORRERY_PROXY=/NAME) until SIGTERM/SIGINT, then removes it. Defaults: 256 MiB,\n"
-    "the host backend, checkpoint shards in ./ckpt. Exit 0 stopped, 1 cannot start, 2 bad arguments.\n";
+    "the host backend, checkpoint shards in ./ckpt. --backend cuda (where built) serves CUDA\n"
+    "device C, by default the N-th of ORRERY_CUDA_DEVICES (a comma list: node device -> CUDA\n"
+    "ordinal, e.g. 0,0,0,0 to put four devices of a test node on one GPU), else N.\n"
+    "Exit 0 stopped, 1 cannot start, 2 bad arguments.\n";
 
 int usage(const char* why) {
   std::fprintf(stderr, "orrery-proxy: %s\n%s", why, kUsage);
@@ -38,6 +42,7 @@ int main(int argc, char** argv) {
   orrery::runtime::ProxyOptions o;
   long long mem_mib = 256;
   std::string backend = "host";
+  int cuda_device = -1;
   o.ckpt_dir = "ckpt";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -55,6 +60,7 @@ int main(int argc, char** argv) {
     else if (const char* v = val("--device")) o.device = std::atoi(v);
     else if (const char* v = val("--mem-mib")) mem_mib = std::atoll(v);
     else if (const char* v = val("--backend")) backend = v;
+    else if (const char* v = val("--cuda-device")) cuda_device = std::atoi(v);
     else if (const char* v = val("--ckpt-dir")) o.ckpt_dir = v;
     else if (const char* v = val("--spin-us")) o.spin_ns = std::atol(v) * 1000;
     else if (const char* v = val("--parent-pid")) o.parent_pid = std::atoi(v);
@@ -68,7 +74,26 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
 
-  auto be = orrery::runtime::make_backend(backend, o.device,
+  if (backend == "cuda" && cuda_device < 0) {
+    cuda_device = o.device;
+    if (const char* map = std::getenv("ORRERY_CUDA_DEVICES"); map != nullptr && *map != '\0') {
+      std::vector<int> ordinals;
+      for (const char* p = map; *p != '\0';) {
+        char* end = nullptr;
+        const long v = std::strtol(p, &end, 10);
+        if (end == p || v < 0) return usage("ORRERY_CUDA_DEVICES must be a comma list of ordinals");
+        ordinals.push_back(static_cast<int>(v));
+        p = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end != '\0') return usage("ORRERY_CUDA_DEVICES must be a comma list of ordinals");
+      }
+      if (o.device >= static_cast<int>(ordinals.size())) {
+        return usage(("ORRERY_CUDA_DEVICES names no CUDA device for device " +
+                      std::to_string(o.device)).c_str());
+      }
+      cuda_device = ordinals[o.device];
+    }
+  }
+  auto be = orrery::runtime::make_backend(backend, backend == "cuda" ? cuda_device : o.device,
                                           static_cast<std::uint64_t>(mem_mib) << 20);
   if (!be) {
     std::fprintf(stderr, "orrery-proxy: %s\n", be.reason().c_str());

@@ -55,6 +55,8 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const ProxyOptions& o,
   h.device = o.device;
   h.pid = static_cast<std::int32_t>(::getpid());
   h.mem_bytes = p->be_->mem_info().total_bytes;
+  // Every copy to or from a worker passes through the segment's data areas.
+  p->be_->pin_host_memory(p->map_.data(), sizeof(ProxySegment));
   std::snprintf(h.backend, sizeof h.backend, "%s", p->be_->name().c_str());
   h.ready.store(1, std::memory_order_release);
   return p;
@@ -260,6 +262,7 @@ bool ProxyServer::serve_session(Session& s) {
   Rank& rk = s.ranks[s.order[s.cur]];
   if (rk.slot < 0) return false;  // the resident rank has not attached yet
   WorkerSlot& ws = seg_->slots[rk.slot];
+  be_->bind_worker(s.job, rk.rank);
   if (rk.in_reduce) {
     std::uint64_t flags = 0;
     const float* res = s.coll->result(rk.reduce_step, &flags);
@@ -447,7 +450,7 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
       std::vector<float> staging;
       if (src == nullptr) {
         staging.resize(count);
-        if (auto st = be_->snapshot(buf, count * sizeof(float), staging.data()); !st) {
+        if (auto st = be_->copy_d2h(staging.data(), buf, count * sizeof(float)); !st) {
           return fail(st.reason());
         }
         src = staging.data();
@@ -575,6 +578,7 @@ void ProxyServer::finish_rank(Session& s, Rank& rk, const std::string& why) {
   (void)why;
   const int job = s.job;
   free_rank(rk);
+  be_->release_worker(job, rk.rank);
   rk.gone = true;
   if (rk.slot >= 0) {
     WorkerSlot& ws = seg_->slots[rk.slot];
@@ -616,6 +620,7 @@ void ProxyServer::drop_session(int job, const std::string& why) {
       rk.slot = -1;
     }
     free_rank(rk);
+    be_->release_worker(job, r);
   }
   end_session(it, true);
 }
@@ -678,13 +683,8 @@ Status ProxyServer::restore_rank(Session& s, Rank& rk) {
     }
     if (st = be_->allocate(a.addr, a.size); !st) break;
     rk.allocs[a.addr] = Alloc{a.size, a.seq};
-    if (void* view = const_cast<void*>(be_->host_view(a.addr, a.size)); view != nullptr) {
-      st = rd->read_next(view, a.size);
-    } else {
-      std::vector<unsigned char> tmp(a.size);
-      st = rd->read_next(tmp.data(), a.size);
-      if (st) st = be_->restore(a.addr, a.size, tmp.data());
-    }
+    st = be_->stream_in(a.addr, a.size,
+                        [&](void* p, std::uint64_t n) { return rd->read_next(p, n); });
     if (!st) break;
     bytes += a.size;
   }
@@ -722,18 +722,9 @@ Status ProxyServer::write_checkpoint(Session& s, Rank& rk, std::int64_t boundary
   m.world = s.world;
   m.next_offset = rk.next_offset;
   m.alloc_seq = rk.alloc_seq;
-  std::vector<const void*> data;
-  std::vector<std::vector<unsigned char>> staging;
   std::uint64_t bytes = 0;
   for (auto& [addr, a] : rk.allocs) {
     m.allocs.push_back({addr, a.size, a.seq});
-    const void* v = be_->host_view(addr, a.size);
-    if (v == nullptr) {
-      staging.emplace_back(a.size);
-      if (auto st = be_->snapshot(addr, a.size, staging.back().data()); !st) return st;
-      v = staging.back().data();
-    }
-    data.push_back(v);
     bytes += a.size;
   }
   // Host states: nstates x u64 length, then the bytes, in the data area.
@@ -749,7 +740,18 @@ Status ProxyServer::write_checkpoint(Session& s, Rank& rk, std::int64_t boundary
     off += len;
   }
   const std::string path = shard_file(opt_.ckpt_dir, s.job, boundary, rk.rank);
-  auto w = write_shard(path, m, data, states);
+  auto sw = ShardWriter::open(path, m);
+  if (!sw) return sw.status();
+  // Device memory streams straight into the shard: no copy of the whole state is ever held.
+  for (const auto& a : m.allocs) {
+    auto st = be_->stream_out(a.addr, a.size,
+                              [&](const void* p, std::uint64_t n) { return sw->append(p, n); });
+    if (!st) return st;
+  }
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    if (auto st = sw->append(states[i], m.state_lens[i]); !st) return st;
+  }
+  auto w = sw->finish();
   if (!w) return w.status();
   stats_.ckpt_bytes += *w;
   stats_.ckpt_ns += now_ns() - t0;

@@ -121,8 +121,8 @@ class ProxyServer {
   std::uint64_t flags_for(const Session& s, std::int64_t step);
 
   ProxyOptions opt_;
+  ShmMapping map_;  // declared before be_: the backend unpins it before it is unmapped
   std::unique_ptr<DeviceBackend> be_;
-  ShmMapping map_;
   ProxySegment* seg_ = nullptr;
   bool stop_ = false;
   std::map<int, Session> sessions_;

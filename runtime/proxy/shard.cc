@@ -66,9 +66,7 @@ std::string shard_file(const std::string& ckpt_dir, std::int64_t job, std::int64
          std::to_string(rank) + ".ckpt";
 }
 
-Result<std::uint64_t> write_shard(const std::string& path, const ShardMeta& m,
-                                  const std::vector<const void*>& alloc_data,
-                                  const std::vector<const void*>& states) {
+Result<ShardWriter> ShardWriter::open(const std::string& path, const ShardMeta& m) {
   std::string head;
   head.append(kMagic, 8);
   put<std::uint32_t>(head, kVersion);
@@ -82,51 +80,97 @@ Result<std::uint64_t> write_shard(const std::string& path, const ShardMeta& m,
   put(head, m.world);
   put(head, m.next_offset);
   put(head, m.alloc_seq);
+  std::uint64_t payload = 0;
   for (const auto& a : m.allocs) {
     put(head, a.addr);
     put(head, a.size);
     put(head, a.seq);
+    payload += a.size;
   }
-  for (auto l : m.state_lens) put(head, l);
+  for (auto l : m.state_lens) {
+    put(head, l);
+    payload += l;
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   if (ec) return Status::Error("cannot create the directory of " + path + ": " + ec.message());
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error("open " + tmp + ": " + std::strerror(errno));
-  std::uint32_t crc = crc32c_fast_extend(0, head.data(), head.size());
-  std::uint64_t total = head.size();
-  Status s = write_all(fd, head.data(), head.size(), tmp);
-  // Checksum and write chunk by chunk, so each chunk is checksummed while it is in cache.
-  auto put_bytes = [&](const void* p, std::uint64_t n) {
-    const auto* c = static_cast<const char*>(p);
-    for (std::uint64_t off = 0; s && off < n; off += kChunk) {
-      const std::uint64_t k = std::min(kChunk, n - off);
-      crc = crc32c_fast_extend(crc, c + off, k);
-      s = write_all(fd, c + off, k, tmp);
-    }
-    total += n;
-  };
-  for (std::size_t i = 0; s && i < m.allocs.size(); ++i) put_bytes(alloc_data[i], m.allocs[i].size);
-  for (std::size_t i = 0; s && i < m.state_lens.size(); ++i) put_bytes(states[i], m.state_lens[i]);
-  if (s) {
-    std::string tail;
-    put(tail, crc);
-    tail.append(kEnd, 4);
-    s = write_all(fd, tail.data(), tail.size(), tmp);
-    total += tail.size();
+  ShardWriter w;
+  w.path_ = path;
+  w.tmp_ = path + ".tmp";
+  w.fd_ = ::open(w.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w.fd_ < 0) return Status::Error("open " + w.tmp_ + ": " + std::strerror(errno));
+  w.crc_ = crc32c_fast_extend(0, head.data(), head.size());
+  w.expected_ = head.size() + payload;
+  if (auto s = write_all(w.fd_, head.data(), head.size(), w.tmp_); !s) return s;
+  w.total_ = head.size();
+  return w;
+}
+
+ShardWriter::ShardWriter(ShardWriter&& o) noexcept
+    : path_(std::move(o.path_)), tmp_(std::move(o.tmp_)), fd_(o.fd_), crc_(o.crc_),
+      total_(o.total_), expected_(o.expected_) {
+  o.fd_ = -1;
+}
+
+ShardWriter::~ShardWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
   }
-  if (s && ::fdatasync(fd) != 0) s = Status::Error("fdatasync " + tmp + ": " + std::strerror(errno));
-  ::close(fd);
-  if (s && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    s = Status::Error("rename to " + path + ": " + std::strerror(errno));
+}
+
+// Checksum and write chunk by chunk, so each chunk is checksummed while it is in cache.
+Status ShardWriter::append(const void* p, std::uint64_t n) {
+  if (fd_ < 0) return Status::Error("shard " + path_ + ": append after finish");
+  if (n > expected_ - total_) {
+    return Status::Error("shard " + path_ + ": more bytes than its table announces");
+  }
+  const auto* c = static_cast<const char*>(p);
+  for (std::uint64_t off = 0; off < n; off += kChunk) {
+    const std::uint64_t k = std::min(kChunk, n - off);
+    crc_ = crc32c_fast_extend(crc_, c + off, k);
+    if (auto s = write_all(fd_, c + off, k, tmp_); !s) return s;
+  }
+  total_ += n;
+  return Status::Ok();
+}
+
+Result<std::uint64_t> ShardWriter::finish() {
+  if (fd_ < 0) return Status::Error("shard " + path_ + ": finished twice");
+  if (total_ != expected_) {
+    return Status::Error("shard " + path_ + ": " + std::to_string(total_) + " bytes written, " +
+                         std::to_string(expected_) + " announced");
+  }
+  std::string tail;
+  put(tail, crc_);
+  tail.append(kEnd, 4);
+  Status s = write_all(fd_, tail.data(), tail.size(), tmp_);
+  if (s && ::fdatasync(fd_) != 0) s = Status::Error("fdatasync " + tmp_ + ": " + std::strerror(errno));
+  ::close(fd_);
+  fd_ = -1;
+  if (s && ::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    s = Status::Error("rename to " + path_ + ": " + std::strerror(errno));
   }
   if (!s) {
-    ::unlink(tmp.c_str());
+    ::unlink(tmp_.c_str());
     return s;
   }
-  return total;
+  return total_ + tail.size();
+}
+
+Result<std::uint64_t> write_shard(const std::string& path, const ShardMeta& m,
+                                  const std::vector<const void*>& alloc_data,
+                                  const std::vector<const void*>& states) {
+  auto w = ShardWriter::open(path, m);
+  if (!w) return w.status();
+  for (std::size_t i = 0; i < m.allocs.size(); ++i) {
+    if (auto s = w->append(alloc_data[i], m.allocs[i].size); !s) return s;
+  }
+  for (std::size_t i = 0; i < m.state_lens.size(); ++i) {
+    if (auto s = w->append(states[i], m.state_lens[i]); !s) return s;
+  }
+  return w->finish();
 }
 
 ShardReader::ShardReader(ShardReader&& o) noexcept

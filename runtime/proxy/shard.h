@@ -34,8 +34,30 @@ struct ShardMeta {
 
 std::string shard_file(const std::string& ckpt_dir, std::int64_t job, std::int64_t step, int rank);
 
-// Writes a shard; alloc_data[i] points at allocs[i].size bytes, states[i] at state_lens[i].
-// Returns the bytes written.
+// Writes a shard as a stream: open() writes the header, then append() the allocations' bytes in
+// table order followed by the states' bytes (exactly the sizes the meta announces), then
+// finish() writes the checksum, fsyncs and renames the file into place. Destroyed before
+// finish(), it removes the temporary file: a shard that exists is always complete.
+class ShardWriter {
+ public:
+  static Result<ShardWriter> open(const std::string& path, const ShardMeta& meta);
+  ShardWriter(ShardWriter&& o) noexcept;
+  ShardWriter& operator=(ShardWriter&&) = delete;
+  ~ShardWriter();
+  Status append(const void* p, std::uint64_t n);
+  // Returns the bytes written.
+  Result<std::uint64_t> finish();
+
+ private:
+  ShardWriter() = default;
+  std::string path_, tmp_;
+  int fd_ = -1;
+  std::uint32_t crc_ = 0;
+  std::uint64_t total_ = 0, expected_ = 0;
+};
+
+// The whole shard at once; alloc_data[i] points at allocs[i].size bytes, states[i] at
+// state_lens[i]. Returns the bytes written.
 Result<std::uint64_t> write_shard(const std::string& path, const ShardMeta& meta,
                                   const std::vector<const void*>& alloc_data,
                                   const std::vector<const void*>& states);
