@@ -39,6 +39,7 @@
 #include <optional>
 #include <thread>
 
+#include "runtime/common/bin_dir.h"
 #include "rpc/client_connection.h"
 #include "tests/service/local_cluster.h"
 
@@ -56,8 +57,11 @@ using orrery::testing::read_file;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-const std::string kBin = ORRERY_BIN_DIR;    // orrery-node, orrery-proxy, orrery-train-mlp
-const std::string kCore = ORRERY_CORE_BIN;  // orrery-core
+// orrery-node, orrery-proxy, orrery-train-mlp, and orrery-core beside them when ORRERY_BIN_DIR
+// names a pack of the binaries (scripts/gpu-test), else the build's.
+const std::string kBin = orrery::bin_dir(ORRERY_BIN_DIR);
+const std::string kCore =
+    std::getenv("ORRERY_BIN_DIR") != nullptr ? kBin + "/orrery-core" : ORRERY_CORE_BIN;
 constexpr int kWorld = 2;                   // ranks of the measured job, one device each
 constexpr int kMaxMib = 256;                // the MLP workload holds at most 64 MiB of parameters per rank
 constexpr int kDeviceMib = 256;             // LocalCluster's devices
@@ -82,6 +86,9 @@ const char* kUsage =
     "  --timeout-s=S      how long a job may take to reach each expected state (default 60)\n"
     "  --step-delay-us=U  the workload sleeps U us after each step (default 0: steps back to back)\n"
     "  --keep             keep the data directory (logs, journal, checkpoints) after a success\n"
+    "  --device-type=T    the nodes' device type (default host: emulated in host memory); any\n"
+    "                     other name runs the cuda backend on the machine's GPUs (with one GPU,\n"
+    "                     ORRERY_CUDA_DEVICES=0,0 puts both devices of each node on it)\n"
     "  --help             this text\n"
     "\n"
     "Exit 0 when every job reached every expected state in time, 1 when one did not (the message\n"
@@ -93,6 +100,7 @@ struct Options {
   int timeout_s = 60;
   long step_delay_us = 0;
   bool keep = false;
+  std::string device_type = "host";  // any other: the nodes' devices run the cuda backend
 };
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
@@ -307,7 +315,7 @@ void Bench::start_cluster() {
   dir_ = fs::path(tmp ? tmp : "/tmp") / ("orrery-cbench-" + std::to_string(::getpid()));
   // The local cluster of the e2e tests: nodes n1, n2 of 2 host devices of 256 MiB, premium reserve
   // 2; a heartbeat timeout that a loaded machine moving 256 MiB shards does not trip.
-  cl_ = std::make_unique<LocalCluster>(kBin, kCore, dir_, 2, 5000);
+  cl_ = std::make_unique<LocalCluster>(kBin, kCore, dir_, 2, 5000, o_.device_type);
   // Device memory per worker: one rank of the largest job (parameters, gradients, batch buffers in
   // 64 KiB granules) with room to spare.
   for (int mib : o_.sizes) {
@@ -370,6 +378,7 @@ JobSpec Bench::measured_job(const std::string& name, Tier tier, const Shape& sh)
   s.tier = tier;
   s.world = kWorld;
   s.min_devices = s.max_devices = kWorld;
+  s.device_type = o_.device_type;
   s.mem_mib = mem_mib_;
   s.steps = 1 << 30;       // runs until cancelled
   s.checkpoint_every = 0;  // only the cuts measured here
@@ -385,6 +394,7 @@ JobSpec Bench::small_job(const std::string& name, Tier tier) const {
   s.name = name;
   s.tier = tier;
   s.world = s.min_devices = s.max_devices = 1;
+  s.device_type = o_.device_type;
   s.mem_mib = 16;
   s.steps = 1 << 30;
   s.args = {"--din=8", "--hidden=8", "--dout=8", "--step-delay-us=2000"};
@@ -769,6 +779,8 @@ int main(int argc, char** argv) {
       o.timeout_s = static_cast<int>(v);
     } else if (key == "--step-delay-us" && parse_int(val, 0, 10'000'000, &v)) {
       o.step_delay_us = v;
+    } else if (key == "--device-type" && !val.empty()) {
+      o.device_type = val;
     } else if (key == "--sizes" && !val.empty()) {
       o.sizes.clear();
       std::stringstream ss(val);

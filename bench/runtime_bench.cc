@@ -1,12 +1,14 @@
 // runtime_bench: the device side's figures, side by side in one run (docs/performance.md,
 // "Runtime"). Not a Google Benchmark program: each figure needs real processes around it.
-//   runtime_bench [--calls=N] [--ckpt-mib=M] [--steps=S]
+//   runtime_bench [--calls=N] [--ckpt-mib=M] [--steps=S] [--backend=host|cuda]
 // 1. proxy call round trip (worker -> orrery-proxy -> worker over the shm ring) vs a Unix-socket
 //    round trip between two processes, p50/p99;
 // 2. checkpoint and restore throughput through the proxy vs memcpy and a raw file write+fdatasync
 //    / read of the same bytes;
 // 3. splicing: W=2 workers on 1 device vs the same workers on 2 devices, beyond W/D, and the
 //    proxy's own time spent switching.
+// --backend=cuda runs the same on the GPU through the cuda backend (scripts/gpu-test); with one
+// GPU the "2 devices" of the unspliced run share it (ORRERY_CUDA_DEVICES=0,0).
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -27,17 +29,23 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/common/bin_dir.h"
 #include "runtime/node/node_runtime.h"
 #include "runtime/proxy/crc32c_fast.h"
 #include "runtime/proxy/kernels.h"
 #include "runtime/proxy/ring.h"
 #include "runtime/proxy/shard.h"
 #include "runtime/worker/worker.h"
+#ifdef ORRERY_HAVE_CUDA
+#include "runtime/proxy/cuda/cuda_backend.h"
+#endif
 
 using namespace orrery::runtime;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+std::string g_backend = "host";
 
 double ns_since(Clock::time_point t) {
   return std::chrono::duration<double, std::nano>(Clock::now() - t).count();
@@ -54,9 +62,9 @@ Pct pct(std::vector<double> v) {
 class Proxy {
  public:
   Proxy(const std::string& shm, const std::string& ckpt, int mem_mib) : shm_(shm) {
-    const std::string bin = std::string(ORRERY_BIN_DIR) + "/orrery-proxy";
+    const std::string bin = orrery::bin_dir(ORRERY_BIN_DIR) + "/orrery-proxy";
     std::vector<std::string> a = {bin, "--shm", shm, "--mem-mib", std::to_string(mem_mib),
-                                  "--ckpt-dir", ckpt};
+                                  "--ckpt-dir", ckpt, "--backend", g_backend};
     std::vector<char*> argv;
     for (auto& s : a) argv.push_back(s.data());
     argv.push_back(nullptr);
@@ -328,8 +336,9 @@ SpliceRun run_job(std::vector<LocalPlacement> local, int devices, int steps, int
     NodeRuntimeOptions o;
     o.node_name = "bench";
     o.devices = devices;
+    o.backend = g_backend;
     o.data_dir = dir;
-    o.bin_dir = ORRERY_BIN_DIR;
+    o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
     auto rt = start_node_runtime(o);
     if (!rt) {
       std::fprintf(stderr, "%s\n", rt.reason().c_str());
@@ -386,25 +395,46 @@ int main(int argc, char** argv) {
     if (a.rfind("--calls=", 0) == 0) calls = std::atoi(a.c_str() + 8);
     else if (a.rfind("--ckpt-mib=", 0) == 0) mib = std::atoi(a.c_str() + 11);
     else if (a.rfind("--steps=", 0) == 0) steps = std::atoi(a.c_str() + 8);
+    else if (a.rfind("--backend=", 0) == 0) g_backend = a.substr(10);
     else {
-      std::fprintf(stderr, "usage: runtime_bench [--calls=N] [--ckpt-mib=M] [--steps=S]\n");
+      std::fprintf(stderr,
+                   "usage: runtime_bench [--calls=N] [--ckpt-mib=M] [--steps=S] [--backend=host|cuda]\n");
       return 2;
     }
+  }
+  if (g_backend == "cuda") {
+#ifdef ORRERY_HAVE_CUDA
+    if (auto s = cuda_device_usable(0); !s) {
+      std::printf("runtime_bench: %s: nothing measured\n", s.reason().c_str());
+      return 0;
+    }
+    if (!cuda_device_usable(1)) ::setenv("ORRERY_CUDA_DEVICES", "0,0", 0);  // one GPU: share it
+#else
+    std::printf("runtime_bench: this build has no cuda backend (no nvcc): nothing measured\n");
+    return 0;
+#endif
+  } else if (g_backend != "host") {
+    std::fprintf(stderr, "runtime_bench: unknown backend '%s'\n", g_backend.c_str());
+    return 2;
   }
   if (calls < 100 || mib < 1 || steps < 1) return 2;
   {  // the figures below depend on how busy the machine is: say so
     std::ifstream la("/proc/loadavg");
     std::string l1, l5;
     la >> l1 >> l5;
-    std::printf("runtime_bench: %u cores, load average %s (1 min) %s (5 min) at start\n",
-                std::thread::hardware_concurrency(), l1.c_str(), l5.c_str());
+    std::printf("runtime_bench: %s backend, %u cores, load average %s (1 min) %s (5 min) at start\n",
+                g_backend.c_str(), std::thread::hardware_concurrency(), l1.c_str(), l5.c_str());
   }
   round_trips(calls);
   checkpoint_restore(mib);
   splicing(steps, 128, 256);
   splicing(std::max(1, steps / 4), 256, 1024);  // 16x the work per step, the same switches
-  std::printf("  (host backend: a device is a CPU core; %u cores here, so the unspliced runs' two\n"
-              "   devices compete with everything else on the machine)\n",
-              std::thread::hardware_concurrency());
+  if (g_backend == "host") {
+    std::printf("  (host backend: a device is a CPU core; %u cores here, so the unspliced runs' two\n"
+                "   devices compete with everything else on the machine)\n",
+                std::thread::hardware_concurrency());
+  } else {
+    splicing(std::max(1, steps / 4), 1024, 4096);  // GPU-sized steps
+  }
   return 0;
 }

@@ -18,17 +18,19 @@ namespace orrery::testing {
 class LocalCluster {
  public:
   // `bin`: the directory of orrery-node, orrery-proxy and orrery-train-mlp; `core`: orrery-core.
-  // The fleet has `nodes` nodes n1..nN of 2 host devices (256 MiB each).
+  // The fleet has `nodes` nodes n1..nN of 2 devices (256 MiB each) of `device_type`: "host"
+  // devices emulated in host memory, any other type served by the cuda backend (orrery-node).
   LocalCluster(std::string bin, std::string core, std::filesystem::path dir, int nodes = 2,
-               int heartbeat_timeout_ms = 1500)
+               int heartbeat_timeout_ms = 1500, std::string device_type = "host")
       : bin_(std::move(bin)), core_bin_(std::move(core)), dir_(std::move(dir)),
-        heartbeat_timeout_ms_(heartbeat_timeout_ms) {
+        heartbeat_timeout_ms_(heartbeat_timeout_ms), device_type_(std::move(device_type)) {
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     write(dir_ / "secret", "test-secret\n");
     std::string fleet = "premium_reserve 2\nregion local\ncluster c1\n";
     for (int i = 1; i <= nodes; ++i)
-      fleet += "node n" + std::to_string(i) + " host_mem_mib=4096\ndevices host count=2 mem_mib=256\n";
+      fleet += "node n" + std::to_string(i) + " host_mem_mib=4096\ndevices " + device_type_ +
+               " count=2 mem_mib=256\n";
     write(dir_ / "fleet", fleet);
   }
   // Stops every process cleanly (SIGTERM: agents stop their proxies, which remove their shared
@@ -91,7 +93,7 @@ class LocalCluster {
   void start_node(const std::string& name, const std::string& secret_file = "secret") {
     nodes_[name] = Proc({bin_ + "/orrery-node", "--core", addr_, "--name", name, "--secret",
                          (dir_ / secret_file).string(), "--data", (dir_ / ("node-" + name)).string(),
-                         "--devices", "2", "--device-mem-mib", "256"},
+                         "--devices", "2", "--device-mem-mib", "256", "--device-type", device_type_},
                         (dir_ / (name + ".log")).string());
     agent_prefixes_.push_back("orrery-" + name + "-" + std::to_string(nodes_[name].pid()) + "-");
   }
@@ -188,6 +190,7 @@ class LocalCluster {
   std::string bin_, core_bin_;
   std::filesystem::path dir_;
   int heartbeat_timeout_ms_;
+  std::string device_type_;
   bool remove_dir_ = false;
   Proc core_;
   std::map<std::string, Proc> nodes_;
