@@ -9,10 +9,6 @@
 //    backend), launch + synchronize per call, against the same kernel launched directly on a
 //    stream in this process, launch + synchronize; p50 and p99.
 // Exits 0 saying so when there is no usable GPU.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
@@ -27,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/common/bin_dir.h"
+#include "bench/proxy_process.h"
 #include "runtime/proxy/address_space.h"
 #include "runtime/proxy/backend.h"
 #include "runtime/proxy/crc32c_fast.h"
@@ -132,40 +128,6 @@ void copies(int device, const std::vector<int>& sizes, int reps) {
   }
 }
 
-class ProxyChild {
- public:
-  ProxyChild(const std::string& shm, int device) : shm_(shm) {
-    const std::string bin = orrery::bin_dir(ORRERY_BIN_DIR) + "/orrery-proxy";
-    std::vector<std::string> a = {bin, "--shm", shm, "--backend", "cuda", "--device", "0",
-                                  "--cuda-device", std::to_string(device), "--mem-mib", "256",
-                                  "--ckpt-dir", "/tmp"};
-    std::vector<char*> argv;
-    for (auto& s : a) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    for (int i = 0; i < 2000; ++i) {
-      auto m = ShmMapping::open(shm, sizeof(ProxySegment));
-      if (m.ok() && static_cast<ProxySegment*>(m->data())->header.ready.load() == 1) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    std::fprintf(stderr, "cuda_bench: orrery-proxy --backend cuda did not start\n");
-    std::exit(1);
-  }
-  ~ProxyChild() {
-    ::kill(pid_, SIGTERM);
-    int st;
-    ::waitpid(pid_, &st, 0);
-  }
-
- private:
-  std::string shm_;
-  pid_t pid_ = -1;
-};
-
 void launches(int device, int calls) {
   // Direct: this process's own context, the same kernel and arguments.
   check(cudaSetDevice(device), "cudaSetDevice");
@@ -185,7 +147,8 @@ void launches(int device, int calls) {
   cudaFree(buf);
   // Forwarded: a worker of this process, its proxy in another.
   const std::string shm = "/orrery-cuda-bench-" + std::to_string(::getpid());
-  ProxyChild proxy(shm, device);
+  bench::ProxyProcess proxy(shm, {"--backend", "cuda", "--device", "0", "--cuda-device",
+                                  std::to_string(device), "--mem-mib", "256", "--ckpt-dir", "/tmp"});
   WorkerEnv e;
   e.proxy = shm;
   e.collective = shm + "-coll";

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/common/bin_dir.h"
+#include "bench/proxy_process.h"
 #include "runtime/node/node_runtime.h"
 #include "runtime/proxy/crc32c_fast.h"
 #include "runtime/proxy/kernels.h"
@@ -59,51 +59,12 @@ Pct pct(std::vector<double> v) {
   return {v[v.size() / 2], v[v.size() * 99 / 100]};
 }
 
-class Proxy {
+// An orrery-proxy of the backend under test with `mem_mib` of device memory.
+class Proxy : public orrery::bench::ProxyProcess {
  public:
-  Proxy(const std::string& shm, const std::string& ckpt, int mem_mib) : shm_(shm) {
-    const std::string bin = orrery::bin_dir(ORRERY_BIN_DIR) + "/orrery-proxy";
-    std::vector<std::string> a = {bin, "--shm", shm, "--mem-mib", std::to_string(mem_mib),
-                                  "--ckpt-dir", ckpt, "--backend", g_backend};
-    std::vector<char*> argv;
-    for (auto& s : a) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    for (int i = 0; i < 1000; ++i) {
-      auto m = ShmMapping::open(shm, sizeof(ProxySegment));
-      if (m.ok() && static_cast<ProxySegment*>(m->data())->header.ready.load() == 1) {
-        map_ = std::move(m.value());
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    std::fprintf(stderr, "proxy did not start\n");
-    std::exit(1);
-  }
-  ~Proxy() {
-    ::kill(pid_, SIGTERM);
-    int st;
-    ::waitpid(pid_, &st, 0);
-  }
-  pid_t pid() const { return pid_; }
-  void checkpoint(int job) {
-    ProxyHeader& h = static_cast<ProxySegment*>(map_.data())->header;
-    const std::uint32_t head = h.cmd_head.load();
-    h.cmds[head % kCommandDepth] = Command{CommandKind::kCheckpoint, job, 1, -1, 0};
-    h.cmd_head.store(head + 1);
-    h.doorbell.fetch_add(1);
-    futex_wake(&h.doorbell);
-  }
-
- private:
-  std::string shm_;
-  pid_t pid_ = -1;
-  ShmMapping map_;
+  Proxy(const std::string& shm, const std::string& ckpt, int mem_mib)
+      : ProxyProcess(shm, {"--mem-mib", std::to_string(mem_mib), "--ckpt-dir", ckpt, "--backend",
+                           g_backend}) {}
 };
 
 WorkerEnv env(const std::string& proxy, int job, std::int64_t restore = -1) {
