@@ -92,6 +92,66 @@ TEST(ProxyShard, RoundTripAndCorruptionIsAClearError) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ProxyShard, AStreamedShardIsAllOrNothing) {
+  const std::string dir = temp_dir();
+  const std::string path = shard_file(dir, 9, 4, 0);
+  ShardMeta m;
+  m.job = 9;
+  m.step = 4;
+  m.world = 1;
+  m.allocs = {{job_window(9), 3 * 65536, 0}};
+  m.state_lens = {5};
+  std::vector<unsigned char> bytes(3 * 65536);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 7);
+  {
+    // Streamed in uneven pieces, as a backend's chunks come.
+    auto w = ShardWriter::open(path, m);
+    ASSERT_TRUE(w.ok()) << w.reason();
+    ASSERT_TRUE(w->append(bytes.data(), 1000).ok());
+    ASSERT_TRUE(w->append(bytes.data() + 1000, bytes.size() - 1000).ok());
+    Status more = w->append("123456", 6);  // one byte more than the table announces
+    EXPECT_FALSE(more.ok());
+    EXPECT_NE(more.reason().find("more bytes than its table announces"), std::string::npos);
+    ASSERT_TRUE(w->append("state", 5).ok());
+    auto n = w->finish();
+    ASSERT_TRUE(n.ok()) << n.reason();
+    EXPECT_EQ(*n, std::filesystem::file_size(path));
+  }
+  auto r = ShardReader::open(path);
+  ASSERT_TRUE(r.ok()) << r.reason();
+  std::vector<unsigned char> back(bytes.size());
+  char state[5];
+  ASSERT_TRUE(r->read_next(back.data(), back.size()).ok());
+  ASSERT_TRUE(r->read_next(state, 5).ok());
+  ASSERT_TRUE(r->finish().ok());
+  EXPECT_EQ(back, bytes);
+  EXPECT_EQ(std::string(state, 5), "state");
+
+  // Short of what it announced: finish() refuses, and neither the shard nor its temporary
+  // file is left (a shard that exists is complete).
+  const std::string short_path = shard_file(dir, 9, 5, 0);
+  {
+    auto w = ShardWriter::open(short_path, m);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(w->append(bytes.data(), 100).ok());
+    auto n = w->finish();
+    ASSERT_FALSE(n.ok());
+    EXPECT_NE(n.reason().find("announced"), std::string::npos) << n.reason();
+  }
+  // Abandoned midway (a backend's stream failed): destroyed without finish().
+  const std::string abandoned = shard_file(dir, 9, 6, 0);
+  {
+    auto w = ShardWriter::open(abandoned, m);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(w->append(bytes.data(), 100).ok());
+  }
+  for (const auto& p : {short_path, abandoned}) {
+    EXPECT_FALSE(std::filesystem::exists(p)) << p;
+    EXPECT_FALSE(std::filesystem::exists(p + ".tmp")) << p;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ProxyKernels, ExtentsCheckScalarsAndNamePointers) {
   const KernelDef* k = find_kernel("mlp_forward");
   ASSERT_NE(k, nullptr);
