@@ -78,6 +78,10 @@ class DeviceBackend {
   // CUDA backend page-locks it so those copies run at pinned speed. Best effort.
   virtual void pin_host_memory(void* p, std::uint64_t n) { (void)p, (void)n; }
 
+  // Non-empty once the device is unusable (CUDA: a kernel fault poisons the context, and every
+  // later call fails): why. The proxy then exits, so that its node replaces it with a fresh one.
+  virtual std::string broken() const { return {}; }
+
   // Splicing: moves an allocation's contents out of device memory (unmapping `addr`) into host
   // memory, and back to the same address later.
   virtual Result<std::unique_ptr<ParkedMemory>> park(std::uint64_t addr, std::uint64_t bytes) = 0;

@@ -3,7 +3,8 @@
 //                [--ckpt-dir DIR] [--spin-us U] [--parent-pid P]
 // Creates the shared-memory segment /NAME (workers attach with ORRERY_PROXY=/NAME), prints one
 // "ready" line and serves until SIGTERM/SIGINT or a shutdown command; exits 0 after removing the
-// segment and printing its counters, 2 on bad arguments, 1 if it cannot start. With
+// segment and printing its counters, 2 on bad arguments, 1 if it cannot start or its device
+// became unusable (the backend's broken(): the node runtime then replaces it). With
 // --parent-pid it also exits when that process stops being its parent (the node runtime died).
 #include <signal.h>
 #include <unistd.h>
@@ -30,7 +31,7 @@ const char kUsage[] =
     "the host backend, checkpoint shards in ./ckpt. --backend cuda (where built) serves CUDA\n"
     "device C, by default the N-th of ORRERY_CUDA_DEVICES (a comma list: node device -> CUDA\n"
     "ordinal, e.g. 0,0,0,0 to put four devices of a test node on one GPU), else N.\n"
-    "Exit 0 stopped, 1 cannot start, 2 bad arguments.\n";
+    "Exit 0 stopped, 1 cannot start or the device became unusable, 2 bad arguments.\n";
 
 int usage(const char* why) {
   std::fprintf(stderr, "orrery-proxy: %s\n%s", why, kUsage);
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
               o.shm_name.c_str(), o.device, backend.c_str(), mem_mib, static_cast<int>(::getpid()));
   std::fflush(stdout);
   (*server)->run();
+  const std::string failed = (*server)->failed();
   const auto& st = (*server)->stats();
   std::printf("orrery-proxy: exit device=%d requests=%llu splice_switches=%llu switch_us=%llu "
               "ckpt_bytes=%llu ckpt_us=%llu restore_bytes=%llu restore_us=%llu\n",
@@ -115,5 +117,9 @@ int main(int argc, char** argv) {
               (unsigned long long)(st.switch_ns / 1000), (unsigned long long)st.ckpt_bytes,
               (unsigned long long)(st.ckpt_ns / 1000), (unsigned long long)st.restore_bytes,
               (unsigned long long)(st.restore_ns / 1000));
+  if (!failed.empty()) {
+    std::fprintf(stderr, "orrery-proxy: stopped: %s\n", failed.c_str());
+    return 1;
+  }
   return 0;
 }

@@ -82,6 +82,17 @@ void ProxyServer::run() {
       worked |= serve_session(s);
     }
     if (++loops_ % 4096 == 0) check_dead_workers();
+    if (worked && failed_.empty()) {
+      if (std::string why = be_->broken(); !why.empty()) {
+        // Nothing more can run on this device context: stop, and let the node runtime report
+        // the jobs here as crashed (they fail over from their checkpoints) and start a fresh
+        // proxy for the device.
+        failed_ = why;
+        std::fprintf(stderr, "orrery-proxy[%d]: the device is unusable (%s); exiting\n",
+                     opt_.device, why.c_str());
+        break;
+      }
+    }
     if (!worked) idle_wait(bell);
   }
 }
@@ -426,6 +437,12 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
         auto c = check_range(s, rk, args[e.arg], e.bytes,
                              "launch " + name + " argument " + std::to_string(e.arg));
         if (!c) return fail(c.reason());
+        // A GPU faults on a misaligned float access, and the fault takes the whole device context
+        // down with it: refused here, on every backend alike.
+        if (args[e.arg] % alignof(float) != 0) {
+          return fail("launch " + name + " argument " + std::to_string(e.arg) + ": " +
+                      hex(args[e.arg]) + " is not aligned to 4 bytes (refused)");
+        }
       }
       if (auto st = be_->launch(name, args, nargs); !st) return fail(st.reason());
       return true;
@@ -675,8 +692,8 @@ Status ProxyServer::restore_rank(Session& s, Rank& rk) {
   std::uint64_t bytes = 0;
   Status st;
   for (const auto& a : m.allocs) {
-    if (a.addr < lo || a.addr - lo > kWindowBytes || a.size > kWindowBytes - (a.addr - lo) ||
-        a.size % kAllocGranule != 0) {
+    if (a.addr < lo || a.addr - lo >= kWindowBytes || a.size == 0 ||
+        a.size > kWindowBytes - (a.addr - lo) || a.size % kAllocGranule != 0) {
       st = Status::Error("restore: " + path + ": allocation " + hex(a.addr) +
                          " lies outside the job's address window");
       break;

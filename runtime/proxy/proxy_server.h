@@ -48,10 +48,12 @@ class ProxyServer {
   static Result<std::unique_ptr<ProxyServer>> create(const ProxyOptions& options,
                                                      std::unique_ptr<DeviceBackend> backend);
   ~ProxyServer();
-  // Serves until a kShutdown command or request_stop().
+  // Serves until a kShutdown command, request_stop(), or the device becomes unusable (failed()).
   void run();
   void request_stop();
   const ProxyStats& stats() const { return stats_; }
+  // Why the proxy stopped on its own (the backend's device became unusable), else empty.
+  const std::string& failed() const { return failed_; }
 
  private:
   struct Alloc {
@@ -134,6 +136,7 @@ class ProxyServer {
   SlotOwner owner_[kMaxWorkers];
   ProxyStats stats_;
   std::uint64_t loops_ = 0;
+  std::string failed_;
 };
 
 }  // namespace orrery::runtime

@@ -43,9 +43,23 @@ std::uint64_t window_of(std::uint64_t addr) {
   return kVaBase + (addr - kVaBase) / kWindowBytes * kWindowBytes;
 }
 
-Status rt(cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return Status::Ok();
-  return Status::Error(cuda::runtime_error(call, e));
+// Errors after which the context is unusable: every later call fails the same way.
+bool sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout:
+      return true;
+    default:
+      return false;
+  }
 }
 
 class CudaParked final : public ParkedMemory {
@@ -87,6 +101,7 @@ class CudaBackend final : public DeviceBackend {
   void pin_host_memory(void* p, std::uint64_t n) override;
   Result<std::unique_ptr<ParkedMemory>> park(std::uint64_t addr, std::uint64_t bytes) override;
   Status unpark(std::uint64_t addr, std::unique_ptr<ParkedMemory> parked) override;
+  std::string broken() const override { return broken_; }
 
  private:
   struct WorkerStream {
@@ -96,6 +111,14 @@ class CudaBackend final : public DeviceBackend {
 
   CudaBackend(int device, Driver d, std::uint64_t granule)
       : device_(device), drv_(d), segs_(granule) {}
+  // A runtime call's status; clears CUDA's last error, and remembers an error that leaves the
+  // context unusable (broken()).
+  Status rt(cudaError_t e, const char* call);
+  // Tells every worker stream (at its next use) to wait for what the copy stream has queued.
+  Status publish_copies();
+  // Reserved windows with no segment left go back (free() and teardown only: an allocation in
+  // progress may have reserved its window and mapped nothing yet).
+  void release_empty_windows();
   // The bound worker's stream, made to wait first for copies that brought its memory back.
   cudaStream_t stream();
   // Orders the copy stream after everything queued on the bound worker's stream.
@@ -127,9 +150,23 @@ class CudaBackend final : public DeviceBackend {
   std::array<cudaEvent_t, kStaging> staging_ev_{};
   PinnedPool pool_;
   std::vector<void*> registered_;
+  std::string broken_;
 };
 
+Status CudaBackend::rt(cudaError_t e, const char* call) {
+  if (e == cudaSuccess) return Status::Ok();
+  (void)cudaGetLastError();
+  const std::string why = cuda::runtime_error(call, e);
+  if (sticky(e) && broken_.empty()) broken_ = why;
+  return Status::Error(why);
+}
+
 Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, std::uint64_t mem_bytes) {
+  auto rt = [](cudaError_t e, const char* call) {
+    if (e == cudaSuccess) return Status::Ok();
+    (void)cudaGetLastError();
+    return Status::Error(cuda::runtime_error(call, e));
+  };
   if (auto s = cuda_device_usable(device); !s) return s;
   if (auto s = rt(cudaSetDevice(device), "cudaSetDevice"); !s) return s;
   if (auto s = rt(cudaFree(nullptr), "cudaFree(0) (creating the context)"); !s) return s;
@@ -210,6 +247,12 @@ cudaStream_t CudaBackend::stream() {
     w.seen_copy_gen = copy_gen_;
   }
   return w.s;
+}
+
+Status CudaBackend::publish_copies() {
+  if (auto s = rt(cudaEventRecord(copy_done_, copy_), "cudaEventRecord"); !s) return s;
+  ++copy_gen_;
+  return Status::Ok();
 }
 
 Status CudaBackend::copy_after_worker() {
@@ -331,6 +374,9 @@ void CudaBackend::release(const std::vector<Range>& segments) {
     handles_.erase(r.start);
     segs_.remove(r.start);
   }
+}
+
+void CudaBackend::release_empty_windows() {
   for (auto it = windows_.begin(); it != windows_.end();) {
     if (!segs_.any_within(*it, *it + kWindowBytes)) {
       drv_.mem_address_free(*it, kWindowBytes);
@@ -361,8 +407,10 @@ Status CudaBackend::allocate(std::uint64_t addr, std::uint64_t bytes) {
 Status CudaBackend::free(std::uint64_t addr, std::uint64_t bytes) {
   segs_.unref(addr, bytes);
   used_ -= bytes;
-  // Freed for good: give back every idle segment (release() waits for the device first).
+  // Freed for good: give back every idle segment (release() waits for the device first), and the
+  // windows left empty.
   release(segs_.idle());
+  release_empty_windows();
   return Status::Ok();
 }
 
@@ -385,12 +433,31 @@ Status CudaBackend::copy_d2h(void* dst, std::uint64_t src, std::uint64_t n) {
 }
 
 Status CudaBackend::copy_d2d(std::uint64_t dst, std::uint64_t src, std::uint64_t n) {
-  return rt(cudaMemcpyAsync(dp(dst), dp(src), n, cudaMemcpyDeviceToDevice, stream()),
-            "cudaMemcpyAsync D2D");
+  cudaStream_t s = stream();
+  if (dst + n <= src || src + n <= dst) {
+    return rt(cudaMemcpyAsync(dp(dst), dp(src), n, cudaMemcpyDeviceToDevice, s),
+              "cudaMemcpyAsync D2D");
+  }
+  // Overlapping ranges (memmove on the host backend): a device copy of overlapping ranges is
+  // undefined, so through a stream-ordered temporary.
+  void* tmp = nullptr;
+  Status st = rt(cudaMallocAsync(&tmp, n, s), "cudaMallocAsync (overlapping D2D)");
+  if (!st) return st;
+  st = rt(cudaMemcpyAsync(tmp, dp(src), n, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync D2D");
+  if (st) {
+    st = rt(cudaMemcpyAsync(dp(dst), tmp, n, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync D2D");
+  }
+  const Status fr = rt(cudaFreeAsync(tmp, s), "cudaFreeAsync");
+  return st ? fr : st;
 }
 
 Status CudaBackend::launch(std::string_view kernel, const std::uint64_t* args, int nargs) {
-  return cuda::launch_kernel(kernel, args, nargs, stream());
+  Status st = cuda::launch_kernel(kernel, args, nargs, stream());
+  if (!st) {
+    // An earlier kernel's fault may surface at this launch: the context may be gone.
+    if (const cudaError_t e = cudaPeekAtLastError(); sticky(e)) (void)rt(e, "kernel launch");
+  }
+  return st;
 }
 
 Status CudaBackend::synchronize() {
@@ -409,6 +476,9 @@ Status CudaBackend::ensure_staging() {
     if (auto s = rt(cudaEventCreateWithFlags(&staging_ev_[i], cudaEventDisableTiming),
                     "cudaEventCreate");
         !s) {
+      cudaFreeHost(staging_[i]);  // a buffer without its event is never used
+      staging_[i] = nullptr;
+      staging_ev_[i] = nullptr;
       return s;
     }
   }
@@ -470,6 +540,9 @@ Result<std::unique_ptr<ParkedMemory>> CudaBackend::park(std::uint64_t addr, std:
             "cudaMemcpyAsync D2H (park)");
   }
   if (st) st = rt(cudaEventRecord(buf->ready, copy_), "cudaEventRecord");
+  // The next rank may reuse these addresses at once (a zero fill, a restore, its own unpark):
+  // every worker stream waits for this copy out first.
+  if (st) st = publish_copies();
   if (!st) {
     cudaStreamSynchronize(copy_);
     pool_.give(*buf);
@@ -492,12 +565,11 @@ Status CudaBackend::unpark(std::uint64_t addr, std::unique_ptr<ParkedMemory> par
   Status st = rt(cudaMemcpyAsync(dp(addr), cp->buffer().p, bytes, cudaMemcpyHostToDevice, copy_),
                  "cudaMemcpyAsync H2D (unpark)");
   if (st) st = rt(cudaEventRecord(cp->buffer().ready, copy_), "cudaEventRecord");
-  if (st) st = rt(cudaEventRecord(copy_done_, copy_), "cudaEventRecord");
+  if (st) st = publish_copies();  // every worker stream waits for this copy before its next work
   if (!st) {
     segs_.unref(addr, bytes);
     return st;
   }
-  ++copy_gen_;  // every worker stream waits for this copy before its next work
   used_ += bytes;
   return Status::Ok();  // `parked` goes back to the pool; reused only after its ready event
 }

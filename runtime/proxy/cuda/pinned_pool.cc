@@ -11,6 +11,9 @@ Result<PinnedBuffer> PinnedPool::take(std::uint64_t size) {
     free_.erase(it);
     pooled_ -= size;
     if (cudaError_t e = cudaEventSynchronize(b.ready); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      cudaEventDestroy(b.ready);  // not handed out again: its last copy's fate is unknown
+      cudaFreeHost(b.p);
       return Status::Error(runtime_error("cudaEventSynchronize (pinned buffer)", e));
     }
     return b;

@@ -1,5 +1,6 @@
 #include "runtime/proxy/cuda/segment_map.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace orrery::runtime::cuda {
@@ -34,23 +35,30 @@ void SegmentMap::add(Range s) {
   mapped_ += s.size;
 }
 
+void SegmentMap::adjust(std::uint64_t addr, std::uint64_t n, int sign) {
+  const std::uint64_t end = addr + n;
+  for (auto it = segs_.find(first_after(addr)->first); it != segs_.end() && it->first < end; ++it) {
+    const std::uint64_t lo = std::max(addr, it->first);
+    const std::uint64_t hi = std::min(end, it->first + it->second.size);
+    if (sign > 0) {
+      it->second.refs += hi - lo;
+    } else {
+      assert(it->second.refs >= hi - lo);
+      it->second.refs -= hi - lo;
+    }
+  }
+}
+
 bool SegmentMap::ref(std::uint64_t addr, std::uint64_t n) {
   if (n == 0) return true;
   if (!gaps(addr, n).empty()) return false;
-  for (auto it = segs_.find(first_after(addr)->first); it != segs_.end() && it->first < addr + n;
-       ++it) {
-    ++it->second.refs;
-  }
+  adjust(addr, n, +1);
   return true;
 }
 
 void SegmentMap::unref(std::uint64_t addr, std::uint64_t n) {
-  auto c = first_after(addr);
-  if (n == 0 || c == segs_.end()) return;
-  for (auto it = segs_.find(c->first); it != segs_.end() && it->first < addr + n; ++it) {
-    assert(it->second.refs > 0);
-    --it->second.refs;
-  }
+  if (n == 0 || first_after(addr) == segs_.end()) return;
+  adjust(addr, n, -1);
 }
 
 std::vector<Range> SegmentMap::idle() const {

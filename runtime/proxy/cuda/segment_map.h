@@ -5,9 +5,12 @@
 // what to create and what to release, so it is tested on machines without a GPU.
 //
 // A segment is one physical allocation mapped at one granule-aligned range. Each live range
-// (an allocation, or a parked rank's allocation being brought back) holds a reference on every
-// segment it overlaps; two ranges may share the granule at their boundary. A segment whose last
-// reference is dropped stays mapped as *idle*: splicing parks one rank's memory and brings the
+// (an allocation, or a parked rank's allocation being brought back) references the bytes it
+// overlaps in every segment; two ranges may share the granule at their boundary. References are
+// counted in bytes, not ranges, so that dropping a run of adjacent allocations at once (the proxy
+// parks a rank's adjacent allocations as one range) releases exactly what they took one by one.
+// Live ranges never overlap each other. A segment whose last referenced byte is dropped stays
+// mapped as *idle*: splicing parks one rank's memory and brings the
 // next rank's back at the very same addresses (the same job window), so an idle segment is
 // reused at once instead of unmapped and mapped again. The backend releases idle segments when
 // memory is freed for good or when it needs room.
@@ -35,10 +38,10 @@ class SegmentMap {
   std::vector<Range> gaps(std::uint64_t addr, std::uint64_t n) const;
   // Records a segment the caller has mapped (granule-aligned, overlapping none), unreferenced.
   void add(Range segment);
-  // Takes a reference on every segment overlapping [addr, addr + n); false (and nothing taken)
-  // when part of the range is not covered.
+  // References the bytes of [addr, addr + n) in every segment it overlaps; false (and nothing
+  // taken) when part of the range is not covered.
   bool ref(std::uint64_t addr, std::uint64_t n);
-  // Drops the references ref() took.
+  // Drops those references: for the same bytes, in one range or in several.
   void unref(std::uint64_t addr, std::uint64_t n);
   // Idle segments (no reference), in address order; and forgetting one the caller released.
   std::vector<Range> idle() const;
@@ -58,8 +61,10 @@ class SegmentMap {
  private:
   struct Seg {
     std::uint64_t size = 0;
-    int refs = 0;
+    std::uint64_t refs = 0;  // referenced bytes
   };
+  // Adds `sign` x the overlap of [addr, addr + n) to every segment it meets.
+  void adjust(std::uint64_t addr, std::uint64_t n, int sign);
   std::uint64_t down(std::uint64_t a) const { return a / granule_ * granule_; }
   std::uint64_t up(std::uint64_t a) const { return (a + granule_ - 1) / granule_ * granule_; }
   // The first segment that ends after `addr`.

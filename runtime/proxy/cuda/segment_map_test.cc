@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 namespace orrery::runtime::cuda {
@@ -60,6 +61,24 @@ TEST(SegmentMap, ParkedRangesComeBackOntoTheirIdleSegments) {
   EXPECT_EQ(m.gaps(W, 7 * G), (std::vector<Range>{{W + 6 * G, G}}));
 }
 
+// The proxy parks a rank's adjacent allocations as one run: dropping the run must release what
+// the allocations took one by one (a reference per range would leave the segment held for good).
+TEST(SegmentMap, ARunOfAdjacentAllocationsIsDroppedAtOnce) {
+  SegmentMap m(G);
+  for (int i = 0; i < 7; ++i) map_and_ref(m, W + i * K64, K64);  // seven buffers, one granule
+  map_and_ref(m, W + 7 * K64, 3 * G);                            // and a large one after them
+  m.unref(W, 7 * K64 + 3 * G);                                   // parked as one range
+  EXPECT_EQ(m.idle_bytes(), m.mapped_bytes());
+  EXPECT_EQ(m.idle().size(), m.segments());
+  // Brought back as one range, then freed one by one: idle again.
+  ASSERT_TRUE(m.ref(W, 7 * K64 + 3 * G));
+  EXPECT_TRUE(m.idle().empty());
+  for (int i = 0; i < 7; ++i) m.unref(W + i * K64, K64);
+  EXPECT_TRUE(m.idle().empty()) << "the large buffer still holds both segments";
+  m.unref(W + 7 * K64, 3 * G);
+  EXPECT_EQ(m.idle_bytes(), m.mapped_bytes());
+}
+
 TEST(SegmentMap, RefRefusesAnUncoveredRangeAndTakesNothing) {
   SegmentMap m(G);
   map_and_ref(m, W, G);
@@ -92,7 +111,18 @@ TEST(SegmentMap, RandomSequencesMatchAPerGranuleModel) {
     std::vector<Range> live;
     std::uint64_t next = W;
     for (int op = 0; op < 60; ++op) {
-      if (live.empty() || rng() % 3 != 0) {
+      if (!live.empty() && rng() % 5 == 0) {
+        // Splicing: the whole run of adjacent live ranges parked as one range and brought back
+        // as one; nothing the model sees changes, and nothing may be released in between.
+        std::vector<Range> sorted = live;
+        std::sort(sorted.begin(), sorted.end(),
+                  [](const Range& a, const Range& b) { return a.start < b.start; });
+        std::uint64_t lo = sorted[0].start, hi = sorted[0].end();
+        for (std::size_t i = 1; i < sorted.size() && sorted[i].start == hi; ++i) hi = sorted[i].end();
+        m.unref(lo, hi - lo);
+        ASSERT_TRUE(m.gaps(lo, hi - lo).empty()) << "a parked run's segments stay mapped";
+        ASSERT_TRUE(m.ref(lo, hi - lo));
+      } else if (live.empty() || rng() % 3 != 0) {
         const Range r{next, (1 + rng() % 80) * K64};
         next += r.size;  // the proxy's bump allocator never reuses an address of its window
         map_and_ref(m, r.start, r.size);
