@@ -24,14 +24,26 @@ struct MemInfo {
   std::uint64_t used_bytes = 0;   // mapped now (resident allocations of every job)
 };
 
+// What splicing moved (CUDA: park and unpark copy only the chunks that differ, splice dedup).
+struct SpliceCounters {
+  std::uint64_t parked_bytes = 0;    // bytes parked and brought back, as asked
+  std::uint64_t copied_bytes = 0;    // of which actually copied between device and host
+};
+
+struct BackendOptions {
+  // CUDA: park and unpark move only the chunks whose content differs from what is already
+  // parked or on the device (content hashes, cuda/chunk_hash.h). Off: every byte is copied.
+  bool splice_dedup = true;
+};
+
 // Device memory parked in host memory while its owner is swapped out (splicing). Opaque to the
 // proxy: a backend may copy into a buffer or move pages (the host backend moves them).
 class ParkedMemory {
  public:
   virtual ~ParkedMemory() = default;
   virtual std::uint64_t size() const = 0;
-  // The bytes, readable on the host (for checkpoints of a swapped-out rank).
-  virtual const void* data() const = 0;
+  // Copies the parked bytes into dst (size() bytes), once any copy still filling them is done.
+  virtual Status read(void* dst) const = 0;
 };
 
 class DeviceBackend {
@@ -81,6 +93,7 @@ class DeviceBackend {
   // Non-empty once the device is unusable (CUDA: a kernel fault poisons the context, and every
   // later call fails): why. The proxy then exits, so that its node replaces it with a fresh one.
   virtual std::string broken() const { return {}; }
+  virtual SpliceCounters splice_counters() const { return {}; }
 
   // Splicing: moves an allocation's contents out of device memory (unmapping `addr`) into host
   // memory, and back to the same address later.
@@ -91,6 +104,7 @@ class DeviceBackend {
 // The backend named `name` ("host"; "cuda" where built) over `device` with `mem_bytes` of memory
 // (CUDA: at most the device's own; `device` is the CUDA ordinal).
 Result<std::unique_ptr<DeviceBackend>> make_backend(std::string_view name, int device,
-                                                    std::uint64_t mem_bytes);
+                                                    std::uint64_t mem_bytes,
+                                                    const BackendOptions& options = {});
 
 }  // namespace orrery::runtime

@@ -28,7 +28,11 @@ class HostParked final : public ParkedMemory {
     if (p_ != nullptr) ::munmap(p_, n_);
   }
   std::uint64_t size() const override { return n_; }
-  const void* data() const override { return p_; }
+  Status read(void* dst) const override {
+    std::memcpy(dst, p_, n_);
+    return Status::Ok();
+  }
+  void* pages() const { return p_; }
   void* release() {
     void* p = p_;
     p_ = nullptr;
@@ -129,7 +133,7 @@ class HostBackend final : public DeviceBackend {
     const std::uint64_t bytes = hp->size();
     if (used_ + bytes > total_) return Status::Error("device out of memory unparking " + hex(addr));
     // The proxy only unparks into a range it has unmapped; MREMAP_FIXED would replace a mapping.
-    void* p = ::mremap(const_cast<void*>(hp->data()), bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED,
+    void* p = ::mremap(hp->pages(), bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED,
                        vp(addr));
     if (p == MAP_FAILED) return Status::Error("cannot unpark " + hex(addr) + ": " + std::strerror(errno));
     hp->release();

@@ -25,12 +25,14 @@ void on_signal(int) { g_stop = 1; }
 
 const char kUsage[] =
     "usage: orrery-proxy --shm /NAME --device N [--mem-mib M] [--backend host|cuda]\n"
-    "                    [--cuda-device C] [--ckpt-dir DIR] [--spin-us U] [--parent-pid P]\n"
+    "                    [--cuda-device C] [--no-splice-dedup] [--ckpt-dir DIR] [--spin-us U]\n"
+    "                    [--parent-pid P]\n"
     "One device's proxy, started by orrery-node: serves the workers that attach to the shared\n"
     "memory /NAME (ORRERY_PROXY=/NAME) until SIGTERM/SIGINT, then removes it. Defaults: 256 MiB,\n"
     "the host backend, checkpoint shards in ./ckpt. --backend cuda (where built) serves CUDA\n"
     "device C, by default the N-th of ORRERY_CUDA_DEVICES (a comma list: node device -> CUDA\n"
-    "ordinal, e.g. 0,0,0,0 to put four devices of a test node on one GPU), else N.\n"
+    "ordinal, e.g. 0,0,0,0 to put four devices of a test node on one GPU), else N; a splice\n"
+    "switch there copies only the chunks that differ between ranks (--no-splice-dedup: all).\n"
     "Exit 0 stopped, 1 cannot start or the device became unusable, 2 bad arguments.\n";
 
 int usage(const char* why) {
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
   long long mem_mib = 256;
   std::string backend = "host";
   int cuda_device = -1;
+  orrery::runtime::BackendOptions bo;
   o.ckpt_dir = "ckpt";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -62,6 +65,7 @@ int main(int argc, char** argv) {
     else if (const char* v = val("--mem-mib")) mem_mib = std::atoll(v);
     else if (const char* v = val("--backend")) backend = v;
     else if (const char* v = val("--cuda-device")) cuda_device = std::atoi(v);
+    else if (a == "--no-splice-dedup") bo.splice_dedup = false;
     else if (const char* v = val("--ckpt-dir")) o.ckpt_dir = v;
     else if (const char* v = val("--spin-us")) o.spin_ns = std::atol(v) * 1000;
     else if (const char* v = val("--parent-pid")) o.parent_pid = std::atoi(v);
@@ -95,7 +99,7 @@ int main(int argc, char** argv) {
     }
   }
   auto be = orrery::runtime::make_backend(backend, backend == "cuda" ? cuda_device : o.device,
-                                          static_cast<std::uint64_t>(mem_mib) << 20);
+                                          static_cast<std::uint64_t>(mem_mib) << 20, bo);
   if (!be) {
     std::fprintf(stderr, "orrery-proxy: %s\n", be.reason().c_str());
     return 1;
@@ -111,10 +115,13 @@ int main(int argc, char** argv) {
   (*server)->run();
   const std::string failed = (*server)->failed();
   const auto& st = (*server)->stats();
+  const orrery::runtime::SpliceCounters sc = (*server)->splice_counters();
   std::printf("orrery-proxy: exit device=%d requests=%llu splice_switches=%llu switch_us=%llu "
+              "splice_bytes=%llu splice_copied_bytes=%llu "
               "ckpt_bytes=%llu ckpt_us=%llu restore_bytes=%llu restore_us=%llu\n",
               o.device, (unsigned long long)st.requests, (unsigned long long)st.switches,
-              (unsigned long long)(st.switch_ns / 1000), (unsigned long long)st.ckpt_bytes,
+              (unsigned long long)(st.switch_ns / 1000), (unsigned long long)sc.parked_bytes,
+              (unsigned long long)sc.copied_bytes, (unsigned long long)st.ckpt_bytes,
               (unsigned long long)(st.ckpt_ns / 1000), (unsigned long long)st.restore_bytes,
               (unsigned long long)(st.restore_ns / 1000));
   if (!failed.empty()) {

@@ -52,6 +52,7 @@ class ProxyServer {
   void run();
   void request_stop();
   const ProxyStats& stats() const { return stats_; }
+  SpliceCounters splice_counters() const { return be_->splice_counters(); }
   // Why the proxy stopped on its own (the backend's device became unusable), else empty.
   const std::string& failed() const { return failed_; }
 

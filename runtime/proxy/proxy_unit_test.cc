@@ -203,7 +203,9 @@ TEST(ProxyHostBackend, FixedAddressesAndParking) {
   auto parked = be->park(addr, kAllocGranule);
   ASSERT_TRUE(parked.ok());
   EXPECT_EQ(be->mem_info().used_bytes, 0u);
-  EXPECT_STREQ(static_cast<const char*>((*parked)->data()), msg);
+  std::vector<char> parked_bytes(kAllocGranule);
+  ASSERT_TRUE((*parked)->read(parked_bytes.data()).ok());
+  EXPECT_STREQ(parked_bytes.data(), msg);
   ASSERT_TRUE(be->allocate(addr, kAllocGranule).ok());  // the address is free while parked
   ASSERT_TRUE(be->free(addr, kAllocGranule).ok());
   ASSERT_TRUE(be->unpark(addr, std::move(parked.value())).ok());

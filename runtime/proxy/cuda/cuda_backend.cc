@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -17,6 +18,7 @@
 #include "runtime/proxy/cuda/cuda_kernels.h"
 #include "runtime/proxy/cuda/pinned_pool.h"
 #include "runtime/proxy/cuda/segment_map.h"
+#include "runtime/proxy/cuda/splice_chunks.h"
 
 namespace orrery::runtime {
 namespace {
@@ -62,25 +64,41 @@ bool sticky(cudaError_t e) {
   }
 }
 
+// A parked range: its chunks' hashes and host bytes, some of them shared with other ranks'
+// parked ranges (splice_chunks.h). Registered in the backend's index while it lives, so that
+// ranks parked later can share its chunks.
 class CudaParked final : public ParkedMemory {
  public:
-  CudaParked(PinnedPool* pool, PinnedBuffer b) : pool_(pool), b_(b) {}
-  ~CudaParked() override { pool_->give(b_); }
-  std::uint64_t size() const override { return b_.size; }
-  const void* data() const override {
-    cudaEventSynchronize(b_.ready);  // the park's copy may still be in flight
-    return b_.p;
+  CudaParked(cuda::ParkedIndex* index, cudaStream_t copy, cuda::ParkedRange r)
+      : index_(index), copy_(copy), r_(std::move(r)) {
+    index_->add(&r_);
   }
-  const PinnedBuffer& buffer() const { return b_; }
+  ~CudaParked() override { index_->remove(&r_); }
+  std::uint64_t size() const override { return r_.size; }
+  Status read(void* dst) const override {
+    // Every copy into parked bytes runs on the copy stream.
+    if (cudaError_t e = cudaStreamSynchronize(copy_); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return Status::Error(cuda::runtime_error("cudaStreamSynchronize (parked bytes)", e));
+    }
+    auto* out = static_cast<unsigned char*>(dst);
+    for (std::uint64_t c = 0; c < r_.chunks.size(); ++c) {
+      std::memcpy(out + c * cuda::kHashChunk, r_.chunks[c].bytes, cuda::chunk_bytes(r_.size, c));
+    }
+    return Status::Ok();
+  }
+  const cuda::ParkedRange& range() const { return r_; }
 
  private:
-  PinnedPool* pool_;
-  PinnedBuffer b_;
+  cuda::ParkedIndex* index_;
+  cudaStream_t copy_;
+  cuda::ParkedRange r_;
 };
 
 class CudaBackend final : public DeviceBackend {
  public:
-  static Result<std::unique_ptr<CudaBackend>> create(int device, std::uint64_t mem_bytes);
+  static Result<std::unique_ptr<CudaBackend>> create(int device, std::uint64_t mem_bytes,
+                                                     const BackendOptions& options);
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda"; }
@@ -102,6 +120,7 @@ class CudaBackend final : public DeviceBackend {
   Result<std::unique_ptr<ParkedMemory>> park(std::uint64_t addr, std::uint64_t bytes) override;
   Status unpark(std::uint64_t addr, std::unique_ptr<ParkedMemory> parked) override;
   std::string broken() const override { return broken_; }
+  SpliceCounters splice_counters() const override { return splice_; }
 
  private:
   struct WorkerStream {
@@ -119,6 +138,9 @@ class CudaBackend final : public DeviceBackend {
   // Reserved windows with no segment left go back (free() and teardown only: an allocation in
   // progress may have reserved its window and mapped nothing yet).
   void release_empty_windows();
+  // The content hashes of the n bytes at addr (chunk_hash.h), computed on the device after the
+  // bound worker's queued work; waits for them.
+  Result<std::vector<cuda::Hash128>> device_hashes(std::uint64_t addr, std::uint64_t n);
   // The bound worker's stream, made to wait first for copies that brought its memory back.
   cudaStream_t stream();
   // Orders the copy stream after everything queued on the bound worker's stream.
@@ -151,6 +173,15 @@ class CudaBackend final : public DeviceBackend {
   PinnedPool pool_;
   std::vector<void*> registered_;
   std::string broken_;
+  // Splice dedup (BackendOptions::splice_dedup): parked ranges' chunks, what idle device memory
+  // holds, and device/host buffers for the hashes.
+  bool dedup_ = true;
+  cuda::ParkedIndex parked_;
+  cuda::DeviceContent content_;
+  cuda::Hash128* hash_dev_ = nullptr;
+  cuda::Hash128* hash_host_ = nullptr;
+  std::uint64_t hash_cap_ = 0;
+  SpliceCounters splice_;
 };
 
 Status CudaBackend::rt(cudaError_t e, const char* call) {
@@ -161,7 +192,8 @@ Status CudaBackend::rt(cudaError_t e, const char* call) {
   return Status::Error(why);
 }
 
-Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, std::uint64_t mem_bytes) {
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, std::uint64_t mem_bytes,
+                                                         const BackendOptions& options) {
   auto rt = [](cudaError_t e, const char* call) {
     if (e == cudaSuccess) return Status::Ok();
     (void)cudaGetLastError();
@@ -194,6 +226,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, std::uint64
                          " does not divide the job window");
   }
   std::unique_ptr<CudaBackend> b(new CudaBackend(device, *d, granule));
+  b->dedup_ = options.splice_dedup;
   b->prop_ = prop;
   b->access_.location = prop.location;
   b->access_.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
@@ -237,6 +270,8 @@ CudaBackend::~CudaBackend() {
     if (staging_ev_[i]) cudaEventDestroy(staging_ev_[i]);
   }
   pool_.trim();
+  if (hash_dev_) cudaFree(hash_dev_);
+  if (hash_host_) cudaFreeHost(hash_host_);
   for (void* p : registered_) cudaHostUnregister(p);
 }
 
@@ -373,6 +408,7 @@ void CudaBackend::release(const std::vector<Range>& segments) {
     drv_.mem_release(handles_[r.start]);
     handles_.erase(r.start);
     segs_.remove(r.start);
+    content_.forget(r.start, r.size);  // mapped again later, it holds anything
   }
 }
 
@@ -395,6 +431,7 @@ Status CudaBackend::allocate(std::uint64_t addr, std::uint64_t bytes) {
   }
   if (auto s = reserve_window(addr); !s) return s;
   if (auto s = map_range(addr, bytes); !s) return s;
+  content_.forget(addr, bytes);
   // Fresh memory is zero on every backend (a reused idle segment holds another rank's bytes).
   if (auto s = rt(cudaMemsetAsync(dp(addr), 0, bytes, stream()), "cudaMemsetAsync"); !s) {
     segs_.unref(addr, bytes);
@@ -406,6 +443,7 @@ Status CudaBackend::allocate(std::uint64_t addr, std::uint64_t bytes) {
 
 Status CudaBackend::free(std::uint64_t addr, std::uint64_t bytes) {
   segs_.unref(addr, bytes);
+  content_.forget(addr, bytes);
   used_ -= bytes;
   // Freed for good: give back every idle segment (release() waits for the device first), and the
   // windows left empty.
@@ -513,6 +551,7 @@ Status CudaBackend::stream_out(std::uint64_t addr, std::uint64_t n, const ChunkS
 
 // Source -> staging buffer -> device: the source fills buffer i while earlier buffers are copied.
 Status CudaBackend::stream_in(std::uint64_t addr, std::uint64_t n, const ChunkSource& source) {
+  content_.forget(addr, n);
   if (auto s = ensure_staging(); !s) return s;
   if (auto s = copy_after_worker(); !s) return s;  // after allocate()'s zero fill
   Status st;
@@ -531,47 +570,141 @@ Status CudaBackend::stream_in(std::uint64_t addr, std::uint64_t n, const ChunkSo
   return st ? done : st;
 }
 
-Result<std::unique_ptr<ParkedMemory>> CudaBackend::park(std::uint64_t addr, std::uint64_t bytes) {
-  auto buf = pool_.take(bytes);
-  if (!buf) return buf.status();
-  Status st = copy_after_worker();
-  if (st) {
-    st = rt(cudaMemcpyAsync(buf->p, dp(addr), bytes, cudaMemcpyDeviceToHost, copy_),
-            "cudaMemcpyAsync D2H (park)");
+Result<std::vector<cuda::Hash128>> CudaBackend::device_hashes(std::uint64_t addr,
+                                                               std::uint64_t n) {
+  const std::uint64_t nc = cuda::chunk_count(n);
+  if (nc > hash_cap_) {
+    if (hash_dev_) cudaFree(hash_dev_);
+    if (hash_host_) cudaFreeHost(hash_host_);
+    hash_dev_ = nullptr;
+    hash_host_ = nullptr;
+    hash_cap_ = 0;
+    if (auto s = rt(cudaMalloc(reinterpret_cast<void**>(&hash_dev_), nc * sizeof(cuda::Hash128)),
+                    "cudaMalloc (chunk hashes)");
+        !s) {
+      return s;
+    }
+    if (auto s = rt(cudaHostAlloc(reinterpret_cast<void**>(&hash_host_), nc * sizeof(cuda::Hash128),
+                                  cudaHostAllocDefault),
+                    "cudaHostAlloc (chunk hashes)");
+        !s) {
+      return s;
+    }
+    hash_cap_ = nc;
   }
-  if (st) st = rt(cudaEventRecord(buf->ready, copy_), "cudaEventRecord");
+  cudaStream_t s = stream();
+  if (auto st = cuda::launch_chunk_hashes(dp(addr), n, hash_dev_, s); !st) return st;
+  if (auto st = rt(cudaMemcpyAsync(hash_host_, hash_dev_, nc * sizeof(cuda::Hash128),
+                                   cudaMemcpyDeviceToHost, s),
+                   "cudaMemcpyAsync (chunk hashes)");
+      !st) {
+    return st;
+  }
+  if (auto st = rt(cudaStreamSynchronize(s), "cudaStreamSynchronize (chunk hashes)"); !st) return st;
+  return std::vector<cuda::Hash128>(hash_host_, hash_host_ + nc);
+}
+
+// Park: the range's chunks go to host memory, except those whose content a parked rank of the
+// job already holds at the same addresses (their host bytes are shared). The segments stay
+// mapped, idle, and keep what they hold: the next rank comes back at these addresses.
+Result<std::unique_ptr<ParkedMemory>> CudaBackend::park(std::uint64_t addr, std::uint64_t bytes) {
+  const std::uint64_t nc = cuda::chunk_count(bytes);
+  std::vector<cuda::Hash128> hashes;
+  if (dedup_) {
+    auto h = device_hashes(addr, bytes);
+    if (!h) return h.status();
+    hashes = std::move(h.value());
+  }
+  cuda::ParkedRange r{addr, bytes, std::vector<cuda::ParkedChunk>(nc)};
+  std::vector<bool> copy(nc, true);
+  std::uint64_t own = 0;  // chunks copied out into a new block
+  for (std::uint64_t c = 0; c < nc; ++c) {
+    if (dedup_) {
+      r.chunks[c].hash = hashes[c];
+      if (const cuda::ParkedChunk* same = parked_.find(addr, bytes, c, hashes[c])) {
+        r.chunks[c] = *same;
+        copy[c] = false;
+        continue;
+      }
+    }
+    ++own;
+  }
+  PinnedBuffer block{};
+  if (own > 0) {
+    // Whole chunks (the last one may be short): blocks of the same chunk count are reused.
+    auto buf = pool_.take(own * cuda::kHashChunk);
+    if (!buf) return buf.status();
+    block = *buf;
+    PinnedPool* pool = &pool_;
+    std::shared_ptr<void> owner(block.p, [pool, block](void*) { pool->give(block); });
+    std::uint64_t j = 0;
+    for (std::uint64_t c = 0; c < nc; ++c) {
+      if (!copy[c]) continue;
+      r.chunks[c].owner = owner;
+      r.chunks[c].bytes = static_cast<unsigned char*>(block.p) + j++ * cuda::kHashChunk;
+    }
+  }
+  Status st = copy_after_worker();
+  std::uint64_t copied = 0;
+  for (const cuda::CopyRun& run : cuda::copy_runs(r, copy)) {
+    if (!st) break;
+    st = rt(cudaMemcpyAsync(run.host, dp(addr + run.first * cuda::kHashChunk), run.bytes,
+                            cudaMemcpyDeviceToHost, copy_),
+            "cudaMemcpyAsync D2H (park)");
+    copied += run.bytes;
+  }
+  if (st && own > 0) st = rt(cudaEventRecord(block.ready, copy_), "cudaEventRecord");
   // The next rank may reuse these addresses at once (a zero fill, a restore, its own unpark):
   // every worker stream waits for this copy out first.
   if (st) st = publish_copies();
   if (!st) {
     cudaStreamSynchronize(copy_);
-    pool_.give(*buf);
-    return st;
+    return st;  // `r`'s owners give the block back
   }
-  // The segments stay mapped, idle: the next rank of the job comes back at these addresses.
   segs_.unref(addr, bytes);
   used_ -= bytes;
-  return std::unique_ptr<ParkedMemory>(new CudaParked(&pool_, *buf));
+  if (dedup_) content_.set(addr, bytes, std::move(hashes));
+  splice_.parked_bytes += bytes;
+  splice_.copied_bytes += copied;
+  return std::unique_ptr<ParkedMemory>(new CudaParked(&parked_, copy_, std::move(r)));
 }
 
+// Unpark: the chunks whose content the device does not hold already (the rank parked last at
+// these addresses left its bytes there) are copied back, in order behind that rank's copy out on
+// the same stream.
 Status CudaBackend::unpark(std::uint64_t addr, std::unique_ptr<ParkedMemory> parked) {
-  auto* cp = static_cast<CudaParked*>(parked.get());
-  const std::uint64_t bytes = cp->size();
+  const cuda::ParkedRange& r = static_cast<CudaParked*>(parked.get())->range();
+  const std::uint64_t bytes = r.size;
   if (used_ + bytes > total_) return Status::Error("device out of memory unparking " + hex(addr));
   if (auto s = reserve_window(addr); !s) return s;
   if (auto s = map_range(addr, bytes); !s) return s;
-  // In order behind the previous rank's park on the same stream: its bytes leave these
-  // addresses before this rank's arrive.
-  Status st = rt(cudaMemcpyAsync(dp(addr), cp->buffer().p, bytes, cudaMemcpyHostToDevice, copy_),
-                 "cudaMemcpyAsync H2D (unpark)");
-  if (st) st = rt(cudaEventRecord(cp->buffer().ready, copy_), "cudaEventRecord");
-  if (st) st = publish_copies();  // every worker stream waits for this copy before its next work
+  std::vector<bool> copy(r.chunks.size(), true);
+  if (const auto* held = dedup_ ? content_.find(addr, bytes) : nullptr) {
+    for (std::uint64_t c = 0; c < r.chunks.size(); ++c) copy[c] = !((*held)[c] == r.chunks[c].hash);
+  }
+  content_.forget(addr, bytes);  // resident again: its rank writes it
+  Status st;
+  std::uint64_t copied = 0;
+  for (const cuda::CopyRun& run : cuda::copy_runs(r, copy)) {
+    if (!st) break;
+    st = rt(cudaMemcpyAsync(dp(addr + run.first * cuda::kHashChunk), run.host, run.bytes,
+                            cudaMemcpyHostToDevice, copy_),
+            "cudaMemcpyAsync H2D (unpark)");
+    copied += run.bytes;
+  }
+  // Every worker stream waits for these copies before its next work. The host bytes they read
+  // may go back to the pool when `parked` is destroyed below: a block is only ever refilled by a
+  // later copy on this same stream, so after these.
+  if (st) st = publish_copies();
   if (!st) {
     segs_.unref(addr, bytes);
+    cudaStreamSynchronize(copy_);
     return st;
   }
   used_ += bytes;
-  return Status::Ok();  // `parked` goes back to the pool; reused only after its ready event
+  splice_.parked_bytes += bytes;
+  splice_.copied_bytes += copied;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -590,8 +723,9 @@ Status cuda_device_usable(int device) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<DeviceBackend>> make_cuda_backend(int device, std::uint64_t mem_bytes) {
-  auto b = CudaBackend::create(device, mem_bytes);
+Result<std::unique_ptr<DeviceBackend>> make_cuda_backend(int device, std::uint64_t mem_bytes,
+                                                         const BackendOptions& options) {
+  auto b = CudaBackend::create(device, mem_bytes, options);
   if (!b) return b.status();
   return std::unique_ptr<DeviceBackend>(std::move(b.value()));
 }

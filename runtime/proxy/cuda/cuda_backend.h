@@ -28,7 +28,8 @@ namespace orrery::runtime {
 // The backend over CUDA device `device` with at most `mem_bytes` of its memory (the scheduler's
 // figure for the device; capped at what the device has). Fails with a reason when there is no
 // usable device, the ordinal does not exist, or the device lacks virtual memory management.
-Result<std::unique_ptr<DeviceBackend>> make_cuda_backend(int device, std::uint64_t mem_bytes);
+Result<std::unique_ptr<DeviceBackend>> make_cuda_backend(int device, std::uint64_t mem_bytes,
+                                                         const BackendOptions& options = {});
 
 // Ok when CUDA device `device` exists and can be used; else why not ("no CUDA device: ...").
 // GPU tests skip on it.

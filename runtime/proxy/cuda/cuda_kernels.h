@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/result.h"
+#include "runtime/proxy/cuda/chunk_hash.h"
 
 namespace orrery::runtime::cuda {
 
@@ -29,6 +30,11 @@ Status launch_kernel(std::string_view name, const std::uint64_t* args, int nargs
 // `out` may be in[0] (in place) but must not overlap any other input.
 Status launch_sum_in_rank_order(const float* const* in, int ranks, std::uint64_t count,
                                 float* out, cudaStream_t stream);
+
+// out[c] = the hash of chunk c of the n bytes at `dev` (chunk_hash.h: kHashChunk bytes each, the
+// last one possibly shorter; equal to chunk_hash_host). `out` is device memory for
+// ceil(n / kHashChunk) hashes; `dev` and n are 8-byte aligned. In chunk_hash.cu.
+Status launch_chunk_hashes(const void* dev, std::uint64_t n, Hash128* out, cudaStream_t stream);
 
 // Every registry kernel has a device version (for a test that the tables agree).
 bool has_kernel(std::string_view name);

@@ -335,6 +335,33 @@ TEST(CudaKernels, SumInRankOrderMatchesTheHostBitForBit) {
 
 // --- Tests that need no device -------------------------------------------------------------
 
+// Splice dedup trusts the device's chunk hashes to equal the host reference's (chunk_hash.h).
+TEST(CudaKernels, ChunkHashesMatchTheHostReference) {
+  SKIP_WITHOUT_DEVICE();
+  // Three full chunks and a short one; the bytes are position-dependent.
+  const std::uint64_t n = 3 * kHashChunk + 65536;
+  std::vector<unsigned char> host(n);
+  for (std::uint64_t i = 0; i < n; ++i) host[i] = static_cast<unsigned char>(i * 131 + (i >> 11));
+  void* dev = nullptr;
+  Hash128* out = nullptr;
+  const std::uint64_t nc = (n + kHashChunk - 1) / kHashChunk;
+  ASSERT_CUDA(cudaMalloc(&dev, n));
+  ASSERT_CUDA(cudaMalloc(reinterpret_cast<void**>(&out), nc * sizeof(Hash128)));
+  ASSERT_CUDA(cudaMemcpy(dev, host.data(), n, cudaMemcpyHostToDevice));
+  ASSERT_TRUE(launch_chunk_hashes(dev, n, out, nullptr).ok());
+  std::vector<Hash128> got(nc);
+  ASSERT_CUDA(cudaMemcpy(got.data(), out, nc * sizeof(Hash128), cudaMemcpyDeviceToHost));
+  for (std::uint64_t c = 0; c < nc; ++c) {
+    const std::uint64_t len = std::min<std::uint64_t>(kHashChunk, n - c * kHashChunk);
+    const Hash128 want = chunk_hash_host(host.data() + c * kHashChunk, len);
+    EXPECT_EQ(got[c].a, want.a) << "chunk " << c;
+    EXPECT_EQ(got[c].b, want.b) << "chunk " << c;
+  }
+  EXPECT_NE(got[0], got[1]);
+  cudaFree(dev);
+  cudaFree(out);
+}
+
 TEST(CudaKernels, EveryRegistryKernelHasADeviceVersion) {
   for (const KernelDef& def : all_kernels()) EXPECT_TRUE(has_kernel(def.name)) << def.name;
   EXPECT_FALSE(has_kernel("no_such_kernel"));
