@@ -271,23 +271,29 @@ void checkpoint_restore(int mib) {
               nb / cp, 100.0 * cp / ck, 100.0 * cp / rs);
 }
 
-std::uint64_t switch_us_from_logs(const std::string& dir) {
-  std::uint64_t total = 0;
+struct SpliceRun {
+  double wall_ms = 0;
+  std::uint64_t switch_us = 0;
+  std::uint64_t splice_bytes = 0, copied_bytes = 0;  // what splicing parked, and moved of it
+};
+
+// The proxies' counters, from their exit lines in the node's logs (orrery-proxy: exit ...).
+void counters_from_logs(const std::string& dir, SpliceRun* out) {
+  auto field = [](const std::string& line, const std::string& key) -> std::uint64_t {
+    const auto p = line.find(" " + key + "=");
+    return p == std::string::npos ? 0 : std::strtoull(line.c_str() + p + key.size() + 2, nullptr, 10);
+  };
   for (const auto& e : std::filesystem::directory_iterator(dir + "/logs")) {
     if (e.path().filename().string().rfind("proxy-dev", 0) != 0) continue;
     std::ifstream in(e.path());
     for (std::string line; std::getline(in, line);) {
-      auto p = line.find("switch_us=");
-      if (p != std::string::npos) total += std::strtoull(line.c_str() + p + 10, nullptr, 10);
+      if (line.find("orrery-proxy: exit") == std::string::npos) continue;
+      out->switch_us += field(line, "switch_us");
+      out->splice_bytes += field(line, "splice_bytes");
+      out->copied_bytes += field(line, "splice_copied_bytes");
     }
   }
-  return total;
 }
-
-struct SpliceRun {
-  double wall_ms;
-  std::uint64_t switch_us;
-};
 
 SpliceRun run_job(std::vector<LocalPlacement> local, int devices, int steps, int batch, int hidden) {
   const std::string dir = "/tmp/orrery_bench_splice." + std::to_string(::getpid());
@@ -330,7 +336,7 @@ SpliceRun run_job(std::vector<LocalPlacement> local, int devices, int steps, int
     }
     out.wall_ms = ns_since(t) / 1e6;
   }  // proxies exit and log their counters
-  out.switch_us = switch_us_from_logs(dir);
+  counters_from_logs(dir, &out);
   std::filesystem::remove_all(dir);
   return out;
 }
@@ -345,6 +351,12 @@ void splicing(int steps, int batch, int hidden) {
   std::printf("  time in splice switches         %8.3f ms  = %.3f%% of the spliced run (%.1f us per step of a rank)\n",
               sp.switch_us / 1e3, 100.0 * (sp.switch_us / 1e3) / sp.wall_ms,
               static_cast<double>(sp.switch_us) / (2.0 * steps));
+  if (sp.splice_bytes > 0) {
+    std::printf("  parked and brought back          %8.1f MiB, of which copied %.1f MiB (%.1f%%: "
+                "splice dedup)\n",
+                sp.splice_bytes / 1048576.0, sp.copied_bytes / 1048576.0,
+                100.0 * static_cast<double>(sp.copied_bytes) / static_cast<double>(sp.splice_bytes));
+  }
 }
 
 }  // namespace
