@@ -58,7 +58,15 @@ std::string exit_text(int status) {
   return "stopped";
 }
 
-// posix_spawn with stdout and stderr appended to `log`; the environment is ours plus `extra`.
+// Node-wide settings children inherit; every other ORRERY_* variable of ours is dropped, so that
+// a worker never sees a stale per-job one (its own come in `extra`).
+bool inherited(const char* var) {
+  return std::strncmp(var, "ORRERY_", 7) != 0 ||
+         std::strncmp(var, "ORRERY_CUDA_DEVICES=", 20) == 0;  // orrery-proxy --help
+}
+
+// posix_spawn with stdout and stderr appended to `log`; the environment is ours (inherited())
+// plus `extra`.
 Result<pid_t> spawn(const std::string& bin, const std::vector<std::string>& args,
                     const std::vector<std::string>& extra_env, const std::string& log) {
   std::vector<char*> argv;
@@ -67,7 +75,7 @@ Result<pid_t> spawn(const std::string& bin, const std::vector<std::string>& args
   argv.push_back(nullptr);
   std::vector<std::string> env_store;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "ORRERY_", 7) != 0) env_store.emplace_back(*e);
+    if (inherited(*e)) env_store.emplace_back(*e);
   }
   for (const auto& e : extra_env) env_store.push_back(e);
   std::vector<char*> envp;
