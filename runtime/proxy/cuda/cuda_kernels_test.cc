@@ -22,28 +22,13 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include "runtime/proxy/cuda/gpu_test_util.h"
 #include "runtime/proxy/kernels.h"
 
 namespace orrery::runtime::cuda {
 namespace {
 
 using u64 = std::uint64_t;
-
-// Empty when a CUDA device is usable, else why not.
-std::string device_unavailable() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) return cudaGetErrorString(err);
-  if (count == 0) return "no devices found";
-  return "";
-}
-
-#define SKIP_WITHOUT_DEVICE()                                                      \
-  do {                                                                             \
-    if (const std::string why = device_unavailable(); !why.empty()) {              \
-      GTEST_SKIP() << "no CUDA device: " << why << " (GPU test skipped)";          \
-    }                                                                              \
-  } while (0)
 
 #define ASSERT_CUDA(expr)                                                          \
   do {                                                                             \

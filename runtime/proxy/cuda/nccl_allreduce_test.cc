@@ -31,6 +31,7 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include "runtime/proxy/cuda/gpu_test_util.h"
 #include "runtime/proxy/kernels.h"
 
 namespace orrery::runtime::cuda {
@@ -40,27 +41,11 @@ using u64 = std::uint64_t;
 using Placement = std::vector<std::vector<int>>;
 using Contributions = std::vector<std::vector<float>>;  // [global rank][element]
 
-// Empty when a CUDA device is usable, else why not.
-std::string device_unavailable() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) return cudaGetErrorString(err);
-  if (count == 0) return "no devices found";
-  return "";
-}
-
 int visible_devices() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) return 0;
   return count;
 }
-
-#define SKIP_WITHOUT_DEVICE()                                                      \
-  do {                                                                             \
-    if (const std::string why = device_unavailable(); !why.empty()) {              \
-      GTEST_SKIP() << "no CUDA device: " << why << " (GPU test skipped)";          \
-    }                                                                              \
-  } while (0)
 
 #define SKIP_UNLESS_DEVICES(n)                                                     \
   do {                                                                             \
