@@ -45,6 +45,10 @@ void PinnedPool::give(PinnedBuffer b) {
 }
 
 void PinnedPool::trim() {
+  if (free_.empty()) return;
+  // A pooled block's `ready` event marks the copy that filled it; a later copy may still be
+  // reading it (an unpark on the copy stream). Rare, so wait for the whole device.
+  cudaDeviceSynchronize();
   for (auto& [size, b] : free_) {
     cudaEventSynchronize(b.ready);
     cudaEventDestroy(b.ready);

@@ -1,7 +1,8 @@
 // Page-locked host buffers for parking spliced ranks, kept for reuse by size: a splice switch
 // parks and brings back the same sizes step after step, while cudaHostAlloc costs milliseconds per
-// hundred MiB (it pins every page). Each buffer carries an event recorded after the last copy
-// that used it, so a buffer is handed out again only once that copy is done.
+// hundred MiB (it pins every page). Each buffer carries an event recorded after the copy that
+// filled it, so a buffer is handed out again only once that copy is done; copies that read it
+// later (unparks) run on the same copy stream as the next fill, so they come first.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,7 +17,7 @@ namespace orrery::runtime::cuda {
 struct PinnedBuffer {
   void* p = nullptr;
   std::uint64_t size = 0;
-  cudaEvent_t ready = nullptr;  // recorded after the last copy from or into p
+  cudaEvent_t ready = nullptr;  // recorded after the copy that filled p
 };
 
 class PinnedPool {
@@ -30,7 +31,7 @@ class PinnedPool {
   Result<PinnedBuffer> take(std::uint64_t size);
   // Back into the pool; its `ready` event says when it may be used again.
   void give(PinnedBuffer b);
-  // Frees every buffer in the pool (waiting for their copies).
+  // Frees every buffer in the pool, after every copy the device has queued.
   void trim();
   std::uint64_t bytes_pooled() const { return pooled_; }
 
