@@ -67,7 +67,11 @@ TEST_F(Cluster, SubmitRunsToCompletionWithTheReferenceResult) {
   start_core();
   start_node("n1");
   ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); })) << node_proc("n1").output();
-  int id = submit(mlp_job("train", 200, 50));
+  // 5 ms steps: the core asks for periodic checkpoints from the progress it sees at its ticks
+  // (every 100 ms), so 200 unstretched steps (~80 ms) could finish before the first one.
+  auto spec = mlp_job("train", 200, 50);
+  spec.args.push_back("--step-delay-us=5000");
+  int id = submit(spec);
   ASSERT_GE(id, 0);
   ASSERT_TRUE(eventually(30000, [&] {
     auto j = job(id);
