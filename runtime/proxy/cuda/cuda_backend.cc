@@ -77,10 +77,9 @@ class CudaParked final : public ParkedMemory {
   std::uint64_t size() const override { return r_.size; }
   Status read(void* dst) const override {
     // Every copy into parked bytes runs on the copy stream.
-    if (cudaError_t e = cudaStreamSynchronize(copy_); e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return Status::Error(cuda::runtime_error("cudaStreamSynchronize (parked bytes)", e));
-    }
+    const Status synced =
+        cuda::runtime_status(cudaStreamSynchronize(copy_), "cudaStreamSynchronize (parked bytes)");
+    if (!synced) return synced;
     auto* out = static_cast<unsigned char*>(dst);
     for (std::uint64_t c = 0; c < r_.chunks.size(); ++c) {
       std::memcpy(out + c * cuda::kHashChunk, r_.chunks[c].bytes, cuda::chunk_bytes(r_.size, c));
@@ -185,20 +184,15 @@ class CudaBackend final : public DeviceBackend {
 };
 
 Status CudaBackend::rt(cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return Status::Ok();
-  (void)cudaGetLastError();
-  const std::string why = cuda::runtime_error(call, e);
-  if (sticky(e) && broken_.empty()) broken_ = why;
-  return Status::Error(why);
+  Status s = cuda::runtime_status(e, call);
+  if (!s && sticky(e) && broken_.empty()) broken_ = s.reason();
+  return s;
 }
 
 Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device, std::uint64_t mem_bytes,
                                                          const BackendOptions& options) {
-  auto rt = [](cudaError_t e, const char* call) {
-    if (e == cudaSuccess) return Status::Ok();
-    (void)cudaGetLastError();
-    return Status::Error(cuda::runtime_error(call, e));
-  };
+  // No backend yet to remember a sticky error in: plain statuses.
+  const auto rt = cuda::runtime_status;
   if (auto s = cuda_device_usable(device); !s) return s;
   if (auto s = rt(cudaSetDevice(device), "cudaSetDevice"); !s) return s;
   if (auto s = rt(cudaFree(nullptr), "cudaFree(0) (creating the context)"); !s) return s;

@@ -49,6 +49,12 @@ std::string Driver::error(const char* call, CUresult r) const {
   return std::string(call) + ": " + name;
 }
 
+Status runtime_status(int e, const char* call) {
+  if (e == cudaSuccess) return Status::Ok();
+  (void)cudaGetLastError();
+  return Status::Error(runtime_error(call, e));
+}
+
 std::string runtime_error(const char* call, int e) {
   const auto err = static_cast<cudaError_t>(e);
   return std::string(call) + ": " + cudaGetErrorString(err) + " (" + cudaGetErrorName(err) + ")";

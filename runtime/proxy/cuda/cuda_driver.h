@@ -32,5 +32,8 @@ struct Driver {
 
 // "cudaMalloc: out of memory (cudaErrorMemoryAllocation)" and the like, for runtime API errors.
 std::string runtime_error(const char* call, int cuda_error);
+// Ok for cudaSuccess; else runtime_error's reason, with CUDA's last error cleared (so that a
+// later call does not report this one again).
+Status runtime_status(int cuda_error, const char* call);
 
 }  // namespace orrery::runtime::cuda
