@@ -54,7 +54,14 @@ TEST(ProxyShard, RoundTripAndCorruptionIsAClearError) {
   m.alloc_seq = 2;
   m.allocs = {{job_window(7), a.size(), 0}, {job_window(7) + a.size(), b.size(), 1}};
   m.state_lens = {sizeof state};
-  ASSERT_TRUE(write_shard(path, m, {a.data(), b.data()}, {state}).ok());
+  {
+    auto w = ShardWriter::open(path, m);
+    ASSERT_TRUE(w.ok()) << w.reason();
+    ASSERT_TRUE(w->append(a.data(), a.size()).ok());
+    ASSERT_TRUE(w->append(b.data(), b.size()).ok());
+    ASSERT_TRUE(w->append(state, sizeof state).ok());
+    ASSERT_TRUE(w->finish().ok());
+  }
 
   auto r = ShardReader::open(path);
   ASSERT_TRUE(r.ok()) << r.reason();

@@ -159,20 +159,6 @@ Result<std::uint64_t> ShardWriter::finish() {
   return total_ + tail.size();
 }
 
-Result<std::uint64_t> write_shard(const std::string& path, const ShardMeta& m,
-                                  const std::vector<const void*>& alloc_data,
-                                  const std::vector<const void*>& states) {
-  auto w = ShardWriter::open(path, m);
-  if (!w) return w.status();
-  for (std::size_t i = 0; i < m.allocs.size(); ++i) {
-    if (auto s = w->append(alloc_data[i], m.allocs[i].size); !s) return s;
-  }
-  for (std::size_t i = 0; i < m.state_lens.size(); ++i) {
-    if (auto s = w->append(states[i], m.state_lens[i]); !s) return s;
-  }
-  return w->finish();
-}
-
 ShardReader::ShardReader(ShardReader&& o) noexcept
     : path_(std::move(o.path_)), fd_(o.fd_), meta_(std::move(o.meta_)), crc_(o.crc_) {
   o.fd_ = -1;

@@ -56,12 +56,6 @@ class ShardWriter {
   std::uint64_t total_ = 0, expected_ = 0;
 };
 
-// The whole shard at once; alloc_data[i] points at allocs[i].size bytes, states[i] at
-// state_lens[i]. Returns the bytes written.
-Result<std::uint64_t> write_shard(const std::string& path, const ShardMeta& meta,
-                                  const std::vector<const void*>& alloc_data,
-                                  const std::vector<const void*>& states);
-
 class ShardReader {
  public:
   static Result<ShardReader> open(const std::string& path);
