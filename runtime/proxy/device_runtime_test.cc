@@ -2,9 +2,9 @@
 // (the test process itself through the worker library, or orrery-train-mlp launched by the
 // NodeRuntime), shared-memory rings and collectives, checkpoint shards on disk.
 //
-// ORRERY_TEST_BACKEND (default host) picks the proxies' backend. ctest runs the suite twice:
-// plainly, and as cuda.* with ORRERY_TEST_BACKEND=cuda (label gpu), which skips every test,
-// saying why, where there is no usable GPU. On a GPU machine the same tests then check, on the
+// ORRERY_TEST_BACKEND (default host; cuda in the fake CUDA build) picks the proxies' backend.
+// ctest runs the suite twice: plainly, and as cuda.* with ORRERY_TEST_BACKEND=cuda (label gpu),
+// which skips every test, saying why, where there is no usable GPU. On a GPU machine the same tests then check, on the
 // device: pointers valid after a restore in a new proxy process, splicing, checkpoint round
 // trips, a foreign handle refused, and final weights bit-identical to the host reference.
 #include <arpa/inet.h>
@@ -45,9 +45,13 @@ namespace {
 
 using Kind = JobEvent::Kind;
 
+#ifndef ORRERY_TEST_BACKEND_DEFAULT
+#define ORRERY_TEST_BACKEND_DEFAULT "host"
+#endif
+
 std::string test_backend() {
   const char* b = std::getenv("ORRERY_TEST_BACKEND");
-  return b != nullptr && *b != '\0' ? b : "host";
+  return b != nullptr && *b != '\0' ? b : ORRERY_TEST_BACKEND_DEFAULT;
 }
 
 // Skips the whole suite when the backend asked for cannot run here: prints why and exits 77,
@@ -627,6 +631,9 @@ TEST(NodeRuntime, TwoNodesOnOneMachineShareTheShmCollective) {
   o.node_name = "second";
   o.devices = 1;
   o.device_mem_mib = 64;
+  // Always the host backend: in the cuda suite this job mixes backends, and its proxies must
+  // agree to sum on the host (collective_negotiation.h).
+  o.backend = "host";
   o.data_dir = db.path();
   o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
   auto b = start_node_runtime(o);
@@ -655,6 +662,7 @@ TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
   o.node_name = "other";
   o.devices = 2;
   o.device_mem_mib = 64;
+  o.backend = test_backend();  // cuda suite: the negotiation and NCCL bootstrap over TCP
   o.data_dir = db.path();
   o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
   auto b = start_node_runtime(o);

@@ -28,6 +28,13 @@
 //   stays queued. A missing wait thus shows up as wrong bytes for some seeds. The device also
 //   makes some progress on its own: after FAKE_CUDA_EAGER percent (25) of the enqueues, up to 3
 //   ops run at once, so that relying on an op not having run yet is caught too.
+// - Ops that wait on something outside the device (fake_cuda_enqueue_when: the fake NCCL's
+//   receives, fake_nccl.cc, wait for their peers' messages): such an op runs only once its
+//   readiness predicate holds, polled by the scheduler while the op heads its queue. A
+//   synchronization that needs it naps (100 us, with the fake's lock released so that the
+//   process's other threads go on) and polls again, running whatever else may run meanwhile; a
+//   query steps once and reports not ready. The scheduler deadlock abort remains for when nothing
+//   may run and no op waits on a predicate.
 // - Events: cudaEventRecord captures its stream's position at record time; a later record
 //   replaces it for later waits and synchronizations; an event never recorded is complete.
 // - Device accesses are checked when an op runs: a copy or memset touching memory that is not
@@ -52,7 +59,11 @@
 //   interleaved byte by byte as on a GPU; a race shows as one op's bytes winning, which is enough
 //   to fail a comparison but does not reproduce torn data.
 // - An op that is never forced may never run (a GPU would run it eventually): host code that
-//   reads what a copy wrote without synchronizing sees stale bytes, which is the point.
+//   reads what a copy wrote without synchronizing sees stale bytes, which is the point. For an
+//   NCCL send it means that a peer process waits until something here forces it (any
+//   synchronization or query, which run other streams' ops too); a GPU would send by itself.
+// - Where ops wait on predicates, the interleaving depends on timing (when a message arrives),
+//   not on the seed alone.
 // - Host memory is treated as pinned everywhere: a copy from pageable memory is as asynchronous
 //   as from pinned memory (CUDA stages pageable H2D copies at once). Stricter, never looser.
 // - The legacy default stream (0) is a queue of its own that synchronizes with nothing: streams
@@ -75,6 +86,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -86,6 +98,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fake_cuda_detail {
@@ -100,6 +113,8 @@ struct Op {
   std::shared_ptr<Queue> wait_q;     // a wait: runnable once wait_q->done >= wait_pos
   std::uint64_t wait_pos = 0;
   std::uint64_t seq = 0;             // global enqueue order, for the statistics only
+  std::function<bool()> ready = {};  // set: runnable once it returns true (fake_cuda_enqueue_when)
+  bool ready_seen = false;           // ready() returned true once: not asked again
 };
 
 // A stream's queue. Outlives its handle while ops remain or an event refers to it.
@@ -257,10 +272,21 @@ void drop_handle_if_done(State& s, std::uint64_t h) {
 
 // ---- the scheduler -----------------------------------------------------------------------------
 
-bool runnable(const Queue& q) {
+bool runnable(Queue& q) {
   if (q.ops.empty()) return false;
-  const Op& op = q.ops.front();
-  return !op.wait_q || op.wait_q->done >= op.wait_pos;
+  Op& op = q.ops.front();
+  if (op.wait_q && op.wait_q->done < op.wait_pos) return false;
+  if (op.ready && !op.ready_seen) op.ready_seen = op.ready();
+  return !op.ready || op.ready_seen;
+}
+
+// Some queue's head waits on its readiness predicate (fake_cuda_enqueue_when): something outside
+// the device, which comes by itself, rather than another op.
+bool awaiting(const State& s) {
+  for (const auto& q : s.queues) {
+    if (!q->ops.empty() && q->ops.front().ready && !q->ops.front().ready_seen) return true;
+  }
+  return false;
 }
 
 void drop_all(State& s) {
@@ -306,24 +332,36 @@ void prune(State& s) {
   });
 }
 
+// Runs ops until done() holds. While nothing may run but an op waits on its predicate, it naps
+// with s.mu released (the callers hold it once; held twice, it would stay held), so that this
+// process's other threads go on: they may be what the predicate waits for, through another
+// process. They may run ops, enqueue more or destroy streams meanwhile, so done() must hold on to
+// what it reads (a queue's shared_ptr, an event's record), not to the handles.
 template <class Done>
 cudaError_t run_until(State& s, Done done) {
   if (!done()) ++s.stats.forced;
   while (!done()) {
-    if (!step(s)) {
+    if (step(s)) continue;
+    if (!awaiting(s)) {
       // Waits only ever refer to positions already enqueued, so this cannot happen.
       say("scheduler deadlock: nothing may run and the condition is not met");
       std::abort();
     }
+    s.mu.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    s.mu.lock();
   }
   prune(s);
   return s.sticky;
 }
 
+// Everything queued now, on every stream (what another thread queues meanwhile is not waited for).
 cudaError_t drain(State& s) {
+  std::vector<std::pair<std::shared_ptr<Queue>, std::uint64_t>> upto;
+  for (auto& q : s.queues) upto.emplace_back(q, q->enqueued);
   return run_until(s, [&] {
-    for (auto& q : s.queues) {
-      if (!q->ops.empty()) return false;
+    for (const auto& [q, pos] : upto) {
+      if (q->done < pos) return false;
     }
     return true;
   });
@@ -382,6 +420,20 @@ cudaError_t fake_cuda_enqueue_checked(cudaStream_t stream, std::function<cudaErr
   std::shared_ptr<Queue> q;
   if (cudaError_t e = queue_of(s, stream, &q); e != cudaSuccess) return fail(e);
   enqueue(s, *q, Op{std::move(op), nullptr, 0, 0});
+  return cudaSuccess;
+}
+
+cudaError_t fake_cuda_enqueue_when(cudaStream_t stream, std::function<bool()> ready,
+                                   std::function<cudaError_t()> op) {
+  State& s = S();
+  Lock l(s.mu);
+  FAKE_CUDA_GATE(s);
+  if (!ready || !op) return fail(cudaErrorInvalidValue);
+  std::shared_ptr<Queue> q;
+  if (cudaError_t e = queue_of(s, stream, &q); e != cudaSuccess) return fail(e);
+  Op o{std::move(op), nullptr, 0, 0};
+  o.ready = std::move(ready);
+  enqueue(s, *q, std::move(o));
   return cudaSuccess;
 }
 
@@ -792,6 +844,15 @@ cudaError_t CUDARTAPI cudaMemsetAsync(void* ptr, int value, size_t count, cudaSt
   return cudaSuccess;
 }
 
+// On the legacy stream, then waits for it (as cudaMemcpy).
+cudaError_t CUDARTAPI cudaMemset(void* ptr, int value, size_t count) {
+  if (cudaError_t e = cudaMemsetAsync(ptr, value, count, nullptr); e != cudaSuccess) return e;
+  State& s = S();
+  Lock l(s.mu);
+  const std::uint64_t upto = s.legacy->enqueued;
+  return fail(run_until(s, [&] { return s.legacy->done >= upto; }));
+}
+
 namespace {
 
 // cudaMalloc and cudaMallocAsync: host memory the fake counts and checks as device memory.
@@ -863,6 +924,9 @@ cudaError_t CUDARTAPI cudaFree(void* ptr) {
   const auto p = reinterpret_cast<std::uintptr_t>(ptr);
   if (s.blocks.count(p) == 0 || s.freeing.count(p) != 0) return fail(cudaErrorInvalidValue);
   if (cudaError_t e = drain(s); e != cudaSuccess) return fail(e);
+  if (s.blocks.count(p) == 0 || s.freeing.count(p) != 0) {
+    return fail(cudaErrorInvalidValue);  // freed by another thread while the drain waited
+  }
   s.in_use -= s.blocks[p];
   s.blocks.erase(p);
   std::free(ptr);
@@ -1139,6 +1203,28 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevi
   return CUDA_SUCCESS;
 }
 
+// Each process's fake device is a device of its own (its memory is the process's), so its UUID
+// names the process; FAKE_CUDA_UUID=<text> gives every process that sets the same text one UUID
+// (as proxies sharing one GPU have).
+CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+  State& s = S();
+  Lock l(s.mu);
+  if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (dev < 0 || dev >= s.devices) return CUDA_ERROR_INVALID_DEVICE;
+  const char* same = std::getenv("FAKE_CUDA_UUID");
+  std::uint64_t a = 0xcbf29ce484222325ull, b = static_cast<std::uint64_t>(::getpid());
+  if (same != nullptr) {
+    for (const char* c = same; *c != '\0'; ++c) {
+      a = (a ^ static_cast<unsigned char>(*c)) * 0x100000001b3ull;
+    }
+    b = 0;
+  }
+  b = (b << 8) | static_cast<std::uint64_t>(dev);
+  std::memcpy(uuid->bytes, &a, 8);
+  std::memcpy(uuid->bytes + 8, &b, 8);
+  return CUDA_SUCCESS;
+}
+
 #define FAKE_CU_ERRORS(X)                                  \
   X(CUDA_SUCCESS, "no error")                              \
   X(CUDA_ERROR_INVALID_VALUE, "invalid argument")          \
@@ -1200,6 +1286,7 @@ cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(
        10020},
       {"cuDeviceGetAttribute", reinterpret_cast<void*>(&cuDeviceGetAttribute), 2000},
       {"cuGetErrorName", reinterpret_cast<void*>(&cuGetErrorName), 6000},
+      {"cuDeviceGetUuid", reinterpret_cast<void*>(&cuDeviceGetUuid), 11040},
       {"cuGetErrorString", reinterpret_cast<void*>(&cuGetErrorString), 6000},
   };
   if (symbol == nullptr || funcPtr == nullptr ||

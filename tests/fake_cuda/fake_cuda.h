@@ -22,6 +22,19 @@ cudaError_t fake_cuda_enqueue(cudaStream_t stream, std::function<void()> op);
 // other queued op are dropped, as a GPU does after a fault.
 cudaError_t fake_cuda_enqueue_checked(cudaStream_t stream, std::function<cudaError_t()> op);
 
+// The same for work that waits on something outside this process's device, as an NCCL kernel
+// waits for its peers' data (fake_nccl.cc): `op` runs only once `ready()` holds, and after the
+// ops before it on its stream, as any op. The scheduler polls ready() (under its lock: it must be
+// cheap, must not block and must not call the fake's functions) whenever the op heads its queue;
+// once true it is not asked again. A synchronization that must wait for such an op sleeps
+// briefly with the fake's lock released (so that this process's other threads go on) and polls
+// again, running any other op that may run meanwhile; a query only steps once and reports not
+// ready. `op` itself fails as fake_cuda_enqueue_checked's does (a non-success poisons the
+// context). ready() should become true by itself eventually (a timeout of its own): nothing
+// else ends the wait.
+cudaError_t fake_cuda_enqueue_when(cudaStream_t stream, std::function<bool()> ready,
+                                   std::function<cudaError_t()> op);
+
 // True when [p, p + n) is device memory a kernel may touch now: mapped with read-write access
 // (cuMemMap + cuMemSetAccess) or from cudaMalloc(Async) and not freed. Callable from inside an
 // op.

@@ -37,6 +37,7 @@ Result<Driver> Driver::load() {
   if (s) s = load_one("cuMemGetAllocationGranularity", &d.mem_get_allocation_granularity);
   if (s) s = load_one("cuDeviceGetAttribute", &d.device_get_attribute);
   if (s) s = load_one("cuGetErrorName", &d.get_error_name);
+  if (s) s = load_one("cuDeviceGetUuid", &d.device_get_uuid);
   if (!s) return s;
   return d;
 }

@@ -23,6 +23,7 @@ struct Driver {
   decltype(&::cuMemGetAllocationGranularity) mem_get_allocation_granularity = nullptr;
   decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
   decltype(&::cuGetErrorName) get_error_name = nullptr;
+  decltype(&::cuDeviceGetUuid) device_get_uuid = nullptr;  // the v2 entry point
 
   // Loads every entry point (the runtime must have a device set); names the one missing.
   static Result<Driver> load();

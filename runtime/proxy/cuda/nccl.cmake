@@ -9,20 +9,35 @@
 find_library(ORRERY_NCCL_LIB nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
 find_path(ORRERY_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
 
+# nccl.h is enough for the proxy: it reaches libnccl at run time (nccl_api.h), so orrery-proxy
+# starts, and sums on the host, where NCCL is absent. The library is linked only by the GPU test
+# and nccl_bench.
+if(NOT ORRERY_NCCL_INCLUDE_DIR)
+  message(STATUS "orrery: nccl.h not found: orrery-proxy is built without NCCL (jobs across "
+                 "GPUs sum on the host), nccl_allreduce_test and nccl_bench are not built")
+else()
+  set(orrery_nccl_sources ${CMAKE_CURRENT_LIST_DIR}/nccl_api.cc
+                          ${CMAKE_CURRENT_LIST_DIR}/nccl_allreduce.cc)
+  target_sources(orrery_proxy PRIVATE ${orrery_nccl_sources})
+  target_include_directories(orrery_proxy SYSTEM PUBLIC ${ORRERY_NCCL_INCLUDE_DIR})
+  target_compile_definitions(orrery_proxy PUBLIC ORRERY_HAVE_NCCL=1)
+  target_link_libraries(orrery_proxy PUBLIC ${CMAKE_DL_LIBS})
+  # The fake CUDA build (tests/fake_cuda) compiles the same sources over the fake NCCL.
+  set_property(GLOBAL APPEND PROPERTY ORRERY_CUDA_BACKEND_SOURCES ${orrery_nccl_sources})
+  set_property(GLOBAL PROPERTY ORRERY_NCCL_INCLUDE_DIR ${ORRERY_NCCL_INCLUDE_DIR})
+endif()
+
 if(NOT ORRERY_NCCL_LIB OR NOT ORRERY_NCCL_INCLUDE_DIR)
-  message(STATUS "orrery: NCCL not found (library: ${ORRERY_NCCL_LIB}, nccl.h: "
-                 "${ORRERY_NCCL_INCLUDE_DIR}): orrery_nccl, nccl_allreduce_test and nccl_bench "
-                 "are not built")
+  message(STATUS "orrery: libnccl not found (library: ${ORRERY_NCCL_LIB}, nccl.h: "
+                 "${ORRERY_NCCL_INCLUDE_DIR}): nccl_allreduce_test and nccl_bench are not built")
 else()
   message(STATUS "orrery: NCCL ${ORRERY_NCCL_LIB}")
 
   # libnccl.so is linked dynamically (NCCL ships no static library here); it carries its own
   # copy of the CUDA runtime, and shares device pointers and streams with ours through the
-  # driver's primary context.
-  add_library(orrery_nccl STATIC ${CMAKE_CURRENT_LIST_DIR}/nccl_allreduce.cc)
-  target_include_directories(orrery_nccl PUBLIC ${ORRERY_NCCL_INCLUDE_DIR})
-  target_link_libraries(orrery_nccl PUBLIC orrery_proxy ${ORRERY_NCCL_LIB})
-
+  # driver's primary context. The proxy's code finds the same library already loaded.
+  add_library(orrery_nccl INTERFACE)
+  target_link_libraries(orrery_nccl INTERFACE orrery_proxy ${ORRERY_NCCL_LIB})
   # GPU test (label gpu): bitwise against the host's rank-ordered sum; every test skips, saying
   # so, without a device. The binary must start here for test discovery: BUILD_RPATH finds
   # libnccl.so.2 in the CUDA toolkit's library folder.

@@ -7,11 +7,21 @@
 #include <vector>
 
 #include "runtime/proxy/cuda/cuda_kernels.h"
+#include "runtime/proxy/cuda/nccl_api.h"
 
 namespace orrery::runtime::cuda {
 namespace {
 
 using u64 = std::uint64_t;
+
+// Only after nccl_api() answered (create() and make_local_comms() check it first).
+const NcclApi& nccl() { return *nccl_api(); }
+
+Status nccl_missing() {
+  std::string why;
+  if (nccl_api(&why) != nullptr) return Status::Ok();
+  return Status::Error(why);
+}
 
 Status cuda_error(const std::string& call, cudaError_t err) {
   return Status::Error(call + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
@@ -19,9 +29,9 @@ Status cuda_error(const std::string& call, cudaError_t err) {
 }
 
 Status nccl_error(const std::string& call, ncclResult_t res, ncclComm_t comm) {
-  std::string reason = call + ": " + ncclGetErrorString(res);
+  std::string reason = call + ": " + nccl().ncclGetErrorString(res);
   // The last error's details (which peer, which transport); may be empty.
-  if (const char* last = ncclGetLastError(comm); last != nullptr && last[0] != '\0') {
+  if (const char* last = nccl().ncclGetLastError(comm); last != nullptr && last[0] != '\0') {
     reason += " (" + std::string(last) + ")";
   }
   return Status::Error(reason);
@@ -105,6 +115,7 @@ Status check_placement(const std::vector<std::vector<int>>& placement, int* worl
 Result<RankOrderedAllreduce> RankOrderedAllreduce::create(
     ncclComm_t comm, int device_rank, std::vector<std::vector<int>> ranks_by_device,
     std::uint64_t max_count, cudaStream_t stream) {
+  if (auto st = nccl_missing(); !st) return st;
   if (comm == nullptr) return Status::Error("RankOrderedAllreduce: null NCCL communicator");
   int world = 0;
   if (auto st = check_placement(ranks_by_device, &world); !st) {
@@ -121,7 +132,7 @@ Result<RankOrderedAllreduce> RankOrderedAllreduce::create(
   }
 
   int comm_size = 0;
-  if (ncclResult_t res = ncclCommCount(comm, &comm_size); res != ncclSuccess) {
+  if (ncclResult_t res = nccl().ncclCommCount(comm, &comm_size); res != ncclSuccess) {
     return nccl_error("ncclCommCount", res, comm);
   }
   if (comm_size != devices) {
@@ -130,7 +141,7 @@ Result<RankOrderedAllreduce> RankOrderedAllreduce::create(
                          std::to_string(devices) + " devices");
   }
   int comm_rank = -1;
-  if (ncclResult_t res = ncclCommUserRank(comm, &comm_rank); res != ncclSuccess) {
+  if (ncclResult_t res = nccl().ncclCommUserRank(comm, &comm_rank); res != ncclSuccess) {
     return nccl_error("ncclCommUserRank", res, comm);
   }
   if (comm_rank != device_rank) {
@@ -138,7 +149,7 @@ Result<RankOrderedAllreduce> RankOrderedAllreduce::create(
                          " but the communicator's rank is " + std::to_string(comm_rank));
   }
   int cuda_device = -1;
-  if (ncclResult_t res = ncclCommCuDevice(comm, &cuda_device); res != ncclSuccess) {
+  if (ncclResult_t res = nccl().ncclCommCuDevice(comm, &cuda_device); res != ncclSuccess) {
     return nccl_error("ncclCommCuDevice", res, comm);
   }
 
@@ -276,7 +287,7 @@ Status RankOrderedAllreduce::allreduce(const std::vector<const float*>& local_co
     auto keep = [&first](Status st) {
       if (first.ok() && !st.ok()) first = std::move(st);
     };
-    if (ncclResult_t res = ncclGroupStart(); res != ncclSuccess) {
+    if (ncclResult_t res = nccl().ncclGroupStart(); res != ncclSuccess) {
       return nccl_error("ncclGroupStart", res, comm_);
     }
     for (int e = 0; e < devices && first.ok(); ++e) {
@@ -285,7 +296,7 @@ Status RankOrderedAllreduce::allreduce(const std::vector<const float*>& local_co
       const u64 size = shard_size(count, devices, e);
       if (size == 0) continue;
       for (std::size_t k = 0; k < local_contribs.size() && first.ok(); ++k) {
-        if (ncclResult_t res = ncclSend(local_contribs[k] + begin, size, ncclFloat, e, comm_,
+        if (ncclResult_t res = nccl().ncclSend(local_contribs[k] + begin, size, ncclFloat, e, comm_,
                                         stream_);
             res != ncclSuccess) {
           keep(nccl_error("ncclSend(rank " + std::to_string(mine[k]) + "'s shard " +
@@ -300,7 +311,7 @@ Status RankOrderedAllreduce::allreduce(const std::vector<const float*>& local_co
         for (int r : placement_[static_cast<std::size_t>(f)]) {
           float* row = scratch_ + static_cast<u64>(remote_row_[static_cast<std::size_t>(r)]) *
                                       shard_cap_;
-          if (ncclResult_t res = ncclRecv(row, my_size, ncclFloat, f, comm_, stream_);
+          if (ncclResult_t res = nccl().ncclRecv(row, my_size, ncclFloat, f, comm_, stream_);
               res != ncclSuccess) {
             keep(nccl_error("ncclRecv(rank " + std::to_string(r) + "'s shard " +
                                 std::to_string(d_) + " from device " + std::to_string(f) + ")",
@@ -311,7 +322,7 @@ Status RankOrderedAllreduce::allreduce(const std::vector<const float*>& local_co
       }
     }
     // Always close the group, even after a failed call inside it.
-    if (ncclResult_t res = ncclGroupEnd(); res != ncclSuccess) {
+    if (ncclResult_t res = nccl().ncclGroupEnd(); res != ncclSuccess) {
       keep(nccl_error("ncclGroupEnd (send/recv of the shards)", res, comm_));
     }
     if (!first.ok()) return first;
@@ -339,7 +350,7 @@ Status RankOrderedAllreduce::allreduce(const std::vector<const float*>& local_co
   // Phase 3: allgather of the summed shards.
   if (equal_shards) {
     // In place: device d's shard already sits at out + d*count/D.
-    if (ncclResult_t res = ncclAllGather(out + my_begin, out, count / static_cast<u64>(devices),
+    if (ncclResult_t res = nccl().ncclAllGather(out + my_begin, out, count / static_cast<u64>(devices),
                                          ncclFloat, comm_, stream_);
         res != ncclSuccess) {
       return nccl_error("ncclAllGather (in place, " +
@@ -349,7 +360,7 @@ Status RankOrderedAllreduce::allreduce(const std::vector<const float*>& local_co
     }
     return Status::Ok();
   }
-  if (ncclResult_t res = ncclAllGather(sum_out, gather_, padded, ncclFloat, comm_, stream_);
+  if (ncclResult_t res = nccl().ncclAllGather(sum_out, gather_, padded, ncclFloat, comm_, stream_);
       res != ncclSuccess) {
     return nccl_error("ncclAllGather (padded, " + std::to_string(padded) + " floats per device)",
                       res, comm_);
@@ -368,6 +379,7 @@ Status RankOrderedAllreduce::allreduce(const std::vector<const float*>& local_co
 }
 
 Result<std::vector<ncclComm_t>> make_local_comms(int ndev) {
+  if (auto st = nccl_missing(); !st) return st;
   int visible = 0;
   if (cudaError_t err = cudaGetDeviceCount(&visible); err != cudaSuccess) {
     return cuda_error("cudaGetDeviceCount", err);
@@ -379,21 +391,22 @@ Result<std::vector<ncclComm_t>> make_local_comms(int ndev) {
   std::vector<int> devlist(static_cast<std::size_t>(ndev));
   for (int i = 0; i < ndev; ++i) devlist[static_cast<std::size_t>(i)] = i;
   std::vector<ncclComm_t> comms(static_cast<std::size_t>(ndev), nullptr);
-  if (ncclResult_t res = ncclCommInitAll(comms.data(), ndev, devlist.data());
+  if (ncclResult_t res = nccl().ncclCommInitAll(comms.data(), ndev, devlist.data());
       res != ncclSuccess) {
     return Status::Error("ncclCommInitAll(" + std::to_string(ndev) +
-                         " devices): " + ncclGetErrorString(res));
+                         " devices): " + nccl().ncclGetErrorString(res));
   }
   return comms;
 }
 
 Status destroy_comms(const std::vector<ncclComm_t>& comms) {
+  if (auto st = nccl_missing(); !st) return st;
   Status first;
   for (std::size_t i = 0; i < comms.size(); ++i) {
     if (comms[i] == nullptr) continue;
-    if (ncclResult_t res = ncclCommDestroy(comms[i]); res != ncclSuccess && first.ok()) {
+    if (ncclResult_t res = nccl().ncclCommDestroy(comms[i]); res != ncclSuccess && first.ok()) {
       first = Status::Error("ncclCommDestroy(communicator " + std::to_string(i) +
-                            "): " + ncclGetErrorString(res));
+                            "): " + nccl().ncclGetErrorString(res));
     }
   }
   return first;
