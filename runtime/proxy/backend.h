@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "core/result.h"
+#include "runtime/proxy/device_collective.h"
 
 namespace orrery::runtime {
 
@@ -94,6 +95,21 @@ class DeviceBackend {
   // later call fails): why. The proxy then exits, so that its node replaces it with a fresh one.
   virtual std::string broken() const { return {}; }
   virtual SpliceCounters splice_counters() const { return {}; }
+
+  // The job's allreduce on the device (device_collective.h, collective_negotiation.h). The host
+  // backend has none: its proxies sum on the host. collective_offer: what this backend offers
+  // the job's other proxies; new_collective_id: a fresh communicator bootstrap id (asked of the
+  // proxy holding rank 0 only); open_device_collective: the allreduce as negotiated (devices ==
+  // 1: the proxy's own ranks only), or an error saying why not, and the job sums on the host.
+  virtual CollectiveOffer collective_offer() { return {}; }
+  virtual Result<CollectiveId> new_collective_id() {
+    return Status::Error(name() + " backend: no allreduce across devices");
+  }
+  virtual Result<std::unique_ptr<DeviceCollective>> open_device_collective(
+      const DeviceCollectiveSetup& setup) {
+    (void)setup;
+    return Status::Error(name() + " backend: sums on the host");
+  }
 
   // Splicing: moves an allocation's contents out of device memory (unmapping `addr`) into host
   // memory, and back to the same address later.

@@ -33,6 +33,10 @@ const char kUsage[] =
     "device C, by default the N-th of ORRERY_CUDA_DEVICES (a comma list: node device -> CUDA\n"
     "ordinal, e.g. 0,0,0,0 to put four devices of a test node on one GPU), else N; a splice\n"
     "switch there copies only the chunks that differ between ranks (--no-splice-dedup: all).\n"
+    "Its jobs' allreduce stays on the GPU; a job spanning proxies sums over NCCL when every proxy\n"
+    "can and no two share a GPU, else on the host. NCCL is loaded at run time from\n"
+    "ORRERY_NCCL_LIBRARY, else libnccl.so.2; ORRERY_NCCL_INIT_TIMEOUT_S (300) bounds forming the\n"
+    "communicator.\n"
     "Exit 0 stopped, 1 cannot start or the device became unusable, 2 bad arguments.\n";
 
 int usage(const char* why) {

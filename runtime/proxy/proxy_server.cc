@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <random>
 #include <sstream>
 
 #include "runtime/proxy/address_space.h"
+#include "runtime/proxy/collective_negotiation.h"
 #include "runtime/proxy/kernels.h"
 #include "runtime/proxy/shard.h"
 
@@ -40,6 +42,10 @@ Response error_response(const std::string& why, int code = 1) {
   return r;
 }
 
+// The host group's step for the allreduce of worker step s: two ahead, so that the two steps
+// before a job incarnation's first one (the negotiation's rounds) are never negative.
+std::int64_t group_step(std::int64_t s) { return s + 2; }
+
 }  // namespace
 
 Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const ProxyOptions& o,
@@ -55,6 +61,9 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const ProxyOptions& o,
   h.device = o.device;
   h.pid = static_cast<std::int32_t>(::getpid());
   h.mem_bytes = p->be_->mem_info().total_bytes;
+  std::random_device rd;
+  p->nonce_ = ((static_cast<std::uint64_t>(rd()) << 32) ^ rd()) ^
+              (static_cast<std::uint64_t>(::getpid()) << 20) ^ now_ns();
   // Every copy to or from a worker passes through the segment's data areas.
   p->be_->pin_host_memory(p->map_.data(), sizeof(ProxySegment));
   std::snprintf(h.backend, sizeof h.backend, "%s", p->be_->name().c_str());
@@ -108,7 +117,9 @@ void ProxyServer::idle_wait(std::uint32_t bell) {
       auto r = s.ranks.find(s.order[s.cur]);
       if (r != s.ranks.end() && r->second.in_reduce && s.coll) {
         coll = s.coll.get();
-        coll_step = r->second.reduce_step;
+        coll_step = group_step(r->second.reduce_step);
+        if (s.reduce == Session::Reduce::kNegotiating) coll_step = s.negotiation_step;
+        if (s.reduce == Session::Reduce::kBootstrapping) coll_step = s.negotiation_step + 1;
       }
     }
   }
@@ -275,13 +286,28 @@ bool ProxyServer::serve_session(Session& s) {
   WorkerSlot& ws = seg_->slots[rk.slot];
   be_->bind_worker(s.job, rk.rank);
   if (rk.in_reduce) {
+    auto answer_error = [&](const Status& st) {
+      rk.in_reduce = false;
+      publish_response(&ws, error_response("allreduce: " + st.reason()));
+      return true;
+    };
+    if (s.reduce == Session::Reduce::kNegotiating || s.reduce == Session::Reduce::kBootstrapping) {
+      return serve_negotiation(s, rk, ws);
+    }
     std::uint64_t flags = 0;
-    const float* res = s.coll->result(rk.reduce_step, &flags);
+    const float* res = s.coll->result(group_step(rk.reduce_step), &flags);
     if (res == nullptr) return false;
+    if (s.reduce == Session::Reduce::kDevice) {
+      auto ready = s.dcoll->ready(rk.reduce_step);
+      if (!ready) return answer_error(ready.status());
+      if (!ready.value()) return false;
+    }
     s.coll_done_once = true;
     const std::uint64_t t0 = now_ns();
     Response out;
-    Status st = be_->copy_h2d(rk.reduce_buf, res, rk.reduce_count * sizeof(float));
+    Status st = s.reduce == Session::Reduce::kDevice
+                    ? s.dcoll->deliver(rk.rank, rk.reduce_step, rk.reduce_buf, rk.reduce_count)
+                    : be_->copy_h2d(rk.reduce_buf, res, rk.reduce_count * sizeof(float));
     rk.in_reduce = false;
     rk.last_flags = flags;
     rk.last_reduce_step = rk.reduce_step;
@@ -313,7 +339,7 @@ bool ProxyServer::serve_session(Session& s) {
     finish_rank(s, rk, "bye");
     return true;  // `s` may be gone
   }
-  if (rk.in_reduce && s.order.size() > 1) {
+  if (rk.in_reduce && rk.contributed && s.order.size() > 1) {
     if (auto st = switch_to_next(s); !st) {
       std::fprintf(stderr, "orrery-proxy[%d]: splice switch failed for job %d: %s\n", opt_.device,
                    job, st.reason().c_str());
@@ -334,6 +360,138 @@ Result<std::uint64_t> ProxyServer::check_range(const Session& s, const Rank& rk,
   return Status::Error(what + ": " + hex(addr) + "+" + std::to_string(len) +
                        " is not within an allocation of job " + std::to_string(s.job) + " rank " +
                        std::to_string(rk.rank) + " (refused, not dereferenced)");
+}
+
+// One proxy holds every rank: nothing to agree on; the backend sums on the device if it can.
+// Several: each proxy contributes its offer for all its ranks at the group step before the first
+// one, and the rank that asked waits (resident: no splice switch) until the sum is decoded.
+Status ProxyServer::choose_reduce(Session& s, std::int64_t step, std::uint64_t count) {
+  if (s.world == static_cast<int>(s.order.size())) {
+    DeviceCollectiveSetup setup;
+    setup.world = s.world;
+    setup.ranks_by_device = {s.order};
+    std::sort(setup.ranks_by_device[0].begin(), setup.ranks_by_device[0].end());
+    setup.count = count;
+    auto d = be_->open_device_collective(setup);
+    if (d) {
+      s.dcoll = std::move(d.value());
+      s.reduce = Session::Reduce::kDevice;
+    } else {
+      if (be_->name() != "host") {
+        std::fprintf(stderr, "orrery-proxy[%d]: job %d sums on the host: %s\n", opt_.device,
+                     s.job, d.reason().c_str());
+      }
+      s.reduce = Session::Reduce::kHost;
+    }
+    return Status::Ok();
+  }
+  const CollectiveOffer offer = be_->collective_offer();
+  s.negotiation_step = group_step(step) - 2;
+  for (int r : s.order) {
+    const std::vector<float> v = negotiation_offer(s.world, r, nonce_, offer);
+    if (auto st = s.coll->contribute(r, s.negotiation_step, v.data(), v.size(), 0); !st) return st;
+  }
+  s.reduce = Session::Reduce::kNegotiating;
+  return Status::Ok();
+}
+
+// The rank that opened the negotiation stays resident until it is over; then it contributes,
+// and the next rank gets the device.
+bool ProxyServer::serve_negotiation(Session& s, Rank& rk, WorkerSlot& ws) {
+  const bool round1 = s.reduce == Session::Reduce::kNegotiating;
+  const float* sum = s.coll->result(s.negotiation_step + (round1 ? 0 : 1), nullptr);
+  if (sum == nullptr) return false;
+  Status st = round1 ? finish_negotiation(s, sum, rk.reduce_count) : finish_bootstrap(s, sum);
+  if (st && s.reduce == Session::Reduce::kBootstrapping) return true;  // round 2 is out
+  if (st) st = contribute(s, rk);
+  if (!st) {
+    rk.in_reduce = false;
+    publish_response(&ws, error_response("allreduce: " + st.reason()));
+    return true;
+  }
+  if (s.order.size() > 1) {
+    if (auto sw = switch_to_next(s); !sw) drop_session(s.job, sw.reason());
+  }
+  return true;
+}
+
+// Every proxy decodes the same sum: they all take the same way, or this one fails the job's
+// allreduce (its workers exit and the node reports the job) rather than sum differently.
+Status ProxyServer::finish_negotiation(Session& s, const float* sum, std::uint64_t count) {
+  auto n = decode_negotiation(sum, s.world, nonce_);
+  if (!n) return n.status();
+  if (!n->on_device) {
+    if (be_->name() != "host") {
+      std::fprintf(stderr, "orrery-proxy[%d]: job %d sums on the host: %s\n", opt_.device, s.job,
+                   n->why.c_str());
+    }
+    s.reduce = Session::Reduce::kHost;
+    return Status::Ok();
+  }
+  n->setup.count = count;
+  s.agreed = std::move(n->setup);
+  // Round 2: the communicator's id, from the proxy holding rank 0.
+  CollectiveId id{};
+  bool have_id = false;
+  if (std::find(s.order.begin(), s.order.end(), 0) != s.order.end()) {
+    auto made = be_->new_collective_id();
+    if (made) {
+      id = made.value();
+      have_id = true;
+    } else {
+      // Every proxy reads the missing id in round 2 and fails the job's allreduce alike.
+      std::fprintf(stderr, "orrery-proxy[%d]: job %d: %s\n", opt_.device, s.job,
+                   made.reason().c_str());
+    }
+  }
+  for (int r : s.order) {
+    const std::vector<float> v = id_offer(r, have_id ? &id : nullptr);
+    if (auto st = s.coll->contribute(r, s.negotiation_step + 1, v.data(), v.size(), 0); !st) {
+      return st;
+    }
+  }
+  s.reduce = Session::Reduce::kBootstrapping;
+  return Status::Ok();
+}
+
+Status ProxyServer::finish_bootstrap(Session& s, const float* sum) {
+  auto id = decode_id(sum);
+  if (!id) return id.status();
+  s.agreed.id = id.value();
+  auto d = be_->open_device_collective(s.agreed);
+  if (!d) return Status::Error("the job's proxies agreed to sum on the devices, but " + d.reason());
+  s.dcoll = std::move(d.value());
+  s.reduce = Session::Reduce::kDevice;
+  std::fprintf(stderr, "orrery-proxy[%d]: job %d sums on %zu devices over NCCL (device %d)\n",
+               opt_.device, s.job, s.agreed.ranks_by_device.size(), s.agreed.device_rank);
+  return Status::Ok();
+}
+
+// On the device: the data to the device collective, and one float with the flags to the host
+// group (the flags decide checkpoints and stops, and every rank must see the same).
+Status ProxyServer::contribute(Session& s, Rank& rk) {
+  const std::int64_t step = rk.reduce_step;
+  const std::uint64_t count = rk.reduce_count;
+  Status st;
+  if (s.reduce == Session::Reduce::kDevice) {
+    st = s.dcoll->contribute(rk.rank, step, rk.reduce_buf, count);
+    const float none = 0.0f;
+    if (st) st = s.coll->contribute(rk.rank, group_step(step), &none, 1, flags_for(s, step));
+  } else {
+    const void* src = be_->host_view(rk.reduce_buf, count * sizeof(float));
+    std::vector<float> staging;
+    if (src == nullptr) {
+      staging.resize(count);
+      st = be_->copy_d2h(staging.data(), rk.reduce_buf, count * sizeof(float));
+      src = staging.data();
+    }
+    if (st) {
+      st = s.coll->contribute(rk.rank, group_step(step), static_cast<const float*>(src), count,
+                              flags_for(s, step));
+    }
+  }
+  rk.contributed = st.ok();
+  return st;
 }
 
 std::uint64_t ProxyServer::flags_for(const Session& s, std::int64_t step) {
@@ -459,28 +617,24 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
       if (!c) return fail(c.reason());
       if (!s.coll) {
         const bool rank0 = std::find(s.order.begin(), s.order.end(), 0) != s.order.end();
-        auto co = open_collective_group(s.collective, s.world, count, rank0);
+        // Every proxy of the job sizes it alike: the data, or a negotiation if that is larger.
+        auto co = open_collective_group(
+            s.collective, s.world,
+            std::max({count, negotiation_floats(s.world), id_floats()}), rank0);
         if (!co) return fail("allreduce: " + co.reason());
         s.coll = std::move(co.value());
       }
-      const void* src = be_->host_view(buf, count * sizeof(float));
-      std::vector<float> staging;
-      if (src == nullptr) {
-        staging.resize(count);
-        if (auto st = be_->copy_d2h(staging.data(), buf, count * sizeof(float)); !st) {
-          return fail(st.reason());
-        }
-        src = staging.data();
+      if (s.reduce == Session::Reduce::kUnset) {
+        if (auto st = choose_reduce(s, step, count); !st) return fail("allreduce: " + st.reason());
       }
-      if (auto st = s.coll->contribute(rk.rank, step, static_cast<const float*>(src), count,
-                                       flags_for(s, step));
-          !st) {
-        return fail("allreduce: " + st.reason());
-      }
-      rk.in_reduce = true;
       rk.reduce_step = step;
       rk.reduce_buf = buf;
       rk.reduce_count = count;
+      rk.contributed = false;
+      if (s.reduce != Session::Reduce::kNegotiating) {
+        if (auto st = contribute(s, rk); !st) return fail("allreduce: " + st.reason());
+      }
+      rk.in_reduce = true;
       return false;  // answered when the sum is there (serve_session)
     }
     case Op::kStepBoundary: {

@@ -77,6 +77,7 @@ class ProxyServer {
     std::uint64_t replay_seq = 0;  // allocations handed back after a restore
     std::vector<std::string> restored_states;
     bool in_reduce = false;
+    bool contributed = false;  // in_reduce: its contribution is in (not held by a negotiation)
     std::int64_t reduce_step = -1;
     std::uint64_t reduce_buf = 0, reduce_count = 0;
     std::uint64_t last_flags = 0;
@@ -92,6 +93,14 @@ class ProxyServer {
     std::string collective;
     std::unique_ptr<CollectiveGroup> coll;
     bool coll_done_once = false;  // a result came back: every proxy of the job has opened it
+    // Where the allreduce's data goes, decided at the first one (collective_negotiation.h):
+    // over the host group, or kept on the device (dcoll; the host group carries the flags).
+    // kNegotiating: round 1 (offers) is out; kBootstrapping: round 2 (the NCCL id).
+    enum class Reduce { kUnset, kNegotiating, kBootstrapping, kHost, kDevice };
+    Reduce reduce = Reduce::kUnset;
+    std::int64_t negotiation_step = -1;  // the host group's step of round 1 (round 2: + 1)
+    DeviceCollectiveSetup agreed;        // kBootstrapping: what round 1 decided
+    std::unique_ptr<DeviceCollective> dcoll;
   };
   struct PendingCheckpoint {
     std::int64_t epoch = 0, at_step = -1;
@@ -122,6 +131,14 @@ class ProxyServer {
   Status write_checkpoint(Session& s, Rank& rk, std::int64_t boundary, const WorkerSlot& slot,
                           std::uint64_t nstates);
   std::uint64_t flags_for(const Session& s, std::int64_t step);
+  // The allreduce: where its data goes (decided locally for one proxy, else negotiated), the
+  // end of a negotiation, and rk's contribution for rk.reduce_step.
+  Status choose_reduce(Session& s, std::int64_t step, std::uint64_t count);
+  Status finish_negotiation(Session& s, const float* sum, std::uint64_t count);
+  Status finish_bootstrap(Session& s, const float* sum);
+  // While a negotiation is open: its round's result, once there, taken (true), else false.
+  bool serve_negotiation(Session& s, Rank& rk, WorkerSlot& ws);
+  Status contribute(Session& s, Rank& rk);
 
   ProxyOptions opt_;
   ShmMapping map_;  // declared before be_: the backend unpins it before it is unmapped
@@ -137,6 +154,7 @@ class ProxyServer {
   SlotOwner owner_[kMaxWorkers];
   ProxyStats stats_;
   std::uint64_t loops_ = 0;
+  std::uint64_t nonce_ = 0;  // names this proxy in collective negotiations
   std::string failed_;
 };
 

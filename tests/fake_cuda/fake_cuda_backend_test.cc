@@ -444,6 +444,82 @@ TEST_P(FakeCudaOrdering, DataParallelRanksSplicedRightAfterTheirKernels) {
   for (int k = 0; k < kRanks; ++k) be_->release_worker(9, k);  // they leave while parked
 }
 
+// The allreduce kept on the device (cuda/cuda_collective.h) with every rank on one device, as the
+// proxy drives it: each spliced rank writes its gradient, contributes and is parked at once (no
+// synchronize); once the sum is ready each rank gets it back, resident again, and builds its
+// next contribution on it. The contribution copy must finish before the park's copy-out lets the
+// next rank overwrite the addresses, the sum must wait for every copy, and a delivery must land
+// before the rank's next kernels: the device must always equal the host's rank-ordered sums.
+TEST_P(FakeCudaOrdering, SplicedRanksAllreduceOnTheDeviceAsTheHostSums) {
+  constexpr int kRanks = 3;
+  constexpr std::uint64_t kCount = 300'000;  // floats: more than one hash chunk
+  const std::uint64_t a = window(), grad = 4096, n = 2 * kMiB;
+  DeviceCollectiveSetup setup;
+  setup.world = kRanks;
+  setup.ranks_by_device = {{0, 1, 2}};
+  setup.count = kCount;
+  auto coll = be_->open_device_collective(setup);
+  ASSERT_OK(coll);
+  std::vector<Mirror> r;
+  std::vector<std::unique_ptr<ParkedMemory>> parked(kRanks);
+  for (int k = 0; k < kRanks; ++k) {
+    r.emplace_back(be_.get(), a, n);
+    be_->bind_worker(11, k);
+    ASSERT_OK(be_->allocate(a, n));
+    std::vector<float> g(kCount);
+    for (std::uint64_t i = 0; i < kCount; ++i) g[i] = 0.1f * static_cast<float>(k + 1) + 1e-7f * i;
+    Bytes b(kCount * sizeof(float));
+    std::memcpy(b.data(), g.data(), b.size());
+    r[k].write(grad, b);
+    auto p = be_->park(a, n);
+    ASSERT_OK(p);
+    parked[k] = std::move(p.value());
+  }
+  auto floats = [&](int k) { return reinterpret_cast<float*>(r[k].host().data() + grad); };
+  for (std::int64_t step = 0; step < 3; ++step) {
+    for (int k = 0; k < kRanks; ++k) {
+      ASSERT_OK(be_->unpark(a, std::move(parked[k])));
+      be_->bind_worker(11, k);
+      // The rank's own update, on what it received last step, then its contribution.
+      r[k].fill(grad + 4 * static_cast<std::uint64_t>(step * 1000 + k * 7), 500,
+                static_cast<float>(step) + 0.25f * static_cast<float>(k));
+      ASSERT_OK(coll.value()->contribute(k, step, a + grad, kCount));
+      auto p = be_->park(a, n);
+      ASSERT_OK(p);
+      parked[k] = std::move(p.value());
+    }
+    bool ready = false;
+    for (int spin = 0; spin < 1'000'000 && !ready; ++spin) {
+      auto rd = coll.value()->ready(step);
+      ASSERT_OK(rd);
+      ready = rd.value();
+    }
+    ASSERT_TRUE(ready) << "step " << step;
+    std::vector<const float*> in;
+    for (int k = 0; k < kRanks; ++k) in.push_back(floats(k));
+    std::vector<float> sum(kCount);
+    sum_in_rank_order(in.data(), kRanks, kCount, sum.data());
+    for (int k = 0; k < kRanks; ++k) {
+      ASSERT_OK(be_->unpark(a, std::move(parked[k])));
+      be_->bind_worker(11, k);
+      ASSERT_OK(coll.value()->deliver(k, step, a + grad, kCount));
+      std::memcpy(floats(k), sum.data(), kCount * sizeof(float));
+      if (k == static_cast<int>(step % kRanks)) {
+        EXPECT_BYTES(r[k].device(), r[k].bytes()) << "step " << step << " rank " << k;
+      }
+      auto p = be_->park(a, n);
+      ASSERT_OK(p);
+      parked[k] = std::move(p.value());
+    }
+  }
+  for (int k = 0; k < kRanks; ++k) EXPECT_BYTES(parked_bytes(parked[k]), r[k].bytes()) << k;
+  // The same count, and only the device's own ranks.
+  EXPECT_FALSE(coll.value()->contribute(0, 3, a + grad, kCount - 1).ok());
+  EXPECT_FALSE(coll.value()->contribute(3, 3, a + grad, kCount).ok());
+  coll.value().reset();
+  for (int k = 0; k < kRanks; ++k) be_->release_worker(11, k);
+}
+
 // copy_d2d between overlapping ranges is the host backend's memmove. The fake poisons a device
 // copy between overlapping ranges (undefined on a GPU), so only the backend's temporary makes
 // these pass.

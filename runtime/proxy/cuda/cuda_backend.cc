@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/proxy/address_space.h"
+#include "runtime/proxy/cuda/cuda_collective.h"
 #include "runtime/proxy/cuda/cuda_driver.h"
 #include "runtime/proxy/cuda/cuda_kernels.h"
 #include "runtime/proxy/cuda/pinned_pool.h"
@@ -120,6 +121,10 @@ class CudaBackend final : public DeviceBackend {
   Status unpark(std::uint64_t addr, std::unique_ptr<ParkedMemory> parked) override;
   std::string broken() const override { return broken_; }
   SpliceCounters splice_counters() const override { return splice_; }
+  CollectiveOffer collective_offer() override;
+  Result<CollectiveId> new_collective_id() override { return cuda::new_nccl_id(); }
+  Result<std::unique_ptr<DeviceCollective>> open_device_collective(
+      const DeviceCollectiveSetup& setup) override;
 
  private:
   struct WorkerStream {
@@ -494,6 +499,25 @@ Status CudaBackend::launch(std::string_view kernel, const std::uint64_t* args, i
 
 Status CudaBackend::synchronize() {
   return rt(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+}
+
+CollectiveOffer CudaBackend::collective_offer() {
+  CollectiveOffer o;
+  CUuuid u{};
+  if (drv_.device_get_uuid(&u, device_) == CUDA_SUCCESS) {
+    std::memcpy(o.uuid.data(), u.bytes, o.uuid.size());
+    o.across_devices = cuda::can_reduce_across_devices();
+  }
+  return o;
+}
+
+Result<std::unique_ptr<DeviceCollective>> CudaBackend::open_device_collective(
+    const DeviceCollectiveSetup& setup) {
+  cuda::CudaCollectiveEnv env;
+  env.device = device_;
+  env.worker_stream = [this] { return stream(); };
+  env.rt = [this](cudaError_t e, const char* call) { return rt(e, call); };
+  return cuda::open_cuda_collective(setup, std::move(env));
 }
 
 Status CudaBackend::ensure_staging() {
