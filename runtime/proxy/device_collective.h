@@ -1,6 +1,6 @@
 // The job's allreduce kept on the device: the contributions, the rank-ordered sum and the result
 // stay in device memory (CUDA: summed by the bit-identical kernel, across devices over NCCL,
-// cuda/nccl_collective.h). The proxy still exchanges each step's flags (checkpoint, stop) over
+// cuda/cuda_collective.h). The proxy still exchanges each step's flags (checkpoint, stop) over
 // the host CollectiveGroup, which also carries the negotiation (collective_negotiation.h) that
 // decides, identically on every proxy of a job incarnation, whether the data goes this way.
 #pragma once

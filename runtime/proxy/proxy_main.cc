@@ -102,6 +102,14 @@ int main(int argc, char** argv) {
       cuda_device = ordinals[o.device];
     }
   }
+  if (backend == "cuda") {
+    // Before the first CUDA call, unless the environment says otherwise. Eager module loading: a
+    // kernel's first launch must not wait for the whole device (lazy loading may), where an
+    // allreduce's NCCL kernel can be waiting for a peer proxy. NCCL connects its collectives
+    // when the communicator forms (on a thread of its own), not at first use on this one.
+    ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+    ::setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+  }
   auto be = orrery::runtime::make_backend(backend, backend == "cuda" ? cuda_device : o.device,
                                           static_cast<std::uint64_t>(mem_mib) << 20, bo);
   if (!be) {

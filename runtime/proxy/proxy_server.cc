@@ -112,6 +112,7 @@ void ProxyServer::idle_wait(std::uint32_t bell) {
   // doorbell: the collective's result.
   CollectiveGroup* coll = nullptr;
   std::int64_t coll_step = -1;
+  bool on_device = false;
   for (auto& [j, s] : sessions_) {
     if (s.cur < s.order.size()) {
       auto r = s.ranks.find(s.order[s.cur]);
@@ -120,8 +121,17 @@ void ProxyServer::idle_wait(std::uint32_t bell) {
         coll_step = group_step(r->second.reduce_step);
         if (s.reduce == Session::Reduce::kNegotiating) coll_step = s.negotiation_step;
         if (s.reduce == Session::Reduce::kBootstrapping) coll_step = s.negotiation_step + 1;
+        on_device = s.reduce == Session::Reduce::kDevice;
       }
     }
+  }
+  // The flags are in and the device is summing: nothing on the host to watch; sleep briefly on
+  // the doorbell rather than spin (a core spinning here starves NCCL's own threads).
+  if (coll != nullptr && on_device && coll->result(coll_step, nullptr) != nullptr) {
+    h.proxy_sleeping.store(1, std::memory_order_seq_cst);
+    if (h.doorbell.load(std::memory_order_seq_cst) == bell) futex_wait(&h.doorbell, bell, 20'000);
+    h.proxy_sleeping.store(0, std::memory_order_relaxed);
+    return;
   }
   const auto start = std::chrono::steady_clock::now();
   int n = 0;
@@ -297,9 +307,13 @@ bool ProxyServer::serve_session(Session& s) {
     std::uint64_t flags = 0;
     const float* res = s.coll->result(group_step(rk.reduce_step), &flags);
     if (res == nullptr) return false;
+    if ((flags & kFlagReduceFailed) != 0) {
+      return answer_error(fail_reduce(s, rk, "another proxy of the job failed its part of the "
+                                             "allreduce on the devices (its log says why)"));
+    }
     if (s.reduce == Session::Reduce::kDevice) {
       auto ready = s.dcoll->ready(rk.reduce_step);
-      if (!ready) return answer_error(ready.status());
+      if (!ready) return answer_error(fail_reduce(s, rk, ready.reason()));
       if (!ready.value()) return false;
     }
     s.coll_done_once = true;
@@ -318,6 +332,7 @@ bool ProxyServer::serve_session(Session& s) {
         pending_.erase(p);
       }
     }
+    if (!st && s.reduce == Session::Reduce::kDevice) st = fail_reduce(s, rk, st.reason());
     if (!st) out = error_response(st.reason());
     out.v[0] = flags;
     ws.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
@@ -405,6 +420,7 @@ bool ProxyServer::serve_negotiation(Session& s, Rank& rk, WorkerSlot& ws) {
   if (st && s.reduce == Session::Reduce::kBootstrapping) return true;  // round 2 is out
   if (st) st = contribute(s, rk);
   if (!st) {
+    st = fail_reduce(s, rk, st.reason());
     rk.in_reduce = false;
     publish_response(&ws, error_response("allreduce: " + st.reason()));
     return true;
@@ -465,6 +481,21 @@ Status ProxyServer::finish_bootstrap(Session& s, const float* sum) {
   std::fprintf(stderr, "orrery-proxy[%d]: job %d sums on %zu devices over NCCL (device %d)\n",
                opt_.device, s.job, s.agreed.ranks_by_device.size(), s.agreed.device_rank);
   return Status::Ok();
+}
+
+Status ProxyServer::fail_reduce(Session& s, Rank& rk, const std::string& why) {
+  if (s.reduce != Session::Reduce::kFailed) {
+    s.reduce = Session::Reduce::kFailed;
+    s.reduce_error = why;
+    std::fprintf(stderr, "orrery-proxy[%d]: job %d: the allreduce fails: %s\n", opt_.device, s.job,
+                 why.c_str());
+  }
+  if (!rk.contributed && s.coll) {
+    const float none = 0.0f;
+    (void)s.coll->contribute(rk.rank, group_step(rk.reduce_step), &none, 1, kFlagReduceFailed);
+    rk.contributed = true;
+  }
+  return Status::Error(s.reduce_error);
 }
 
 // On the device: the data to the device collective, and one float with the flags to the host
@@ -631,8 +662,14 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
       rk.reduce_buf = buf;
       rk.reduce_count = count;
       rk.contributed = false;
+      if (s.reduce == Session::Reduce::kFailed) {
+        return fail("allreduce: " + fail_reduce(s, rk, s.reduce_error).reason());
+      }
       if (s.reduce != Session::Reduce::kNegotiating) {
-        if (auto st = contribute(s, rk); !st) return fail("allreduce: " + st.reason());
+        if (auto st = contribute(s, rk); !st) {
+          if (s.reduce == Session::Reduce::kDevice) st = fail_reduce(s, rk, st.reason());
+          return fail("allreduce: " + st.reason());
+        }
       }
       rk.in_reduce = true;
       return false;  // answered when the sum is there (serve_session)

@@ -95,11 +95,13 @@ class ProxyServer {
     bool coll_done_once = false;  // a result came back: every proxy of the job has opened it
     // Where the allreduce's data goes, decided at the first one (collective_negotiation.h):
     // over the host group, or kept on the device (dcoll; the host group carries the flags).
-    // kNegotiating: round 1 (offers) is out; kBootstrapping: round 2 (the NCCL id).
-    enum class Reduce { kUnset, kNegotiating, kBootstrapping, kHost, kDevice };
+    // kNegotiating: round 1 (offers) is out; kBootstrapping: round 2 (the NCCL id); kFailed:
+    // for good, this incarnation's allreduce fails (reduce_error), on every proxy.
+    enum class Reduce { kUnset, kNegotiating, kBootstrapping, kHost, kDevice, kFailed };
     Reduce reduce = Reduce::kUnset;
     std::int64_t negotiation_step = -1;  // the host group's step of round 1 (round 2: + 1)
     DeviceCollectiveSetup agreed;        // kBootstrapping: what round 1 decided
+    std::string reduce_error;            // kFailed: why
     std::unique_ptr<DeviceCollective> dcoll;
   };
   struct PendingCheckpoint {
@@ -139,6 +141,9 @@ class ProxyServer {
   // While a negotiation is open: its round's result, once there, taken (true), else false.
   bool serve_negotiation(Session& s, Rank& rk, WorkerSlot& ws);
   Status contribute(Session& s, Rank& rk);
+  // The job's allreduce fails from here on (Reduce::kFailed): rk's step is marked failed for
+  // the other proxies (kFlagReduceFailed) unless rk already contributed. Returns the error.
+  Status fail_reduce(Session& s, Rank& rk, const std::string& why);
 
   ProxyOptions opt_;
   ShmMapping map_;  // declared before be_: the backend unpins it before it is unmapped

@@ -55,6 +55,9 @@ enum class Op : std::uint32_t {
 inline constexpr std::uint64_t kFlagCheckpoint = 1;
 inline constexpr std::uint64_t kFlagStop = 2;
 inline constexpr std::uint64_t kFlagCheckpointed = 4;  // step boundary: the shard is written
+// Between proxies only (never to a worker): a proxy failed its part of the job's allreduce on
+// the devices, so every proxy fails the step instead of waiting for it.
+inline constexpr std::uint64_t kFlagReduceFailed = 8;
 
 struct Request {
   std::uint32_t op = 0;

@@ -12,6 +12,12 @@
 #include <cuda.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
 
 #include <cstdio>
 #include <cstring>
@@ -24,6 +30,7 @@
 #include "runtime/proxy/address_space.h"
 #include "runtime/proxy/backend.h"
 #include "runtime/proxy/cuda/cuda_backend.h"
+#include "runtime/proxy/cuda/cuda_collective.h"
 #include "runtime/proxy/kernels.h"
 #include "tests/fake_cuda/fake_cuda.h"
 
@@ -518,6 +525,141 @@ TEST_P(FakeCudaOrdering, SplicedRanksAllreduceOnTheDeviceAsTheHostSums) {
   EXPECT_FALSE(coll.value()->contribute(3, 3, a + grad, kCount).ok());
   coll.value().reset();
   for (int k = 0; k < kRanks; ++k) be_->release_worker(11, k);
+}
+
+// The allreduce across devices (cuda/cuda_collective.h over RankOrderedAllreduce and the fake
+// NCCL): two proxies as two processes, W = 3 with ranks 0 and 2 spliced on device 0. Every
+// element must be the host's rank-ordered sum, on both devices, for two steps. `join`: whether
+// device 1 takes part; if not, device 0's allreduce must fail within ORRERY_NCCL_INIT_TIMEOUT_S
+// (1 s here), not hang. Returns the child's exit status (0: as expected) and its message.
+std::string device_allreduce_child(int device, const CollectiveId& id, bool expect_timeout) {
+  constexpr std::uint64_t kCount = 10'001;  // not a multiple of 2: the padded allgather
+  constexpr int kWorld = 3;
+  const std::vector<std::vector<int>> placement = {{0, 2}, {1}};
+  auto be = make_backend("cuda", 0, kMem);
+  if (!be) return "backend: " + be.reason();
+  DeviceCollectiveSetup setup;
+  setup.world = kWorld;
+  setup.ranks_by_device = placement;
+  setup.device_rank = device;
+  setup.id = id;
+  setup.count = kCount;
+  auto coll = be.value()->open_device_collective(setup);
+  if (!coll) return "open: " + coll.reason();
+  auto input = [&](int rank, std::int64_t step) {
+    std::vector<float> v(kCount);
+    for (std::uint64_t i = 0; i < kCount; ++i) {
+      v[i] = (rank == 1 ? 1e7f : 0.3f) * static_cast<float>(rank + 1) + 1e-3f * i +
+             static_cast<float>(step);
+    }
+    return v;
+  };
+  const std::uint64_t base = window(), n = 1 * kMiB;
+  for (std::int64_t step = 0; step < 2; ++step) {
+    for (int r : placement[device]) {
+      be.value()->bind_worker(21, r);
+      const std::uint64_t addr = base + static_cast<std::uint64_t>(r) * n;
+      if (step == 0) {
+        if (auto st = be.value()->allocate(addr, n); !st) return "allocate: " + st.reason();
+      }
+      const std::vector<float> in = input(r, step);
+      if (auto st = be.value()->copy_h2d(addr, in.data(), kCount * 4); !st) return st.reason();
+      if (auto st = coll.value()->contribute(r, step, addr, kCount); !st) {
+        return "contribute: " + st.reason();
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    bool ready = false;
+    while (!ready && std::chrono::steady_clock::now() < deadline) {
+      auto rd = coll.value()->ready(step);
+      if (!rd) {
+        if (expect_timeout && rd.reason().find("was not formed within 1 s") != std::string::npos) {
+          return "";
+        }
+        return "ready: " + rd.reason();
+      }
+      ready = rd.value();
+    }
+    if (expect_timeout) return "no timeout: the allreduce " + std::string(ready ? "ran" : "hung");
+    if (!ready) return "step " + std::to_string(step) + " never summed";
+    std::vector<std::vector<float>> all;
+    std::vector<const float*> rows;
+    for (int r = 0; r < kWorld; ++r) all.push_back(input(r, step));
+    for (auto& v : all) rows.push_back(v.data());
+    std::vector<float> want(kCount), got(kCount);
+    sum_in_rank_order(rows.data(), kWorld, kCount, want.data());
+    for (int r : placement[device]) {
+      be.value()->bind_worker(21, r);
+      const std::uint64_t addr = base + static_cast<std::uint64_t>(r) * n;
+      if (auto st = coll.value()->deliver(r, step, addr, kCount); !st) return st.reason();
+      if (auto st = be.value()->copy_d2h(got.data(), addr, kCount * 4); !st) return st.reason();
+      if (std::memcmp(got.data(), want.data(), kCount * 4) != 0) {
+        return "device " + std::to_string(device) + " rank " + std::to_string(r) + " step " +
+               std::to_string(step) + ": not the host's rank-ordered sum";
+      }
+    }
+  }
+  return "";
+}
+
+int run_device_allreduce(bool device1_joins, std::string* why) {
+  char dir[] = "/tmp/orrery-fakenccl-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) return -1;
+  ::setenv("FAKE_NCCL_DIR", dir, 1);
+  ::setenv("ORRERY_NCCL_INIT_TIMEOUT_S", "1", 1);
+  auto id = cuda::new_nccl_id();
+  if (!id) {
+    *why = id.reason();
+    return -1;
+  }
+  int pipes[2][2];
+  pid_t pids[2];
+  for (int d = 0; d < 2; ++d) {
+    if (::pipe(pipes[d]) != 0) return -1;
+    pids[d] = ::fork();
+    if (pids[d] == 0) {
+      std::string msg;
+      if (d == 1 && !device1_joins) {
+        ::usleep(3'000'000);  // alive, but never joins: a proxy stuck elsewhere
+      } else {
+        fake_cuda_set_seed(7 + d);
+        msg = device_allreduce_child(d, id.value(), !device1_joins);
+      }
+      if (!msg.empty()) (void)!::write(pipes[d][1], msg.data(), msg.size());
+      std::_Exit(msg.empty() ? 0 : 1);
+    }
+    ::close(pipes[d][1]);
+  }
+  int failed = 0;
+  for (int d = 0; d < 2; ++d) {
+    int status = 0;
+    ::waitpid(pids[d], &status, 0);
+    char buf[512];
+    const ssize_t got = ::read(pipes[d][0], buf, sizeof buf);
+    ::close(pipes[d][0]);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++failed;
+      *why += "device " + std::to_string(d) + ": " +
+              (got > 0 ? std::string(buf, static_cast<std::size_t>(got)) : "crashed") + "; ";
+    }
+  }
+  ::unsetenv("FAKE_NCCL_DIR");
+  ::unsetenv("ORRERY_NCCL_INIT_TIMEOUT_S");
+  std::error_code ec;
+  if (device1_joins && !std::filesystem::is_empty(dir, ec)) *why += "files left behind; ";
+  std::filesystem::remove_all(dir, ec);
+  return failed;
+}
+
+TEST(FakeCudaDeviceAllreduce, TwoProxiesOverNcclGiveTheHostSumBitForBit) {
+  std::string why;
+  EXPECT_EQ(run_device_allreduce(true, &why), 0) << why;
+  EXPECT_TRUE(why.empty()) << why;
+}
+
+TEST(FakeCudaDeviceAllreduce, AProxyThatNeverJoinsFailsTheAllreduceInsteadOfHanging) {
+  std::string why;
+  EXPECT_EQ(run_device_allreduce(false, &why), 0) << why;
 }
 
 // copy_d2d between overlapping ranges is the host backend's memmove. The fake poisons a device

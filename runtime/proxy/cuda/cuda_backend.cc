@@ -269,7 +269,7 @@ CudaBackend::~CudaBackend() {
     if (staging_ev_[i]) cudaEventDestroy(staging_ev_[i]);
   }
   pool_.trim();
-  if (hash_dev_) cudaFree(hash_dev_);
+  if (hash_dev_) cudaFree(hash_dev_);  // after cudaDeviceSynchronize above
   if (hash_host_) cudaFreeHost(hash_host_);
   for (void* p : registered_) cudaHostUnregister(p);
 }
@@ -401,7 +401,12 @@ Status CudaBackend::map_range(std::uint64_t addr, std::uint64_t n) {
 
 void CudaBackend::release(const std::vector<Range>& segments) {
   if (segments.empty()) return;
-  cudaDeviceSynchronize();
+  // Only the streams that touch job windows (the copy stream and the workers'), not the whole
+  // device: an allreduce's NCCL kernels may be waiting for a peer proxy, which may be waiting
+  // for this one.
+  cudaStreamSynchronize(copy_);
+  cudaStreamSynchronize(own_.s);
+  for (auto& [key, w] : streams_) cudaStreamSynchronize(w.s);
   for (const Range& r : segments) {
     drv_.mem_unmap(r.start, r.size);
     drv_.mem_release(handles_[r.start]);
@@ -592,21 +597,23 @@ Result<std::vector<cuda::Hash128>> CudaBackend::device_hashes(std::uint64_t addr
                                                                std::uint64_t n) {
   const std::uint64_t nc = cuda::chunk_count(n);
   if (nc > hash_cap_) {
-    if (hash_dev_) cudaFree(hash_dev_);
+    cudaStream_t s = stream();
+    if (hash_dev_) cudaFreeAsync(hash_dev_, s);  // stream-ordered: no wait for the device
     if (hash_host_) cudaFreeHost(hash_host_);
     hash_dev_ = nullptr;
     hash_host_ = nullptr;
     hash_cap_ = 0;
-    if (auto s = rt(cudaMalloc(reinterpret_cast<void**>(&hash_dev_), nc * sizeof(cuda::Hash128)),
-                    "cudaMalloc (chunk hashes)");
-        !s) {
-      return s;
+    if (auto st = rt(cudaMallocAsync(reinterpret_cast<void**>(&hash_dev_),
+                                     nc * sizeof(cuda::Hash128), s),
+                     "cudaMallocAsync (chunk hashes)");
+        !st) {
+      return st;
     }
-    if (auto s = rt(cudaHostAlloc(reinterpret_cast<void**>(&hash_host_), nc * sizeof(cuda::Hash128),
-                                  cudaHostAllocDefault),
-                    "cudaHostAlloc (chunk hashes)");
-        !s) {
-      return s;
+    if (auto st = rt(cudaHostAlloc(reinterpret_cast<void**>(&hash_host_),
+                                   nc * sizeof(cuda::Hash128), cudaHostAllocDefault),
+                     "cudaHostAlloc (chunk hashes)");
+        !st) {
+      return st;
     }
     hash_cap_ = nc;
   }

@@ -22,43 +22,92 @@ namespace {
 void* dp(std::uint64_t a) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(a)); }
 
 #if defined(ORRERY_HAVE_NCCL)
-// ncclCommInitRank on a thread of its own. Shared with the thread: when the collective is gone
-// before the communicator is formed, the thread aborts what it got.
+// The communicator, formed on a thread of its own: ncclCommInitRank blocks until every proxy of
+// the job joins, and NCCL connects send/recv peers at their first use, blocking the calling
+// thread until the peer does the same. Both happen here, then, with a warm-up allreduce of a few
+// floats on the thread's own stream, never on the proxy's thread (which serves other jobs, whose
+// NCCL kernels may wait for it). Shared with the thread: when the collective is gone first, the
+// thread tears down what it made.
 struct CommInit {
   std::mutex mu;
   bool done = false, abandoned = false;
-  ncclComm_t comm = nullptr;
   std::string why;
+  // Handed over once done (and taken by the collective, or torn down by the thread).
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<RankOrderedAllreduce> ar;
 
-  static std::shared_ptr<CommInit> start(const NcclApi* api, int device, int devices, int rank,
-                                         const CollectiveId& id) {
+  static void teardown(const NcclApi* api, ncclComm_t comm,
+                       std::unique_ptr<RankOrderedAllreduce> ar, cudaStream_t stream) {
+    if (comm != nullptr) api->ncclCommAbort(comm);  // first: nothing may wait for a peer
+    ar.reset();
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+
+  static std::shared_ptr<CommInit> start(const NcclApi* api, int device,
+                                         const DeviceCollectiveSetup& setup) {
     auto st = std::make_shared<CommInit>();
     ncclUniqueId uid;
     static_assert(sizeof uid.internal == sizeof(CollectiveId));
-    std::memcpy(uid.internal, id.data(), sizeof uid.internal);
-    std::thread([st, api, device, devices, rank, uid] {
+    std::memcpy(uid.internal, setup.id.data(), sizeof uid.internal);
+    std::thread([st, api, device, setup, uid] {
       ncclComm_t comm = nullptr;
-      std::string why;
-      if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
-        why = runtime_error("cudaSetDevice (NCCL communicator thread)", e);
-      } else if (ncclResult_t r = api->ncclCommInitRank(&comm, devices, uid, rank);
-                 r != ncclSuccess) {
-        why = std::string("ncclCommInitRank: ") + api->ncclGetErrorString(r);
-        if (const char* last = api->ncclGetLastError(nullptr); last != nullptr && *last) {
-          why += std::string(" (") + last + ")";
-        }
-        comm = nullptr;
-      }
+      cudaStream_t stream = nullptr;
+      std::unique_ptr<RankOrderedAllreduce> ar;
+      std::string why = form(api, device, setup, uid, &comm, &stream, &ar);
       std::lock_guard<std::mutex> l(st->mu);
       st->done = true;
       st->why = why;
-      if (st->abandoned) {
-        if (comm != nullptr) api->ncclCommAbort(comm);
+      if (st->abandoned || !why.empty()) {
+        teardown(api, comm, std::move(ar), stream);
       } else {
         st->comm = comm;
+        st->stream = stream;
+        st->ar = std::move(ar);
       }
     }).detach();
     return st;
+  }
+
+  // Empty on success.
+  static std::string form(const NcclApi* api, int device, const DeviceCollectiveSetup& setup,
+                          const ncclUniqueId& uid, ncclComm_t* comm, cudaStream_t* stream,
+                          std::unique_ptr<RankOrderedAllreduce>* ar) {
+    const int devices = static_cast<int>(setup.ranks_by_device.size());
+    if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
+      return runtime_error("cudaSetDevice (NCCL communicator thread)", e);
+    }
+    if (cudaError_t e = cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking);
+        e != cudaSuccess) {
+      *stream = nullptr;
+      return runtime_error("cudaStreamCreate (NCCL communicator thread)", e);
+    }
+    if (ncclResult_t r = api->ncclCommInitRank(comm, devices, uid, setup.device_rank);
+        r != ncclSuccess) {
+      *comm = nullptr;
+      return std::string("ncclCommInitRank: ") + api->ncclGetErrorString(r);
+    }
+    auto made = RankOrderedAllreduce::create(*comm, setup.device_rank, setup.ranks_by_device,
+                                             setup.count, *stream);
+    if (!made) return made.reason();
+    *ar = std::make_unique<RankOrderedAllreduce>(std::move(made.value()));
+    // Warm-up: one float per device (fewer if the job's count is smaller), from zeros.
+    const std::uint64_t n = std::min<std::uint64_t>(setup.count, devices);
+    const std::size_t wd = setup.ranks_by_device[setup.device_rank].size();
+    float* tmp = nullptr;
+    if (cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&tmp),
+                                        (wd + 1) * n * sizeof(float), *stream);
+        e != cudaSuccess) {
+      return runtime_error("cudaMallocAsync (NCCL warm-up)", e);
+    }
+    std::vector<const float*> rows(wd);
+    for (std::size_t i = 0; i < wd; ++i) rows[i] = tmp + i * n;
+    Status st = runtime_status(cudaMemsetAsync(tmp, 0, (wd + 1) * n * sizeof(float), *stream),
+                               "cudaMemsetAsync (NCCL warm-up)");
+    if (st) st = (*ar)->allreduce(rows, tmp + wd * n, n);
+    cudaFreeAsync(tmp, *stream);
+    if (st) st = runtime_status(cudaStreamSynchronize(*stream), "NCCL warm-up");
+    return st ? std::string() : "warm-up allreduce: " + st.reason();
   }
 };
 
@@ -84,6 +133,8 @@ class CudaCollective final : public DeviceCollective {
  private:
   // Starts the sum of the step whose contributions are all in, once it can (the communicator).
   Status try_launch();
+  // The stream the sum runs on: the collective's own (one device) or the communicator's.
+  cudaStream_t run_stream() const;
   Status check(const std::string& what, int rank, std::uint64_t count) const;
   float* slot(std::size_t i) const { return slots_ + i * setup_.count; }
 
@@ -105,6 +156,7 @@ class CudaCollective final : public DeviceCollective {
   std::shared_ptr<CommInit> init_;
   std::chrono::steady_clock::time_point init_start_;
   ncclComm_t comm_ = nullptr;
+  cudaStream_t nccl_stream_ = nullptr;
   std::unique_ptr<RankOrderedAllreduce> ar_;
 #endif
 };
@@ -126,22 +178,27 @@ Status CudaCollective::init() {
   const std::size_t wd = local_->size();
   got_.assign(wd, false);
   const std::uint64_t bytes = setup_.count * sizeof(float);
-  if (auto s = env_.rt(cudaMalloc(reinterpret_cast<void**>(&slots_), wd * bytes),
-                       "cudaMalloc (allreduce contribution slots)");
-      !s) {
-    slots_ = nullptr;
-    return s;
-  }
-  if (auto s = env_.rt(cudaMalloc(reinterpret_cast<void**>(&result_), bytes),
-                       "cudaMalloc (allreduce result)");
-      !s) {
-    result_ = nullptr;
-    return s;
-  }
   if (auto s = env_.rt(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                        "cudaStreamCreate (allreduce)");
       !s) {
     stream_ = nullptr;
+    return s;
+  }
+  // Stream-ordered, so that freeing them never waits for the whole device (where another
+  // communicator's kernels may wait for a peer); usable from every stream once allocated.
+  if (auto s = env_.rt(cudaMallocAsync(reinterpret_cast<void**>(&slots_), wd * bytes, stream_),
+                       "cudaMallocAsync (allreduce contribution slots)");
+      !s) {
+    slots_ = nullptr;
+    return s;
+  }
+  if (auto s = env_.rt(cudaMallocAsync(reinterpret_cast<void**>(&result_), bytes, stream_),
+                       "cudaMallocAsync (allreduce result)");
+      !s) {
+    result_ = nullptr;
+    return s;
+  }
+  if (auto s = env_.rt(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (allreduce)"); !s) {
     return s;
   }
   contributed_.assign(wd, nullptr);
@@ -162,7 +219,7 @@ Status CudaCollective::init() {
   std::string why;
   api_ = nccl_api(&why);
   if (api_ == nullptr) return Status::Error(why);
-  init_ = CommInit::start(api_, env_.device, devices_, setup_.device_rank, setup_.id);
+  init_ = CommInit::start(api_, env_.device, setup_);
   init_start_ = std::chrono::steady_clock::now();
   return Status::Ok();
 #else
@@ -172,23 +229,37 @@ Status CudaCollective::init() {
 
 CudaCollective::~CudaCollective() {
 #if defined(ORRERY_HAVE_NCCL)
-  // Abort, not destroy, and first: a proxy of the job may be gone, and an NCCL kernel waiting
-  // for it would never finish (at a normal end nothing is in flight).
-  if (comm_ != nullptr) api_->ncclCommAbort(comm_);
-  ar_.reset();
   if (init_) {
     std::lock_guard<std::mutex> l(init_->mu);
-    if (!init_->done) init_->abandoned = true;  // the thread aborts what it gets
+    if (!init_->done) {
+      init_->abandoned = true;  // the thread tears down what it makes
+    } else if (comm_ == nullptr && init_->comm != nullptr) {
+      comm_ = init_->comm;  // formed but never used
+      nccl_stream_ = init_->stream;
+      ar_ = std::move(init_->ar);
+      init_->comm = nullptr;
+    }
   }
+  // Abort first: a proxy of the job may be gone, and an NCCL kernel waiting for it would never
+  // end (at a normal end nothing is in flight). The slots are freed after what the
+  // communicator's stream still has queued.
+  if (comm_ != nullptr) api_->ncclCommAbort(comm_);
+  if (nccl_stream_ != nullptr && stream_ != nullptr && done_ != nullptr) {
+    cudaEventRecord(done_, nccl_stream_);
+    cudaStreamWaitEvent(stream_, done_, 0);
+  }
+  CommInit::teardown(api_, nullptr, std::move(ar_), nccl_stream_);
 #endif
-  if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  // The proxy has released the job's ranks (their streams synchronized) before it drops this.
+  if (stream_ != nullptr) {
+    if (slots_ != nullptr) cudaFreeAsync(slots_, stream_);
+    if (result_ != nullptr) cudaFreeAsync(result_, stream_);
+    cudaStreamDestroy(stream_);
+  }
   for (cudaEvent_t ev : contributed_) {
     if (ev != nullptr) cudaEventDestroy(ev);
   }
   if (done_ != nullptr) cudaEventDestroy(done_);
-  if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  if (slots_ != nullptr) cudaFree(slots_);
-  if (result_ != nullptr) cudaFree(result_);
 }
 
 Status CudaCollective::check(const std::string& what, int rank, std::uint64_t count) const {
@@ -231,8 +302,18 @@ Status CudaCollective::contribute(int rank, std::int64_t step, std::uint64_t add
   if (++got_count_ < got_.size()) return Status::Ok();
   got_.assign(got_.size(), false);
   got_count_ = 0;
+  // Started by ready(), which the proxy asks once the step's flags are in from every proxy: by
+  // then every device has its contributions queued, and the NCCL kernels do not sit on the GPU
+  // waiting for peers still computing.
   pending_step_ = step;
-  return try_launch();
+  return Status::Ok();
+}
+
+cudaStream_t CudaCollective::run_stream() const {
+#if defined(ORRERY_HAVE_NCCL)
+  if (devices_ > 1) return nccl_stream_;
+#endif
+  return stream_;
 }
 
 Status CudaCollective::try_launch() {
@@ -249,30 +330,27 @@ Status CudaCollective::try_launch() {
                   " s (ORRERY_NCCL_INIT_TIMEOUT_S): a proxy of the job did not join";
         return Status::Error(failed_);
       }
-      if (init_->comm == nullptr) {
-        failed_ = init_->why;
+      if (!init_->why.empty() || init_->comm == nullptr) {
+        failed_ = "the NCCL communicator: " + init_->why;
         return Status::Error(failed_);
       }
       comm_ = init_->comm;
+      nccl_stream_ = init_->stream;
+      ar_ = std::move(init_->ar);
+      init_->comm = nullptr;
     }
-    auto ar = RankOrderedAllreduce::create(comm_, setup_.device_rank, setup_.ranks_by_device,
-                                           setup_.count, stream_);
-    if (!ar) {
-      failed_ = ar.reason();
-      return ar.status();
-    }
-    ar_ = std::make_unique<RankOrderedAllreduce>(std::move(ar.value()));
   }
 #endif
+  cudaStream_t run = run_stream();
   for (cudaEvent_t ev : contributed_) {
-    if (auto s = env_.rt(cudaStreamWaitEvent(stream_, ev, 0), "cudaStreamWaitEvent"); !s) return s;
+    if (auto s = env_.rt(cudaStreamWaitEvent(run, ev, 0), "cudaStreamWaitEvent"); !s) return s;
   }
   std::vector<const float*> rows(local_->size());
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = slot(i);
   Status st;
   if (devices_ == 1) {
     st = launch_sum_in_rank_order(rows.data(), static_cast<int>(rows.size()), setup_.count,
-                                  result_, stream_);
+                                  result_, run);
   } else {
 #if defined(ORRERY_HAVE_NCCL)
     st = ar_->allreduce(rows, result_, setup_.count);
@@ -282,7 +360,7 @@ Status CudaCollective::try_launch() {
     failed_ = st.reason();
     return st;
   }
-  if (auto s = env_.rt(cudaEventRecord(done_, stream_), "cudaEventRecord"); !s) return s;
+  if (auto s = env_.rt(cudaEventRecord(done_, run), "cudaEventRecord"); !s) return s;
   launched_step_ = pending_step_;
   pending_step_ = -1;
   return Status::Ok();

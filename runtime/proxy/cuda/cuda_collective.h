@@ -2,17 +2,21 @@
 // through host memory.
 //
 // Per device: one contribution slot per rank the device holds, and one result buffer, in device
-// memory outside the job's window (cudaMalloc: splicing never parks them). A rank's contribution
-// is copied into its slot on its own stream, so the proxy may park the rank at once: the park's
-// copy-out is ordered after it. When every rank of the device has contributed, the sum runs on
-// the collective's own stream, after those copies:
+// memory outside the job's window (stream-ordered allocations: splicing never parks them, and
+// freeing them never waits for the whole device). A rank's contribution is copied into its slot
+// on its own stream, so the proxy may park the rank at once: the park's copy-out is ordered
+// after it. The sum is started by ready(), which the proxy asks once every proxy's flags for the
+// step are in (so every device has its contributions queued), on the sum's stream after those
+// copies:
 // - one device (every rank of the job here): launch_sum_in_rank_order over the slots, the
 //   kernel that is bit-identical to the host's sum;
 // - D devices: RankOrderedAllreduce (nccl_allreduce.h) over a communicator of the D proxies,
-//   bootstrapped with the negotiated id. ncclCommInitRank blocks until all D proxies join, so
-//   it runs on a thread of its own and the proxy keeps serving; the sum is started by ready()
-//   once the communicator is there. Not formed within ORRERY_NCCL_INIT_TIMEOUT_S seconds (300):
-//   an error, and the job's allreduce fails (its workers exit, the node reports the job).
+//   bootstrapped with the negotiated id. ncclCommInitRank blocks until all D proxies join, and
+//   NCCL connects send/recv peers at their first use, blocking the caller until the peer does
+//   too: both run on a thread of its own, with a warm-up allreduce of a few floats, so the
+//   proxy's thread never waits for a peer (it serves other jobs, whose NCCL kernels may wait for
+//   it). Not formed within ORRERY_NCCL_INIT_TIMEOUT_S seconds (300): an error, and the job's
+//   allreduce fails on every proxy (kFlagReduceFailed) instead of hanging.
 // deliver() copies the result into the rank's buffer on the rank's stream, after the sum.
 //
 // One slot set and one result buffer suffice: a rank contributes step s+1 only after the result

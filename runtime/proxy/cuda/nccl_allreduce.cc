@@ -182,8 +182,8 @@ Result<RankOrderedAllreduce> RankOrderedAllreduce::create(
   const u64 scratch_bytes = static_cast<u64>(remote) * a.shard_cap_ * sizeof(float);
   if (devices > 1 && scratch_bytes > 0) {
     void* p = nullptr;
-    if (cudaError_t err = cudaMalloc(&p, scratch_bytes); err != cudaSuccess) {
-      return cuda_error("cudaMalloc(" + std::to_string(scratch_bytes) +
+    if (cudaError_t err = cudaMallocAsync(&p, scratch_bytes, stream); err != cudaSuccess) {
+      return cuda_error("cudaMallocAsync(" + std::to_string(scratch_bytes) +
                             " bytes of scratch on device " + std::to_string(cuda_device) + ")",
                         err);
     }
@@ -192,8 +192,8 @@ Result<RankOrderedAllreduce> RankOrderedAllreduce::create(
   const u64 gather_bytes = static_cast<u64>(devices) * a.shard_cap_ * sizeof(float);
   if (devices > 1 && gather_bytes > 0) {
     void* p = nullptr;
-    if (cudaError_t err = cudaMalloc(&p, gather_bytes); err != cudaSuccess) {
-      return cuda_error("cudaMalloc(" + std::to_string(gather_bytes) +
+    if (cudaError_t err = cudaMallocAsync(&p, gather_bytes, stream); err != cudaSuccess) {
+      return cuda_error("cudaMallocAsync(" + std::to_string(gather_bytes) +
                             " bytes of gather buffer on device " + std::to_string(cuda_device) +
                             ")",
                         err);
@@ -201,8 +201,8 @@ Result<RankOrderedAllreduce> RankOrderedAllreduce::create(
     a.gather_ = static_cast<float*>(p);
     // The padding travels in the allgather but is never read: zero it once so that nothing
     // uninitialized is ever sent (and memory checkers stay quiet).
-    if (cudaError_t err = cudaMemset(p, 0, gather_bytes); err != cudaSuccess) {
-      return cuda_error("cudaMemset(gather buffer)", err);
+    if (cudaError_t err = cudaMemsetAsync(p, 0, gather_bytes, stream); err != cudaSuccess) {
+      return cuda_error("cudaMemsetAsync(gather buffer)", err);
     }
   }
   return a;
@@ -238,9 +238,11 @@ RankOrderedAllreduce::~RankOrderedAllreduce() { release(); }
 void RankOrderedAllreduce::release() {
   if (scratch_ == nullptr && gather_ == nullptr) return;
   DeviceScope scope(cuda_device_);
-  // cudaFree waits for the device's pending work on these buffers.
-  if (scratch_ != nullptr) cudaFree(scratch_);
-  if (gather_ != nullptr) cudaFree(gather_);
+  // Stream-ordered (allocated on the stream in create()): after the work queued on them, and
+  // without cudaFree's wait for the whole device, where another communicator's kernels may be
+  // waiting for a peer that waits for this thread.
+  if (scratch_ != nullptr) cudaFreeAsync(scratch_, stream_);
+  if (gather_ != nullptr) cudaFreeAsync(gather_, stream_);
   scratch_ = nullptr;
   gather_ = nullptr;
 }
@@ -350,8 +352,9 @@ Status RankOrderedAllreduce::allreduce(const std::vector<const float*>& local_co
   // Phase 3: allgather of the summed shards.
   if (equal_shards) {
     // In place: device d's shard already sits at out + d*count/D.
-    if (ncclResult_t res = nccl().ncclAllGather(out + my_begin, out, count / static_cast<u64>(devices),
-                                         ncclFloat, comm_, stream_);
+    if (ncclResult_t res = nccl().ncclAllGather(out + my_begin, out,
+                                                count / static_cast<u64>(devices), ncclFloat,
+                                                comm_, stream_);
         res != ncclSuccess) {
       return nccl_error("ncclAllGather (in place, " +
                             std::to_string(count / static_cast<u64>(devices)) +

@@ -72,7 +72,8 @@ class RankOrderedAllreduce {
   // ranks_by_device[e]: the global worker ranks on device e, in the order their contributions
   // are passed to allreduce() there; together a permutation of 0..W-1 (a device may hold none).
   // Every device must build its object with the same placement. max_count: the largest count
-  // allreduce() will be called with; the device scratch is allocated here, once.
+  // allreduce() will be called with; the device scratch is allocated here, once, on `stream`
+  // (cudaMallocAsync), and freed on it when the object goes: `stream` must outlive it.
   static Result<RankOrderedAllreduce> create(ncclComm_t comm, int device_rank,
                                              std::vector<std::vector<int>> ranks_by_device,
                                              std::uint64_t max_count, cudaStream_t stream);
