@@ -7,8 +7,10 @@
 namespace orrery::runtime {
 namespace {
 
-// Per rank: [present, across_devices, nonce (8 bytes, little end first), uuid (16 bytes)].
-constexpr std::uint64_t kPresent = 0, kAcross = 1, kNonce = 2, kUuid = 10, kPerRank = 26;
+// Per rank: [present, across_devices, nonce (8 bytes, little end first), uuid (16 bytes),
+// count (4 bytes)].
+constexpr std::uint64_t kPresent = 0, kAcross = 1, kNonce = 2, kUuid = 10, kCount = 26,
+                        kPerRank = 30;
 constexpr std::uint64_t kIdBytes = sizeof(CollectiveId);
 
 std::string uuid_text(const std::array<unsigned char, 16>& u) {
@@ -34,13 +36,14 @@ bool byte_at(const float* sum, std::uint64_t at, unsigned char* out) {
 std::uint64_t negotiation_floats(int world) { return static_cast<std::uint64_t>(world) * kPerRank; }
 
 std::vector<float> negotiation_offer(int world, int rank, std::uint64_t nonce,
-                                     const CollectiveOffer& offer) {
+                                     const CollectiveOffer& offer, std::uint32_t count) {
   std::vector<float> v(negotiation_floats(world), 0.0f);
   float* b = v.data() + static_cast<std::uint64_t>(rank) * kPerRank;
   b[kPresent] = 1.0f;
   b[kAcross] = offer.across_devices ? 1.0f : 0.0f;
   for (int i = 0; i < 8; ++i) b[kNonce + i] = static_cast<float>((nonce >> (8 * i)) & 0xff);
   for (int i = 0; i < 16; ++i) b[kUuid + i] = static_cast<float>(offer.uuid[i]);
+  for (int i = 0; i < 4; ++i) b[kCount + i] = static_cast<float>((count >> (8 * i)) & 0xff);
   return v;
 }
 
@@ -51,6 +54,7 @@ Result<Negotiated> decode_negotiation(const float* sum, int world, std::uint64_t
     std::array<unsigned char, 16> uuid{};
     std::vector<int> ranks;
   };
+  Negotiated out;
   std::vector<std::uint64_t> order;  // nonces by lowest rank
   std::map<std::uint64_t, Proxy> proxies;
   for (int r = 0; r < world; ++r) {
@@ -70,6 +74,15 @@ Result<Negotiated> decode_negotiation(const float* sum, int world, std::uint64_t
     for (int i = 0; i < 8; ++i) n |= static_cast<std::uint64_t>(v[kNonce + i]) << (8 * i);
     std::array<unsigned char, 16> uuid{};
     std::copy(v + kUuid, v + kUuid + 16, uuid.begin());
+    std::uint32_t count = 0;
+    for (int i = 0; i < 4; ++i) count |= static_cast<std::uint32_t>(v[kCount + i]) << (8 * i);
+    if (r == 0) {
+      out.setup.count = count;
+    } else if (count != out.setup.count) {
+      return Status::Error("collective negotiation: the job's ranks disagree on the allreduce's "
+                           "size: rank 0 has " + std::to_string(out.setup.count) + " floats, rank " +
+                           std::to_string(r) + " " + std::to_string(count));
+    }
     auto [it, fresh] = proxies.try_emplace(n);
     if (fresh) {
       order.push_back(n);
@@ -80,7 +93,6 @@ Result<Negotiated> decode_negotiation(const float* sum, int world, std::uint64_t
     it->second.across = it->second.across && v[kAcross] == 1;
     it->second.ranks.push_back(r);
   }
-  Negotiated out;
   auto mine = std::find(order.begin(), order.end(), nonce);
   if (mine == order.end()) {
     return Status::Error("collective negotiation: this proxy's offer is not in the sum");

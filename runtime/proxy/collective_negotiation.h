@@ -6,7 +6,8 @@
 //
 // Round 1 (offers): each proxy contributes, for every rank it holds, a block: present, whether
 // its backend can join an allreduce across devices (CUDA with NCCL loaded), a nonce naming the
-// proxy, and its device's UUID. Every value is one byte carried in a float, and exactly one rank
+// proxy, its device's UUID, and the allreduce's size (its first call's count; every proxy must
+// agree, on any path). Every value is one byte carried in a float, and exactly one rank
 // contributes non-zero to each float, so the rank-ordered sum is exact: each proxy decodes the
 // same bytes and takes the same decision.
 //
@@ -31,18 +32,19 @@ namespace orrery::runtime {
 // Floats one round-1 contribution has, for a job of `world` ranks.
 std::uint64_t negotiation_floats(int world);
 
-// What this proxy contributes for `rank` in round 1 (negotiation_floats(world) floats).
+// What this proxy contributes for `rank` in round 1 (negotiation_floats(world) floats); `count`:
+// the floats of the allreduce that opened the negotiation.
 std::vector<float> negotiation_offer(int world, int rank, std::uint64_t nonce,
-                                     const CollectiveOffer& offer);
+                                     const CollectiveOffer& offer, std::uint32_t count);
 
 struct Negotiated {
   bool on_device = false;       // the data goes through a DeviceCollective
   std::string why;              // when not on the device: why
-  DeviceCollectiveSetup setup;  // when on the device (id and count left for the caller)
+  DeviceCollectiveSetup setup;  // world, placement, count; the id comes in round 2
 };
 
 // Decodes the sum of every rank's offer. An error when it is not a sum of well-formed offers
-// (a rank missing, a value that is not a byte). Devices are numbered in the order of their
+// (a rank missing, a value that is not a byte) or the ranks' counts differ. Devices are numbered in the order of their
 // lowest rank; `nonce` picks this proxy's.
 Result<Negotiated> decode_negotiation(const float* sum, int world, std::uint64_t nonce);
 

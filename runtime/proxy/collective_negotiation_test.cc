@@ -17,6 +17,7 @@ struct Proxy {
   std::uint64_t nonce;
   CollectiveOffer offer;
   std::vector<int> ranks;
+  std::uint32_t count = 70'000;
 };
 
 CollectiveOffer gpu(unsigned char tag, bool across = true) {
@@ -44,7 +45,7 @@ std::vector<float> rank_order_sum(const std::map<int, std::vector<float>>& by_ra
 std::vector<float> negotiate(const std::vector<Proxy>& proxies, int world) {
   std::map<int, std::vector<float>> by_rank;
   for (const Proxy& p : proxies) {
-    for (int r : p.ranks) by_rank[r] = negotiation_offer(world, r, p.nonce, p.offer);
+    for (int r : p.ranks) by_rank[r] = negotiation_offer(world, r, p.nonce, p.offer, p.count);
   }
   return rank_order_sum(by_rank);
 }
@@ -70,6 +71,7 @@ TEST(CollectiveNegotiation, ProxiesOnDistinctGpusAgreeOnTheDevicesInTheirLowestR
     EXPECT_EQ(n->setup.world, 5);
     EXPECT_EQ(n->setup.ranks_by_device, want);
     EXPECT_EQ(n->setup.device_rank, std::vector<int>({1, 0, 2})[p]);
+    EXPECT_EQ(n->setup.count, 70'000u);
   }
 }
 
@@ -118,7 +120,7 @@ TEST(CollectiveNegotiation, OneProxyWithoutNcclSendsTheWholeJobToTheHost) {
 TEST(CollectiveNegotiation, MissingOrForeignOffersAreErrors) {
   // Rank 1 made no offer (a proxy of an older build contributing data, or nothing).
   std::map<int, std::vector<float>> only0;
-  only0[0] = negotiation_offer(2, 0, 41, gpu(1));
+  only0[0] = negotiation_offer(2, 0, 41, gpu(1), 8);
   only0[1] = std::vector<float>(negotiation_floats(2), 0.0f);
   std::vector<float> sum = rank_order_sum(only0);
   auto n = decode_negotiation(sum.data(), 2, 41);
@@ -135,6 +137,13 @@ TEST(CollectiveNegotiation, MissingOrForeignOffersAreErrors) {
   n = decode_negotiation(sum.data(), 2, 42);
   ASSERT_FALSE(n.ok());
   EXPECT_NE(n.reason().find("not in the sum"), std::string::npos) << n.reason();
+  // Proxies whose first allreduce differs in size (any path would fail or hang on it).
+  std::vector<Proxy> sizes = {{51, gpu(1), {0}}, {52, gpu(2), {1}}};
+  sizes[1].count = 16'777'217;  // bytes 0x01000001: every byte carried
+  n = decode_negotiation(negotiate(sizes, 2).data(), 2, 51);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.reason().find("rank 0 has 70000 floats, rank 1 16777217"), std::string::npos)
+      << n.reason();
 }
 
 }  // namespace

@@ -107,9 +107,10 @@ std::string unique(const std::string& what) {
 // One orrery-proxy child, killed when the test ends.
 class ProxyChild {
  public:
-  ProxyChild(const std::string& shm, const std::string& ckpt) : shm_(shm) {
+  ProxyChild(const std::string& shm, const std::string& ckpt, int device = 0) : shm_(shm) {
     const std::string bin = orrery::bin_dir(ORRERY_BIN_DIR) + "/orrery-proxy";
-    std::vector<std::string> args = {bin, "--shm", shm, "--device", "0", "--mem-mib", "64",
+    std::vector<std::string> args = {bin, "--shm", shm, "--device", std::to_string(device),
+                                     "--mem-mib", "64",
                                      "--ckpt-dir", ckpt, "--backend", test_backend()};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -362,6 +363,50 @@ TEST(DeviceProxy, SplicedRanksEachSeeTheWholeDevice) {
   // (1 + 2) = 3, then 3 + 3 = 6, then 12: each step sums both ranks' buffers in rank order.
   EXPECT_EQ(sums[0], 12.f);
   EXPECT_EQ(sums[1], 12.f);
+}
+
+// Two proxies summing on their devices (the cuda backend on distinct GPUs: over NCCL), and one
+// of them failing its part of a step (here: its rank's allreduce changes size, which the device
+// path refuses): both ranks get an error for that step, neither waits for ever. The host
+// collectives have no such failure, so this runs where the job's allreduce is on the devices:
+// the fake CUDA build (each proxy process is a GPU of its own) or two distinct GPUs.
+TEST(DeviceProxy, AProxyFailingItsPartOfTheDeviceAllreduceFailsTheStepOnEveryProxy) {
+  if (test_backend() != "cuda") GTEST_SKIP() << "the host backend sums on the host";
+#ifndef ORRERY_FAKE_CUDA
+  const char* map = std::getenv("ORRERY_CUDA_DEVICES");
+  if (map == nullptr || std::string(map).rfind("0,1", 0) != 0) {
+    GTEST_SKIP() << "needs node devices 0 and 1 on two GPUs (ORRERY_CUDA_DEVICES=" <<
+                 (map != nullptr ? map : "") << ")";
+  }
+#endif
+  Dir dir;
+  const std::string shm[2] = {unique("fail0"), unique("fail1")};
+  ProxyChild p0(shm[0], dir.path() + "/ckpt", 0), p1(shm[1], dir.path() + "/ckpt", 1);
+  const std::string coll = unique("coll");
+  std::string first[2], second[2];
+  auto rank_main = [&](int rank) {
+    WorkerEnv e = env_for(shm[rank], 43, rank, 2);
+    e.collective = coll;
+    auto w = Worker::connect(e);
+    if (!w) return void(first[rank] = w.reason());
+    auto g = (*w)->alloc(64 * sizeof(float));
+    if (!g) return void(first[rank] = g.reason());
+    const std::vector<float> grad(64, static_cast<float>(rank + 1));
+    (void)(*w)->copy_h2d(*g, grad.data(), grad.size() * sizeof(float));
+    auto a = (*w)->allreduce(*g, 64, 0);
+    first[rank] = a ? "ok" : a.reason();
+    auto b = (*w)->allreduce(*g, rank == 0 ? 63 : 64, 1);
+    second[rank] = b ? "ok" : b.reason();
+  };
+  std::thread t0(rank_main, 0), t1(rank_main, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(first[0], "ok");
+  EXPECT_EQ(first[1], "ok");
+  EXPECT_NE(second[0].find("63 floats, but this job's allreduce on the device has 64"),
+            std::string::npos) << second[0];
+  EXPECT_NE(second[1].find("another proxy of the job failed its part"), std::string::npos)
+      << second[1];
 }
 
 // A worker sending thousands of random requests (sizes, addresses near and inside its window and

@@ -403,7 +403,8 @@ Status ProxyServer::choose_reduce(Session& s, std::int64_t step, std::uint64_t c
   const CollectiveOffer offer = be_->collective_offer();
   s.negotiation_step = group_step(step) - 2;
   for (int r : s.order) {
-    const std::vector<float> v = negotiation_offer(s.world, r, nonce_, offer);
+    const std::vector<float> v =
+        negotiation_offer(s.world, r, nonce_, offer, static_cast<std::uint32_t>(count));
     if (auto st = s.coll->contribute(r, s.negotiation_step, v.data(), v.size(), 0); !st) return st;
   }
   s.reduce = Session::Reduce::kNegotiating;
@@ -444,7 +445,7 @@ Status ProxyServer::finish_negotiation(Session& s, const float* sum, std::uint64
     s.reduce = Session::Reduce::kHost;
     return Status::Ok();
   }
-  n->setup.count = count;
+  if (n->setup.count != count) return Status::Error("collective negotiation: count mismatch");
   s.agreed = std::move(n->setup);
   // Round 2: the communicator's id, from the proxy holding rank 0.
   CollectiveId id{};
