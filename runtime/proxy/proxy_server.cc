@@ -378,8 +378,8 @@ Result<std::uint64_t> ProxyServer::check_range(const Session& s, const Rank& rk,
 }
 
 // One proxy holds every rank: nothing to agree on; the backend sums on the device if it can.
-// Several: each proxy contributes its offer for all its ranks at the group step before the first
-// one, and the rank that asked waits (resident: no splice switch) until the sum is decoded.
+// Several: each proxy contributes its offer for all its ranks two group steps before the first
+// one, and the rank that asked waits (resident: no splice switch) until the rounds are decoded.
 Status ProxyServer::choose_reduce(Session& s, std::int64_t step, std::uint64_t count) {
   if (s.world == static_cast<int>(s.order.size())) {
     DeviceCollectiveSetup setup;
@@ -666,7 +666,9 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
       if (s.reduce == Session::Reduce::kFailed) {
         return fail("allreduce: " + fail_reduce(s, rk, s.reduce_error).reason());
       }
-      if (s.reduce != Session::Reduce::kNegotiating) {
+      // While a negotiation is open (its first rank died, say) the contribution waits for it.
+      if (s.reduce != Session::Reduce::kNegotiating &&
+          s.reduce != Session::Reduce::kBootstrapping) {
         if (auto st = contribute(s, rk); !st) {
           if (s.reduce == Session::Reduce::kDevice) st = fail_reduce(s, rk, st.reason());
           return fail("allreduce: " + st.reason());
