@@ -7,7 +7,11 @@
 //    so the figure is the pipeline's own (a second line adds CRC-32C, what a shard write adds);
 // 2. a kernel launch forwarded through orrery-proxy (worker -> shm ring -> proxy -> cuda
 //    backend), launch + synchronize per call, against the same kernel launched directly on a
-//    stream in this process, launch + synchronize; p50 and p99.
+//    stream in this process, launch + synchronize; p50 and p99;
+// 3. the allreduce of W ranks spliced on one device kept on the device (cuda/cuda_collective.h:
+//    contribution slots, the rank-ordered kernel, the result copied back) against the host path
+//    the proxy takes otherwise (each contribution to the host, sum_in_rank_order, the result
+//    back to each rank); both through the backend, bit-identical results checked.
 // Exits 0 saying so when there is no usable GPU.
 #include <unistd.h>
 
@@ -45,7 +49,9 @@ const char kUsage[] =
     "through the backend's pinned staging pipeline vs one raw pinned cudaMemcpy of the same bytes\n"
     "(medians of N, default 10; sizes default 64,256,1024,4096 MiB), and a kernel launch forwarded\n"
     "through orrery-proxy vs a direct launch (launch + synchronize each; --calls, default 20000;\n"
-    "p50, p99). Exits 0 saying so when there is no usable GPU; 2 on bad arguments.\n";
+    "p50, p99), and the allreduce of 4 spliced ranks kept on the device vs summed on the host\n"
+    "(1M and 16M floats; medians of N). Exits 0 saying so when there is no usable GPU; 2 on bad\n"
+    "arguments.\n";
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -175,6 +181,94 @@ void launches(int device, int calls) {
 
 }  // namespace
 
+void allreduces(int device, int reps) {
+  constexpr int kRanks = 4;
+  std::printf("allreduce of %d ranks spliced on device %d (median of %d per step)\n", kRanks, device,
+              reps);
+  std::printf("  %10s %14s %14s %8s\n", "floats", "on the device", "via the host", "speedup");
+  for (std::uint64_t count : {1ull << 20, 16ull << 20}) {
+    const std::uint64_t bytes = count * sizeof(float), slot = round_granule(bytes);
+    auto be = make_backend("cuda", device, kRanks * slot + (256ull << 20));
+    check(be.status(), "cuda backend");
+    DeviceCollectiveSetup setup;
+    setup.world = kRanks;
+    setup.ranks_by_device = {{0, 1, 2, 3}};
+    setup.count = count;
+    auto coll = (*be)->open_device_collective(setup);
+    check(coll.status(), "device collective");
+    const std::uint64_t base = job_window(2);
+    std::vector<std::vector<float>> in(kRanks, std::vector<float>(count));
+    for (int r = 0; r < kRanks; ++r) {
+      for (std::uint64_t i = 0; i < count; ++i) in[r][i] = 0.25f * (r + 1) + 1e-6f * (i % 4099);
+    }
+    auto load = [&] {
+      for (int r = 0; r < kRanks; ++r) {
+        (*be)->bind_worker(7, r);
+        check((*be)->copy_h2d(base + r * slot, in[r].data(), bytes), "h2d");
+      }
+    };
+    for (int r = 0; r < kRanks; ++r) {
+      (*be)->bind_worker(7, r);
+      check((*be)->allocate(base + r * slot, slot), "allocate");
+    }
+    std::vector<double> dev_t, host_t;
+    std::vector<float> got(count), host_sum(count), want(count);
+    std::vector<const float*> rows;
+    for (auto& v : in) rows.push_back(v.data());
+    sum_in_rank_order(rows.data(), kRanks, count, want.data());
+    for (int rep = 0; rep < reps + 1; ++rep) {
+      load();
+      auto t = Clock::now();
+      for (int r = 0; r < kRanks; ++r) {
+        (*be)->bind_worker(7, r);
+        check((*coll)->contribute(r, rep, base + r * slot, count), "contribute");
+      }
+      for (;;) {
+        auto rd = (*coll)->ready(rep);
+        check(rd.status(), "ready");
+        if (rd.value()) break;
+      }
+      for (int r = 0; r < kRanks; ++r) {
+        (*be)->bind_worker(7, r);
+        check((*coll)->deliver(r, rep, base + r * slot, count), "deliver");
+        check((*be)->synchronize(), "synchronize");
+      }
+      const double d = secs_since(t);
+      (*be)->bind_worker(7, kRanks - 1);
+      check((*be)->copy_d2h(got.data(), base + (kRanks - 1) * slot, bytes), "d2h");
+      if (std::memcmp(got.data(), want.data(), bytes) != 0) {
+        std::fprintf(stderr, "cuda_bench: the device allreduce differs from the host sum\n");
+        std::exit(1);
+      }
+      load();
+      t = Clock::now();
+      // As the proxy's host path: each contribution into pageable staging, the sum in the
+      // collective's (pageable) shared memory, the result back to each rank.
+      for (int r = 0; r < kRanks; ++r) {
+        (*be)->bind_worker(7, r);
+        check((*be)->copy_d2h(in[r].data(), base + r * slot, bytes), "d2h");
+      }
+      sum_in_rank_order(rows.data(), kRanks, count, host_sum.data());
+      for (int r = 0; r < kRanks; ++r) {
+        (*be)->bind_worker(7, r);
+        check((*be)->copy_h2d(base + r * slot, host_sum.data(), bytes), "h2d");
+      }
+      const double h = secs_since(t);
+      if (rep == 0) continue;
+      dev_t.push_back(d);
+      host_t.push_back(h);
+    }
+    const double md = median(dev_t), mh = median(host_t);
+    std::printf("  %10llu %11.3f ms %11.3f ms %7.1fx\n", static_cast<unsigned long long>(count),
+                md * 1e3, mh * 1e3, mh / md);
+    coll->reset();
+    for (int r = 0; r < kRanks; ++r) {
+      check((*be)->free(base + r * slot, slot), "free");
+      (*be)->release_worker(7, r);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   std::vector<int> sizes = {64, 256, 1024, 4096};
   int reps = 10, calls = 20000, device = 0;
@@ -214,5 +308,6 @@ int main(int argc, char** argv) {
   std::printf("cuda_bench: device %d: %s, %zu MiB\n", device, prop.name, prop.totalGlobalMem >> 20);
   copies(device, sizes, reps);
   launches(device, calls);
+  allreduces(device, reps);
   return 0;
 }

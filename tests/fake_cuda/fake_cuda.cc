@@ -541,6 +541,21 @@ cudaError_t CUDARTAPI cudaGetDevice(int* device) {
   return cudaSuccess;
 }
 
+// For the benchmarks' banner: a name, the fake's memory and an H100's compute capability.
+cudaError_t CUDARTAPI cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  State& s = S();
+  Lock l(s.mu);
+  if (prop == nullptr) return fail(cudaErrorInvalidValue);
+  if (device < 0 || device >= s.devices) return fail(cudaErrorInvalidDevice);
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "fake CUDA device (tests/fake_cuda)");
+  prop->totalGlobalMem = s.capacity;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = 132;
+  return cudaSuccess;
+}
+
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void) {
   State& s = S();
   Lock l(s.mu);
