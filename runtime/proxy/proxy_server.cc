@@ -296,11 +296,6 @@ bool ProxyServer::serve_session(Session& s) {
   WorkerSlot& ws = seg_->slots[rk.slot];
   be_->bind_worker(s.job, rk.rank);
   if (rk.in_reduce) {
-    auto answer_error = [&](const Status& st) {
-      rk.in_reduce = false;
-      publish_response(&ws, error_response("allreduce: " + st.reason()));
-      return true;
-    };
     if (s.reduce == Session::Reduce::kNegotiating || s.reduce == Session::Reduce::kBootstrapping) {
       return serve_negotiation(s, rk, ws);
     }
@@ -308,12 +303,13 @@ bool ProxyServer::serve_session(Session& s) {
     const float* res = s.coll->result(group_step(rk.reduce_step), &flags);
     if (res == nullptr) return false;
     if ((flags & kFlagReduceFailed) != 0) {
-      return answer_error(fail_reduce(s, rk, "another proxy of the job failed its part of the "
-                                             "allreduce on the devices (its log says why)"));
+      return answer_reduce_error(
+          rk, ws, fail_reduce(s, rk, "another proxy of the job failed its part of the allreduce "
+                                     "on the devices (its log says why)"));
     }
     if (s.reduce == Session::Reduce::kDevice) {
       auto ready = s.dcoll->ready(rk.reduce_step);
-      if (!ready) return answer_error(fail_reduce(s, rk, ready.reason()));
+      if (!ready) return answer_reduce_error(rk, ws, fail_reduce(s, rk, ready.reason()));
       if (!ready.value()) return false;
     }
     s.coll_done_once = true;
@@ -417,15 +413,10 @@ bool ProxyServer::serve_negotiation(Session& s, Rank& rk, WorkerSlot& ws) {
   const bool round1 = s.reduce == Session::Reduce::kNegotiating;
   const float* sum = s.coll->result(s.negotiation_step + (round1 ? 0 : 1), nullptr);
   if (sum == nullptr) return false;
-  Status st = round1 ? finish_negotiation(s, sum, rk.reduce_count) : finish_bootstrap(s, sum);
+  Status st = round1 ? finish_negotiation(s, sum) : finish_bootstrap(s, sum);
   if (st && s.reduce == Session::Reduce::kBootstrapping) return true;  // round 2 is out
   if (st) st = contribute(s, rk);
-  if (!st) {
-    st = fail_reduce(s, rk, st.reason());
-    rk.in_reduce = false;
-    publish_response(&ws, error_response("allreduce: " + st.reason()));
-    return true;
-  }
+  if (!st) return answer_reduce_error(rk, ws, fail_reduce(s, rk, st.reason()));
   if (s.order.size() > 1) {
     if (auto sw = switch_to_next(s); !sw) drop_session(s.job, sw.reason());
   }
@@ -434,7 +425,7 @@ bool ProxyServer::serve_negotiation(Session& s, Rank& rk, WorkerSlot& ws) {
 
 // Every proxy decodes the same sum: they all take the same way, or this one fails the job's
 // allreduce (its workers exit and the node reports the job) rather than sum differently.
-Status ProxyServer::finish_negotiation(Session& s, const float* sum, std::uint64_t count) {
+Status ProxyServer::finish_negotiation(Session& s, const float* sum) {
   auto n = decode_negotiation(sum, s.world, nonce_);
   if (!n) return n.status();
   if (!n->on_device) {
@@ -445,7 +436,6 @@ Status ProxyServer::finish_negotiation(Session& s, const float* sum, std::uint64
     s.reduce = Session::Reduce::kHost;
     return Status::Ok();
   }
-  if (n->setup.count != count) return Status::Error("collective negotiation: count mismatch");
   s.agreed = std::move(n->setup);
   // Round 2: the communicator's id, from the proxy holding rank 0.
   CollectiveId id{};
@@ -492,11 +482,22 @@ Status ProxyServer::fail_reduce(Session& s, Rank& rk, const std::string& why) {
                  why.c_str());
   }
   if (!rk.contributed && s.coll) {
-    const float none = 0.0f;
-    (void)s.coll->contribute(rk.rank, group_step(rk.reduce_step), &none, 1, kFlagReduceFailed);
+    (void)contribute_flags(s, rk, kFlagReduceFailed);
     rk.contributed = true;
   }
   return Status::Error(s.reduce_error);
+}
+
+bool ProxyServer::answer_reduce_error(Rank& rk, WorkerSlot& ws, const Status& st) {
+  rk.in_reduce = false;
+  publish_response(&ws, error_response("allreduce: " + st.reason()));
+  return true;
+}
+
+// The step's flags without data: one float, so that every rank of the job sees the same flags.
+Status ProxyServer::contribute_flags(Session& s, const Rank& rk, std::uint64_t flags) {
+  const float none = 0.0f;
+  return s.coll->contribute(rk.rank, group_step(rk.reduce_step), &none, 1, flags);
 }
 
 // On the device: the data to the device collective, and one float with the flags to the host
@@ -507,8 +508,7 @@ Status ProxyServer::contribute(Session& s, Rank& rk) {
   Status st;
   if (s.reduce == Session::Reduce::kDevice) {
     st = s.dcoll->contribute(rk.rank, step, rk.reduce_buf, count);
-    const float none = 0.0f;
-    if (st) st = s.coll->contribute(rk.rank, group_step(step), &none, 1, flags_for(s, step));
+    if (st) st = contribute_flags(s, rk, flags_for(s, step));
   } else {
     const void* src = be_->host_view(rk.reduce_buf, count * sizeof(float));
     std::vector<float> staging;

@@ -136,7 +136,7 @@ class ProxyServer {
   // The allreduce: where its data goes (decided locally for one proxy, else negotiated), the
   // end of a negotiation, and rk's contribution for rk.reduce_step.
   Status choose_reduce(Session& s, std::int64_t step, std::uint64_t count);
-  Status finish_negotiation(Session& s, const float* sum, std::uint64_t count);
+  Status finish_negotiation(Session& s, const float* sum);
   Status finish_bootstrap(Session& s, const float* sum);
   // While a negotiation is open: its round's result, once there, taken (true), else false.
   bool serve_negotiation(Session& s, Rank& rk, WorkerSlot& ws);
@@ -144,6 +144,10 @@ class ProxyServer {
   // The job's allreduce fails from here on (Reduce::kFailed): rk's step is marked failed for
   // the other proxies (kFlagReduceFailed) unless rk already contributed. Returns the error.
   Status fail_reduce(Session& s, Rank& rk, const std::string& why);
+  // rk's allreduce answered with st's error (it waits no more); true, for serve_session.
+  bool answer_reduce_error(Rank& rk, WorkerSlot& ws, const Status& st);
+  // rk's step on the host group with no data: one float carrying `flags`.
+  Status contribute_flags(Session& s, const Rank& rk, std::uint64_t flags);
 
   ProxyOptions opt_;
   ShmMapping map_;  // declared before be_: the backend unpins it before it is unmapped

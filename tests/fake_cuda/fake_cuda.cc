@@ -859,15 +859,6 @@ cudaError_t CUDARTAPI cudaMemsetAsync(void* ptr, int value, size_t count, cudaSt
   return cudaSuccess;
 }
 
-// On the legacy stream, then waits for it (as cudaMemcpy).
-cudaError_t CUDARTAPI cudaMemset(void* ptr, int value, size_t count) {
-  if (cudaError_t e = cudaMemsetAsync(ptr, value, count, nullptr); e != cudaSuccess) return e;
-  State& s = S();
-  Lock l(s.mu);
-  const std::uint64_t upto = s.legacy->enqueued;
-  return fail(run_until(s, [&] { return s.legacy->done >= upto; }));
-}
-
 namespace {
 
 // cudaMalloc and cudaMallocAsync: host memory the fake counts and checks as device memory.

@@ -37,6 +37,14 @@ struct CommInit {
   cudaStream_t stream = nullptr;
   std::unique_ptr<RankOrderedAllreduce> ar;
 
+  // What the thread formed, to its taker (once; under mu, after done without an error).
+  void hand_over(ncclComm_t* c, cudaStream_t* s, std::unique_ptr<RankOrderedAllreduce>* a) {
+    *c = comm;
+    *s = stream;
+    *a = std::move(ar);
+    comm = nullptr;
+  }
+
   static void teardown(const NcclApi* api, ncclComm_t comm,
                        std::unique_ptr<RankOrderedAllreduce> ar, cudaStream_t stream) {
     if (comm != nullptr) api->ncclCommAbort(comm);  // first: nothing may wait for a peer
@@ -234,10 +242,7 @@ CudaCollective::~CudaCollective() {
     if (!init_->done) {
       init_->abandoned = true;  // the thread tears down what it makes
     } else if (comm_ == nullptr && init_->comm != nullptr) {
-      comm_ = init_->comm;  // formed but never used
-      nccl_stream_ = init_->stream;
-      ar_ = std::move(init_->ar);
-      init_->comm = nullptr;
+      init_->hand_over(&comm_, &nccl_stream_, &ar_);  // formed but never used
     }
   }
   // Abort first: a proxy of the job may be gone, and an NCCL kernel waiting for it would never
@@ -320,25 +325,20 @@ Status CudaCollective::try_launch() {
   if (pending_step_ < 0) return Status::Ok();
 #if defined(ORRERY_HAVE_NCCL)
   if (devices_ > 1 && !ar_) {
-    {
-      std::lock_guard<std::mutex> l(init_->mu);
-      if (!init_->done) {
-        const auto waited = std::chrono::steady_clock::now() - init_start_;
-        if (waited < std::chrono::seconds(init_timeout_s())) return Status::Ok();  // later
-        failed_ = "the NCCL communicator of " + std::to_string(devices_) +
-                  " proxies was not formed within " + std::to_string(init_timeout_s()) +
-                  " s (ORRERY_NCCL_INIT_TIMEOUT_S): a proxy of the job did not join";
-        return Status::Error(failed_);
-      }
-      if (!init_->why.empty() || init_->comm == nullptr) {
-        failed_ = "the NCCL communicator: " + init_->why;
-        return Status::Error(failed_);
-      }
-      comm_ = init_->comm;
-      nccl_stream_ = init_->stream;
-      ar_ = std::move(init_->ar);
-      init_->comm = nullptr;
+    std::lock_guard<std::mutex> l(init_->mu);
+    if (!init_->done) {
+      const auto waited = std::chrono::steady_clock::now() - init_start_;
+      if (waited < std::chrono::seconds(init_timeout_s())) return Status::Ok();  // later
+      failed_ = "the NCCL communicator of " + std::to_string(devices_) +
+                " proxies was not formed within " + std::to_string(init_timeout_s()) +
+                " s (ORRERY_NCCL_INIT_TIMEOUT_S): a proxy of the job did not join";
+      return Status::Error(failed_);
     }
+    if (!init_->why.empty() || init_->comm == nullptr) {
+      failed_ = "the NCCL communicator: " + init_->why;
+      return Status::Error(failed_);
+    }
+    init_->hand_over(&comm_, &nccl_stream_, &ar_);
   }
 #endif
   cudaStream_t run = run_stream();
