@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/crc32c.h"
+
 namespace orrery::core {
 namespace {
 

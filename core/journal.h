@@ -36,7 +36,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::core {
 
@@ -105,10 +105,6 @@ using RecordSink = std::function<bool(std::string_view payload)>;
 // that error is returned.
 Result<JournalContents> stream_journal(const std::string& path, const RecordSink& on_record);
 
-// CRC-32C (Castagnoli) of data.
-std::uint32_t crc32c(std::string_view data);
-// The CRC-32C of (what gave `crc`) followed by data: crc32c(a + b) == crc32c_extend(crc32c(a), b).
-std::uint32_t crc32c_extend(std::uint32_t crc, std::string_view data);
 // The checksum stored with a record of this payload.
 std::uint32_t record_crc(std::string_view payload);
 

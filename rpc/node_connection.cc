@@ -10,7 +10,7 @@
 #include <ostream>
 #include <thread>
 
-#include "core/journal.h"
+#include "base/crc32c.h"
 #include "rpc/connection.h"
 #include "rpc/convert.h"
 
@@ -69,7 +69,7 @@ class DownloadSink final : public wire::ByteSink::Server {
     auto chunk = ctx.getParams().getChunk();
     std::string_view v(reinterpret_cast<const char*>(chunk.begin()), chunk.size());
     out_->write(v.data(), static_cast<std::streamsize>(v.size()));
-    *crc_ = core::crc32c_extend(*crc_, v);
+    *crc_ = crc32c_extend(*crc_, v);
     *size_ += v.size();
     return kj::READY_NOW;
   }
@@ -110,7 +110,7 @@ class RpcCoreLink final : public runtime::CoreLink {
       while (in) {
         in.read(buf.data(), kChunk);
         auto n = static_cast<std::size_t>(in.gcount());
-        crc = core::crc32c_extend(crc, std::string_view(buf.data(), n));
+        crc = crc32c_extend(crc, std::string_view(buf.data(), n));
         size += n;
       }
     }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/crc32c.h"
 #include "tests/temp_dir.h"
 
 namespace orrery::core {

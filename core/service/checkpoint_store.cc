@@ -6,7 +6,7 @@
 
 #include <unistd.h>
 
-#include "core/journal.h"
+#include "base/crc32c.h"
 
 namespace orrery::service {
 
@@ -36,7 +36,7 @@ Status ShardUpload::write(std::string_view chunk) {
     return Status::Error("writing " + tmp_ + ": " + errno_text());
   }
   size_ += chunk.size();
-  crc_ = core::crc32c_extend(crc_, chunk);
+  crc_ = crc32c_extend(crc_, chunk);
   return Status::Ok();
 }
 
@@ -67,7 +67,7 @@ Result<std::string> ShardDownload::read(std::size_t max) {
   std::size_t n = std::fread(buf.data(), 1, max, f_);
   if (n < max && std::ferror(f_)) return Status::Error("reading shard: " + errno_text());
   buf.resize(n);
-  crc_ = core::crc32c_extend(crc_, buf);
+  crc_ = crc32c_extend(crc_, buf);
   return buf;
 }
 

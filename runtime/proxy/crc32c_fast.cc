@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "core/journal.h"
+#include "base/crc32c.h"
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
@@ -43,7 +43,7 @@ std::uint32_t crc32c_fast_extend(std::uint32_t crc, const void* data, std::size_
 #if defined(__x86_64__)
   if (crc32c_fast_is_hardware()) return hw(crc, static_cast<const unsigned char*>(data), n);
 #endif
-  return core::crc32c_extend(crc, std::string_view(static_cast<const char*>(data), n));
+  return crc32c_extend(crc, std::string_view(static_cast<const char*>(data), n));
 }
 
 }  // namespace orrery::runtime

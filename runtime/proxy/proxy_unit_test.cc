@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/journal.h"
+#include "base/crc32c.h"
 #include "runtime/proxy/address_space.h"
 #include "runtime/proxy/collective.h"
 #include "runtime/proxy/crc32c_fast.h"
@@ -29,12 +29,12 @@ TEST(ProxyCrc32c, SameAsTheJournals) {
   std::string data(100'003, '\0');
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 + 7);
   for (std::size_t n : {0ul, 1ul, 7ul, 8ul, 9ul, 4096ul, 100'003ul}) {
-    EXPECT_EQ(crc32c_fast_extend(0, data.data(), n), core::crc32c(std::string_view(data.data(), n)))
+    EXPECT_EQ(crc32c_fast_extend(0, data.data(), n), crc32c(std::string_view(data.data(), n)))
         << n;
   }
   const std::uint32_t a = crc32c_fast_extend(0, data.data(), 1000);
   EXPECT_EQ(crc32c_fast_extend(a, data.data() + 1000, 5000),
-            core::crc32c(std::string_view(data.data(), 6000)));
+            crc32c(std::string_view(data.data(), 6000)));
 }
 
 TEST(ProxyShard, RoundTripAndCorruptionIsAClearError) {

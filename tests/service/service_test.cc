@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "core/journal.h"
+#include "base/crc32c.h"
 #include "core/service/service.h"
 
 namespace orrery::service {
@@ -67,7 +67,7 @@ class ServiceTest : public ::testing::Test {
   }
   static void upload(Service& s, const NodeSession& n, int job, std::int64_t epoch, std::int64_t step, int rank) {
     std::string bytes = "shard " + std::to_string(rank) + " of step " + std::to_string(step);
-    auto up = s.upload_shard(n, job, epoch, step, rank, bytes.size(), core::crc32c(bytes));
+    auto up = s.upload_shard(n, job, epoch, step, rank, bytes.size(), crc32c(bytes));
     ASSERT_TRUE(up.ok()) << up.reason();
     ASSERT_TRUE((*up)->write(bytes).ok());
     ASSERT_TRUE((*up)->finish().ok());

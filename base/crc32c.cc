@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/journal.h"
+#include "base/crc32c.h"
 
-namespace orrery::core {
+namespace orrery {
 namespace {
 
 constexpr std::uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli polynomial 0x1EDC6F41
@@ -61,4 +61,4 @@ std::uint32_t crc32c_extend(std::uint32_t crc, std::string_view data) {
   return c ^ 0xFFFFFFFFu;
 }
 
-}  // namespace orrery::core
+}  // namespace orrery
