@@ -4,7 +4,7 @@
 #include <string>
 
 #include "checker/symbolic.h"
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::checker {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "spec/vocabulary.h"
 
 namespace orrery::core {

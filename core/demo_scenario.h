@@ -8,7 +8,7 @@
 #include <ostream>
 
 #include "core/clock.h"
-#include "core/result.h"
+#include "base/result.h"
 #include "core/scheduler_core.h"
 
 namespace orrery::core {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "spec/domain.h"
 #include "spec/model.h"
 

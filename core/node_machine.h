@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "spec/model.h"
 
 namespace orrery::core {

@@ -34,7 +34,7 @@
 #include "core/job_machine.h"
 #include "core/journal.h"
 #include "core/node_machine.h"
-#include "core/result.h"
+#include "base/result.h"
 #include "spec/model.h"
 
 namespace orrery::core {

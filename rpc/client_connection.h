@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "core/service/client_api.h"
 
 namespace orrery::rpc {

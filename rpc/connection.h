@@ -10,7 +10,7 @@
 #include <kj/async-io.h>
 
 #include "bootstrap.capnp.h"
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::rpc {
 

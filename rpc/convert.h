@@ -7,7 +7,7 @@
 #include "bootstrap.capnp.h"
 #include "client.capnp.h"
 #include "common.capnp.h"
-#include "core/result.h"
+#include "base/result.h"
 #include "core/service/client_api.h"
 #include "core/service/node_api.h"
 #include "node.capnp.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "spec/vocabulary.h"
 
 namespace orrery::service {

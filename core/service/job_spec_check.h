@@ -3,7 +3,7 @@
 // apart from the Service so rpc/'s fuzz target can run it without the core.
 #pragma once
 
-#include "core/result.h"
+#include "base/result.h"
 #include "core/service/client_api.h"
 
 namespace orrery::service {

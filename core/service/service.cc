@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "base/crc32c.h"
 #include "core/policy/preemption.h"
 #include "spec/guards.h"
 
@@ -358,7 +359,7 @@ std::vector<std::pair<int, LaunchCommand>> Service::launches(int job, std::int64
   if (nodes_of(job).size() > 1 && !jv.held.empty()) {
     int rank0 = core_->fleet().device_node(jv.held.front());
     collective = "tcp://" + conns_[static_cast<std::size_t>(rank0)]->host + ":" +
-                 std::to_string(20000 + core::crc32c(id) % 20000) + "/" + id;
+                 std::to_string(20000 + crc32c(id) % 20000) + "/" + id;
   }
   std::int64_t splice = jv.splice > 0 ? jv.splice : 1;
   int k = 0;

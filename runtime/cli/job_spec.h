@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "core/service/client_api.h"
 
 namespace orrery::cli {

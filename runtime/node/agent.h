@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "core/service/node_api.h"
 #include "runtime/node/job_runner.h"
 

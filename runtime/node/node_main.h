@@ -13,7 +13,7 @@
 #include <functional>
 #include <memory>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/node/job_runner.h"
 
 namespace orrery::runtime {

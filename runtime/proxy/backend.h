@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/proxy/device_collective.h"
 
 namespace orrery::runtime {

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/proxy/ring.h"
 
 namespace orrery::runtime {

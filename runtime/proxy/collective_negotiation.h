@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/proxy/device_collective.h"
 
 namespace orrery::runtime {

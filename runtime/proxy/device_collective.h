@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::runtime {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/proxy/backend.h"
 #include "runtime/proxy/collective.h"
 #include "runtime/proxy/ring.h"

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::runtime {
 

@@ -39,7 +39,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/sim/workload.h"
 
 namespace orrery::sim {

@@ -15,7 +15,7 @@
 #include <unordered_set>
 
 #include "core/fleet.h"
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::sim {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/fleet.h"
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::sim {
 

@@ -31,7 +31,7 @@
 #include <string_view>
 
 #include "core/fleet.h"
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::sim {
 

@@ -22,7 +22,7 @@
 
 #include "core/fleet.h"
 #include "core/policy/planner.h"
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/sim/workload.h"
 
 namespace orrery::sim {

@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::sim::plot {
 

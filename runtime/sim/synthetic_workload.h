@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/sim/fleet_generator.h"
 #include "runtime/sim/rng.h"
 #include "runtime/sim/workload.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/fleet.h"
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/sim/sim_job.h"
 
 namespace orrery::sim {

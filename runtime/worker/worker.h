@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/proxy/ring.h"
 
 namespace orrery::runtime {

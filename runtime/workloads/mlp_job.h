@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/proxy/kernels.h"
 #include "runtime/worker/worker.h"
 

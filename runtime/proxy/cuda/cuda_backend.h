@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/proxy/backend.h"
 
 namespace orrery::runtime {

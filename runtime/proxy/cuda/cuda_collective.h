@@ -28,7 +28,7 @@
 #include <functional>
 #include <memory>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/proxy/device_collective.h"
 
 namespace orrery::runtime::cuda {

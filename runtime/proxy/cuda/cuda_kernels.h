@@ -12,7 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/result.h"
+#include "base/result.h"
 #include "runtime/proxy/cuda/chunk_hash.h"
 
 namespace orrery::runtime::cuda {

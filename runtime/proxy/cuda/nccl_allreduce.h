@@ -58,7 +58,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::runtime::cuda {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <map>
 
-#include "core/result.h"
+#include "base/result.h"
 
 namespace orrery::runtime::cuda {
 
