@@ -1,3 +1,5 @@
+// The SVG document of a chart (svg_plot.h): layout, axes, series paths, legend. Its pieces:
+// svg_series.h (the data), svg_ticks.h, svg_text.h.
 #include "runtime/sim/svg_plot.h"
 
 #include <algorithm>
@@ -9,7 +11,10 @@
 #include <fstream>
 #include <utility>
 
+#include "runtime/sim/svg_plot_internal.h"
+
 namespace orrery::sim::plot {
+
 namespace {
 
 // The canvas (viewBox) and the type.
@@ -35,50 +40,11 @@ constexpr const char* kOkabeIto[8] = {
 // Past the palette's 8 colours: dashed, dotted, dash-dotted.
 constexpr const char* kDashes[4] = {"", "6 3", "1.5 2.5", "8 3 2 3"};
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 // A pixel coordinate: one decimal, never "-0.0".
 std::string px(double v) {
   v = std::clamp(v, -kFar, kFar);
   if (std::fabs(v) < 0.05) v = 0;
   return fmt("%.1f", v);
-}
-
-// An estimate of a text's width: the advances of DejaVu Sans, in em, rounded up (the first font
-// the documents name, and wider than Helvetica or Arial, so labels spaced by it do not overlap in
-// those either). Used to keep labels apart, lay out the legend and size the margins.
-double char_em(char32_t c) {
-  auto in = [c](std::string_view set) {
-    return c < 0x80 && set.find(static_cast<char>(c)) != set.npos;
-  };
-  if (c >= '0' && c <= '9') return 0.64;
-  if (in(" .,:;!'|ijlI")) return 0.32;
-  if (in("()[]-/ftr")) return 0.42;
-  if (in("mw%")) return 0.98;
-  if (in("MW")) return 1.0;
-  if (c >= 'a' && c <= 'z') return 0.63;
-  if (c >= 'A' && c <= 'Z') return 0.76;
-  if (c < 0x80) return 0.84;  // other ASCII symbols: & @ # _ ...
-  return 1.0;                 // others, CJK included
-}
-double text_width(std::string_view s, double font) {
-  double em = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation bytes: counted with their lead byte
-    em += char_em(c < 0x80 ? c : 0x100);
-  }
-  return em * font;
-}
-
-bool finite(double v) { return std::isfinite(v); }
-
-// Tick-label decimals for a step: 0.2 -> 1, 0.05 -> 2, 10 -> 0.
-int decimals_for(double step) {
-  return std::max(0, -static_cast<int>(std::floor(std::log10(step) + 1e-9)));
 }
 
 // One axis: its range, how values map onto pixels, its ticks.
@@ -194,284 +160,7 @@ class PathBuilder {
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------
-// Text
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const std::size_t n = s.size();
-  static constexpr const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-  for (std::size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    if (c < 0x80) {
-      switch (c) {
-        case '&':
-          out += "&amp;";
-          break;
-        case '<':
-          out += "&lt;";
-          break;
-        case '>':
-          out += "&gt;";
-          break;
-        case '"':
-          out += "&quot;";
-          break;
-        case '\'':
-          out += "&apos;";
-          break;
-        default:
-          if (c < 0x20 && c != '\t' && c != '\n') {
-            out += kReplacement;
-          } else {
-            out += static_cast<char>(c);
-          }
-      }
-      ++i;
-      continue;
-    }
-    // A multi-byte sequence: its length from the lead byte, then the code point, which must be
-    // the shortest encoding and a character XML allows.
-    std::size_t len = 0;
-    std::uint32_t cp = 0;
-    if (c >= 0xC2 && c <= 0xDF)
-      len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF)
-      len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4)
-      len = 4, cp = c & 0x07;
-    bool ok = len > 0 && i + len <= n;
-    for (std::size_t k = 1; ok && k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) ok = false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (ok) {
-      const std::uint32_t min_cp = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
-      ok = cp >= min_cp && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF) && cp != 0xFFFE &&
-           cp != 0xFFFF;
-    }
-    if (ok) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
-      out += kReplacement;
-      ++i;  // resynchronise on the next byte
-    }
-  }
-  return out;
-}
-
 const char* series_colour(std::size_t i) { return kOkabeIto[i % 8]; }
-
-// ---------------------------------------------------------------------------------------------
-// Ticks
-
-std::vector<Tick> linear_ticks(double lo, double hi, int max_ticks) {
-  if (!finite(lo) || !finite(hi)) lo = 0, hi = 1;
-  if (lo > hi) std::swap(lo, hi);
-  lo = std::max(lo, -1e300);
-  hi = std::min(hi, 1e300);
-  const double scale = std::max(std::fabs(lo), std::fabs(hi));
-  if (hi - lo <= scale * 1e-9) {  // one value (or nearly): a range around it
-    const double pad = scale > 0 ? scale * 0.5 : 1;
-    lo -= pad;
-    hi += pad;
-  }
-  max_ticks = std::max(max_ticks, 3);  // a range straddling 0 needs 3
-  const double span = hi - lo;
-  const double mag = std::pow(10.0, std::floor(std::log10(span / max_ticks)));
-  double step = 0;
-  long long i0 = 0, i1 = 0;
-  for (int decade = 0; decade < 40 && step == 0; ++decade) {
-    for (double m : {1.0, 2.0, 5.0}) {
-      const double s = m * mag * std::pow(10.0, decade);
-      const auto a = static_cast<long long>(std::floor(lo / s + 1e-9));
-      const auto b = static_cast<long long>(std::ceil(hi / s - 1e-9));
-      if (b - a + 1 <= max_ticks) {
-        step = s, i0 = a, i1 = b;
-        break;
-      }
-    }
-  }
-  // Labels: one number of decimals throughout; from 10,000 on with a k/M/G suffix.
-  const double top = std::max(std::fabs(i0 * step), std::fabs(i1 * step));
-  double unit = 1;
-  const char* suffix = "";
-  if (top >= 1e13)
-    unit = 0;  // scientific
-  else if (top >= 1e10)
-    unit = 1e9, suffix = "G";
-  else if (top >= 1e7)
-    unit = 1e6, suffix = "M";
-  else if (top >= 1e4)
-    unit = 1e3, suffix = "k";
-  std::vector<Tick> ticks;
-  for (long long i = i0; i <= i1; ++i) {
-    double v = static_cast<double>(i) * step;
-    if (i == 0) v = 0;
-    std::string label;
-    if (unit == 0) {
-      label = fmt("%.3g", v);
-    } else if (v == 0 && *suffix) {
-      label = "0";
-    } else {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.*f%s", decimals_for(step / unit), v / unit, suffix);
-      label = buf;
-    }
-    ticks.push_back({v, std::move(label)});
-  }
-  return ticks;
-}
-
-std::string decade_label(int e) {
-  static constexpr const char* kSmall[] = {"0.001", "0.01", "0.1", "1", "10", "100"};
-  if (e >= -3 && e <= 2) return kSmall[e + 3];
-  if (e >= 3 && e <= 11) {
-    static constexpr const char* kMant[] = {"1", "10", "100"};
-    static constexpr const char* kSuffix[] = {"k", "M", "G"};
-    return std::string(kMant[e % 3]) + kSuffix[e / 3 - 1];
-  }
-  return "1e" + std::to_string(e);
-}
-
-std::vector<Tick> log_ticks(double lo, double hi, int max_labels) {
-  if (!finite(lo) || !finite(hi) || lo <= 0 || hi <= 0) lo = 1, hi = 10;
-  if (lo > hi) std::swap(lo, hi);
-  const int e0 = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
-  int e1 = static_cast<int>(std::ceil(std::log10(hi) - 1e-9));
-  if (e1 <= e0) e1 = e0 + 1;
-  max_labels = std::max(max_labels, 1);
-  // Label the exponents that are multiples of k (1, 1k, 1M for k = 3), the smallest k that
-  // keeps at most max_labels and at least one.
-  auto labelled = [&](int k) {
-    int n = 0;
-    for (int e = e0; e <= e1; ++e) n += (e % k) == 0;
-    return n;
-  };
-  int k = 1;
-  while (k <= e1 - e0 + 1 && (labelled(k) > max_labels || labelled(k) == 0)) ++k;
-  const bool none = k > e1 - e0 + 1;  // no multiple of any k fits: label the first only
-  std::vector<Tick> ticks;
-  for (int e = e0; e <= e1; ++e) {
-    const bool label = none ? e == e0 : (e % k) == 0;
-    ticks.push_back({std::pow(10.0, e), label ? decade_label(e) : std::string()});
-  }
-  return ticks;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Series helpers
-
-Series cdf(std::string name, std::vector<double> values, std::size_t max_points) {
-  Series out{std::move(name), {}, {}};
-  std::erase_if(values, [](double v) { return !finite(v); });
-  if (values.empty()) return out;
-  std::sort(values.begin(), values.end());
-  const double n = static_cast<double>(values.size());
-  out.x.push_back(values.front());
-  out.y.push_back(0);
-  const double min_rise = max_points > 0 ? 1.0 / static_cast<double>(max_points) - 1e-12 : 0;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i + 1 < values.size() && values[i + 1] == values[i]) continue;  // the last of equal ones
-    const double y = static_cast<double>(i + 1) / n;
-    const bool last = i + 1 == values.size();
-    if (!last && max_points > 0 && y - out.y.back() < min_rise) continue;
-    out.x.push_back(values[i]);
-    out.y.push_back(y);
-  }
-  return out;
-}
-
-Series downsample(const Series& s, std::size_t max_points) {
-  const std::size_t n = std::min(s.x.size(), s.y.size());
-  Series out{s.name, {}, {}};
-  if (n <= max_points) {
-    out.x.assign(s.x.begin(), s.x.begin() + n);
-    out.y.assign(s.y.begin(), s.y.begin() + n);
-    return out;
-  }
-  // The finite points: how many, whether x ascends, x's range, the lowest and highest.
-  std::size_t m = 0, lo_i = 0, hi_i = 0;
-  bool ascending = true;
-  double x0 = 0, x1 = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!finite(s.x[i]) || !finite(s.y[i])) continue;
-    if (m == 0) {
-      x0 = x1 = s.x[i];
-      lo_i = hi_i = i;
-    } else {
-      ascending = ascending && s.x[i] >= x1;
-      x1 = s.x[i];
-      if (s.y[i] < s.y[lo_i]) lo_i = i;
-      if (s.y[i] > s.y[hi_i]) hi_i = i;
-    }
-    ++m;
-  }
-  auto put = [&](std::size_t i) {
-    out.x.push_back(s.x[i]);
-    out.y.push_back(s.y[i]);
-  };
-  if (m <= max_points) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (finite(s.x[i]) && finite(s.y[i])) put(i);
-    return out;
-  }
-  if (max_points < 4) {  // too few for a bucket: the extremes
-    if (max_points == 0) return out;
-    if (max_points == 1 || lo_i == hi_i) {
-      put(lo_i);
-    } else {
-      put(std::min(lo_i, hi_i));
-      put(std::max(lo_i, hi_i));
-    }
-    return out;
-  }
-  const std::size_t buckets = max_points / 4;
-  const double width = x1 - x0;
-  std::size_t rank = 0;
-  auto bucket_of = [&](std::size_t i) -> std::size_t {
-    std::size_t b;
-    if (ascending) {
-      b = width > 0 ? static_cast<std::size_t>((s.x[i] - x0) / width * static_cast<double>(buckets))
-                    : 0;
-    } else {
-      b = static_cast<std::size_t>(static_cast<double>(rank) / static_cast<double>(m) *
-                                   static_cast<double>(buckets));
-    }
-    return std::min(b, buckets - 1);
-  };
-  bool open = false;
-  std::size_t cur = 0, first = 0, last = 0, lo = 0, hi = 0;
-  auto flush = [&] {
-    std::size_t keep[4] = {first, lo, hi, last};
-    std::sort(keep, keep + 4);
-    for (int k = 0; k < 4; ++k)
-      if (k == 0 || keep[k] != keep[k - 1]) put(keep[k]);
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!finite(s.x[i]) || !finite(s.y[i])) continue;
-    const std::size_t b = bucket_of(i);
-    ++rank;
-    if (open && b == cur) {
-      last = i;
-      if (s.y[i] < s.y[lo]) lo = i;
-      if (s.y[i] > s.y[hi]) hi = i;
-      continue;
-    }
-    if (open) flush();
-    open = true;
-    cur = b;
-    first = last = lo = hi = i;
-  }
-  if (open) flush();
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Rendering
 
 std::string render_svg(const Chart& chart) {
   // The data that can be drawn, and its range.

@@ -27,17 +27,16 @@
 #include <cstddef>
 #include <limits>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "base/result.h"
+// The pieces: the data (Series, cdf, downsample), axis ticks and text (the last two exposed for
+// tests).
+#include "runtime/sim/svg_series.h"
+#include "runtime/sim/svg_text.h"
+#include "runtime/sim/svg_ticks.h"
 
 namespace orrery::sim::plot {
-
-struct Series {
-  std::string name;
-  std::vector<double> x, y;
-};
 
 struct Chart {
   std::string title = {}, x_label = {}, y_label = {};
@@ -53,44 +52,6 @@ std::string render_svg(const Chart& chart);
 // render_svg into the file at path (replaced if it exists). Errors name the path.
 Status write_svg(const Chart& chart, const std::string& path);
 
-// The empirical CDF of the finite values: x the distinct values in ascending order, y the
-// fraction of values <= x (so y rises to exactly 1 at the largest value), preceded by the point
-// (smallest value, 0) so that a step chart shows the first jump. Empty without finite values.
-// max_points > 0 thins a CDF with more points than that to at most max_points + 2 points, keeping
-// the smallest and largest value and one point each time y has risen by 1 / max_points or more
-// (so y is never off by more than 1 / max_points, on any x axis). Draw it with Chart::step.
-Series cdf(std::string name, std::vector<double> values, std::size_t max_points = 0);
-
-// A long series (x ascending, e.g. a time series) cut to at most max_points points keeping its
-// shape: x's range is cut into max_points / 4 buckets of equal width and each bucket keeps its
-// first, lowest, highest and last point (fewer if they coincide), in their order, so every
-// bucket's minimum and maximum survive and a line through the result covers what the full line
-// covered. Points with a non-finite coordinate are dropped. A series of at most max_points points
-// is returned as it is. (max_points 1..3: the lowest and highest point overall, as many as fit;
-// 0: empty.) If x is not ascending, buckets are runs of equal numbers of points instead.
-Series downsample(const Series& series, std::size_t max_points);
-
-// --- the pieces, exposed for tests ---
-
-struct Tick {
-  double value;
-  std::string label;  // empty: a tick (and grid line) without a label
-};
-
-// At most max_ticks (>= 2) ticks on one nice step (1, 2 or 5 times a power of ten) whose first
-// tick is <= lo and last >= hi: the axis runs from the first to the last. lo == hi gets a range
-// around the value. Labels have the same number of decimals throughout, large values a k/M/G
-// suffix ("20k", "1.5M").
-std::vector<Tick> linear_ticks(double lo, double hi, int max_ticks);
-// Every power of ten from the one <= lo to the one >= hi (lo, hi > 0; at least two); every k-th
-// labelled ("1", "10", "100", "1k", .. "0.1", "1e-05"), k the smallest that keeps at most
-// max_labels labels.
-std::vector<Tick> log_ticks(double lo, double hi, int max_labels);
-// A power of ten as a tick label.
-std::string decade_label(int exponent);
-// Text as XML character data or attribute value: & < > " ' escaped, control characters other
-// than tab and newline and invalid UTF-8 bytes replaced by U+FFFD.
-std::string xml_escape(std::string_view text);
 // The Okabe-Ito colour of series i (i mod 8).
 const char* series_colour(std::size_t i);
 
