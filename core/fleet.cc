@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "spec/invariants.h"
+#include "spec/limits.h"
 
 namespace orrery::core {
 
@@ -77,11 +78,15 @@ Result<Fleet> Fleet::parse(const std::string& text) {
       f.premium_reserve = v;
     } else if (kw == "region") {
       if (w.size() != 2) return where("region takes one name");
+      if (!spec::valid_name(w[1]))
+        return where("region name '" + w[1] + "': must be " + std::string(spec::kNameRule));
       region = w[1];
       cluster.clear();
     } else if (kw == "cluster") {
       if (w.size() != 2) return where("cluster takes one name");
       if (region.empty()) return where("cluster before any region");
+      if (!spec::valid_name(w[1]))
+        return where("cluster name '" + w[1] + "': must be " + std::string(spec::kNameRule));
       cluster = w[1];
     } else if (kw == "node") {
       if (w.size() < 2) return where("node needs a name");
@@ -89,6 +94,10 @@ Result<Fleet> Fleet::parse(const std::string& text) {
       std::int64_t mem = -1;
       if (auto st = keyed_ints(w, 2, {{"host_mem_mib", &mem}}); !st) return where(st.reason());
       if (mem < 0) return where("missing host_mem_mib=");
+      if (mem > spec::kMaxHostMemMib)
+        return where("host_mem_mib must be at most " + std::to_string(spec::kMaxHostMemMib));
+      if (!spec::valid_name(w[1]))
+        return where("node name '" + w[1] + "': must be " + std::string(spec::kNameRule));
       if (!node_names.insert(w[1]).second) return where("node '" + w[1] + "' defined twice");
       const int next = f.num_devices();
       f.nodes.push_back(Node{w[1], cluster, region, mem, next, next});
@@ -106,6 +115,10 @@ Result<Fleet> Fleet::parse(const std::string& text) {
       if (static_cast<std::int64_t>(f.num_devices()) + count > spec::kMaxFleetDevices)
         return where("a fleet has at most " + std::to_string(spec::kMaxFleetDevices) + " devices");
       if (mem < 1) return where("missing or zero mem_mib= (device memory, MiB)");
+      if (mem > spec::kMaxMemMib)
+        return where("mem_mib must be at most " + std::to_string(spec::kMaxMemMib));
+      if (!spec::valid_name(w[1]))
+        return where("device type '" + w[1] + "': must be " + std::string(spec::kNameRule));
       int type = f.type_id(w[1]);
       if (type < 0) {
         type = static_cast<int>(f.device_types.size());

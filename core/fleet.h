@@ -8,6 +8,9 @@
 //   devices H100-80G count=4 mem_mib=81920  belong to the last node (one NVLink domain;
 //                                           at most 4096 devices per node, 2^20 per fleet;
 //                                           mem_mib is required)
+// Limits from spec/limits.h: names spec::valid_name, device memory at most spec::kMaxMemMib, host
+// memory at most spec::kMaxHostMemMib, devices spec::kMaxNodeDevices per node and
+// spec::kMaxFleetDevices per fleet.
 // Unknown keywords or keys, repeated keys, a second premium_reserve, a node name used twice and
 // malformed numbers are errors naming the line.
 //

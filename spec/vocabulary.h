@@ -7,6 +7,8 @@
 #include <optional>
 #include <string_view>
 
+#include "spec/limits.h"
+
 namespace orrery::spec {
 
 enum class JobState : std::int64_t {
@@ -146,14 +148,10 @@ inline constexpr int kSpliceLimit = 8;
 // next failure fails it for good.
 inline constexpr int kMaxRetries = 3;
 
-// Bounds on the values that enter arithmetic, so that no spec formula overflows 64-bit integers
-// on concrete values (the solver's integers are unbounded: without these bounds the proof and the
-// running code could disagree). Guards enforce them; INV-WORLD and INV-TIER keep them.
-inline constexpr std::int64_t kMaxWorld = std::int64_t{1} << 20;          // workers per job
-inline constexpr std::int64_t kMaxMemMib = std::int64_t{1} << 40;         // MiB per worker
-inline constexpr std::int64_t kMaxAttained = std::int64_t{1} << 62;       // GPU-ms per job
-inline constexpr std::int64_t kMaxNodeDevices = 4096;                     // devices per node
-inline constexpr std::int64_t kMaxFleetDevices = std::int64_t{1} << 20;  // devices per fleet
+// The spec's bounds (kMaxWorld, kMaxMemMib, kMaxAttained, kMaxNodeDevices, kMaxFleetDevices) and
+// every other limit live in spec/limits.h, included above.
+static_assert(kMaxHostMemMib >= (kSpliceLimit - 1) * kMaxMemMib,
+              "a node of one device must have room for the largest spliced gang");
 
 constexpr std::string_view state_name(JobState s) {
   constexpr std::string_view names[] = {"New",       "Submitted",     "Queued",    "Placed",

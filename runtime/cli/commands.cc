@@ -13,6 +13,7 @@
 #include "runtime/cli/format.h"
 #include "runtime/cli/job_spec.h"
 #include "runtime/cli/local_cluster.h"
+#include "spec/limits.h"
 
 namespace orrery::cli {
 namespace {
@@ -121,9 +122,9 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   up->add_option("--nodes", up_opts.nodes, "node agents")->capture_default_str()->check(
       CLI::Range(1, 64));
   up->add_option("--devices", up_opts.devices, "host devices per node")->capture_default_str()
-      ->check(CLI::Range(1, 64));
+      ->check(CLI::Range(std::int64_t{1}, spec::kMaxAgentDevices));
   up->add_option("--device-mem-mib", up_opts.device_mem_mib, "memory per device, MiB")
-      ->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+      ->capture_default_str()->check(CLI::Range(std::int64_t{1}, spec::kMaxMemMib));
   up->add_option("--data", up_opts.data, "data directory (default: a temporary one, removed on exit)");
   up->add_option("--listen", up_opts.listen, "core address")->capture_default_str();
   up->add_option("--metrics", up_opts.metrics, "core /metrics address (default: none)");

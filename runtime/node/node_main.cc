@@ -10,6 +10,7 @@
 #include "rpc/node_connection.h"
 #include "rpc/secret.h"
 #include "runtime/node/agent.h"
+#include "spec/limits.h"
 
 namespace orrery::runtime {
 
@@ -28,9 +29,9 @@ int node_main(int argc, char** argv, const RuntimeFactory& make_runtime) {
   app.add_option("--secret", secret_file, "file holding the cluster's shared secret")->required();
   app.add_option("--data", data_dir, "local directory for checkpoint shards and logs")->required();
   app.add_option("--devices", devices, "devices on this node (one orrery-proxy each)")
-      ->check(CLI::Range(1, 4096))->capture_default_str();
+      ->check(CLI::Range(std::int64_t{1}, spec::kMaxAgentDevices))->capture_default_str();
   app.add_option("--device-mem-mib", mem, "memory per device, MiB")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))->capture_default_str();
+      ->check(CLI::Range(std::int64_t{1}, spec::kMaxMemMib))->capture_default_str();
   app.add_option("--device-type", device_type, "device type, as in the fleet file")->capture_default_str();
   app.add_option("--bin-dir", bin_dir, "where orrery-proxy and the workloads are (default: beside orrery-node)");
   std::string advertise;

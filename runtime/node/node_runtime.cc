@@ -24,6 +24,7 @@
 #include "runtime/proxy/ring.h"
 #include "runtime/proxy/shard.h"
 #include "runtime/worker/worker.h"
+#include "spec/limits.h"
 
 extern char** environ;
 
@@ -189,7 +190,8 @@ LocalNodeRuntime::~LocalNodeRuntime() {
 }
 
 Status LocalNodeRuntime::start_proxies() {
-  if (opt_.devices <= 0 || opt_.devices > 64) return Status::Error("devices must be in 1..64");
+  if (opt_.devices <= 0 || opt_.devices > spec::kMaxAgentDevices)
+    return Status::Error("devices must be in 1.." + std::to_string(spec::kMaxAgentDevices));
   if (opt_.device_mem_mib <= 0) return Status::Error("device_mem_mib must be positive");
   if (opt_.data_dir.empty()) return Status::Error("data_dir is empty");
   std::error_code ec;
@@ -309,7 +311,8 @@ Status LocalNodeRuntime::launch(const LaunchSpec& spec) {
                          std::to_string(it->second.epoch) + " still runs here");
   }
   if (spec.job < 0) return Status::Error("launch: job id must not be negative");
-  if (spec.world <= 0 || spec.world > 4096) return Status::Error("launch: world must be in 1..4096");
+  if (spec.world <= 0 || spec.world > spec::kMaxRunWorld)
+    return Status::Error("launch: world must be in 1.." + std::to_string(spec::kMaxRunWorld));
   const std::string wbin = workload_binary(spec.workload);
   if (wbin.empty()) return Status::Error("launch: unknown workload '" + spec.workload + "'");
   const std::string bin = opt_.bin_dir + "/" + wbin;

@@ -9,6 +9,7 @@
 
 #include "runtime/proxy/kernels.h"
 #include "runtime/proxy/tcp_collective.h"
+#include "spec/limits.h"
 
 namespace orrery::runtime {
 
@@ -37,7 +38,7 @@ std::size_t bytes_for(int world, std::uint64_t cap) {
 }  // namespace
 
 Result<Collective> Collective::open(const std::string& name, int world, std::uint64_t capacity) {
-  if (world <= 0 || world > 65536) return Status::Error("collective: bad world size");
+  if (world <= 0 || world > spec::kMaxRunWorld) return Status::Error("collective: bad world size");
   if (capacity == 0 || capacity > (1ull << 28)) return Status::Error("collective: bad buffer size");
   Collective c;
   auto created = ShmMapping::create(name, bytes_for(world, capacity));

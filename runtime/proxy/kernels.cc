@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include "spec/limits.h"
+
 namespace orrery::runtime {
 namespace {
 
@@ -157,7 +159,7 @@ void backward(const std::uint64_t* a) {
 // sgd(params, grads, n, lr_bits, world): params -= lr * grads / world (grads are the sum).
 Status sgd_ext(const std::uint64_t* a, std::vector<PointerExtent>* out) {
   if (a[2] == 0 || a[2] > (1ull << 32)) return Status::Error("argument 2 (n) out of range");
-  if (a[4] == 0 || a[4] > 65536) return Status::Error("argument 4 (world) out of range");
+  if (a[4] == 0 || a[4] > static_cast<std::uint64_t>(spec::kMaxRunWorld)) return Status::Error("argument 4 (world) out of range");
   if (!std::isfinite(arg_float(a[3]))) return Status::Error("argument 3 (lr) is not finite");
   out->push_back({0, f32(a[2])});
   out->push_back({1, f32(a[2])});

@@ -7,6 +7,7 @@
 
 #include "runtime/proxy/proxy_server.h"
 #include "runtime/proxy/proxy_server_internal.h"
+#include "spec/limits.h"
 
 namespace orrery::runtime {
 
@@ -19,7 +20,7 @@ Status ProxyServer::hello(int slot, const Request& r) {
   const int world = static_cast<int>(r.a[3]);
   const auto restore_step = static_cast<std::int64_t>(r.a[4]);
   const int pid = static_cast<int>(r.a[5]);
-  if (job < 0 || world <= 0 || world > 65536 || rank < 0 || rank >= world) {
+  if (job < 0 || world <= 0 || world > spec::kMaxRunWorld || rank < 0 || rank >= world) {
     return Status::Error("hello: bad job/rank/world");
   }
   // data: "<collective>\n<r>,<r>,..."

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/proxy/kernels.h"
+#include "spec/limits.h"
 
 namespace orrery::runtime {
 namespace {
@@ -284,7 +285,7 @@ class TcpCollective final : public CollectiveGroup {
 Result<std::unique_ptr<CollectiveGroup>> open_tcp_collective(const std::string& name, int world,
                                                              std::uint64_t capacity,
                                                              bool serve_hub) {
-  if (world <= 0 || world > 65536) return Status::Error("collective: bad world size");
+  if (world <= 0 || world > spec::kMaxRunWorld) return Status::Error("collective: bad world size");
   if (capacity == 0 || capacity > (1ull << 28)) return Status::Error("collective: bad buffer size");
   std::string host;
   int port = 0;

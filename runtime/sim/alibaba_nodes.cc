@@ -4,6 +4,7 @@
 
 #include "runtime/sim/csv_reader.h"
 #include "runtime/sim/fleet_builder.h"
+#include "spec/limits.h"
 #include "spec/vocabulary.h"
 
 namespace orrery::sim {
@@ -43,7 +44,7 @@ Result<AlibabaFleet> load_alibaba_nodes(const std::string& path, const AlibabaNo
       continue;
     }
     if (!valid_fleet_name(model))
-      return r.error("model: \"" + model + "\" is not a device type name (1 to 64 characters of A-Z a-z 0-9 . _ -)");
+      return r.error("model: \"" + model + "\" is not a device type name (" + std::string(spec::kNameRule) + ")");
     std::int64_t mem = 0;
     if (auto it = o.device_mem_mib.find(model); it != o.device_mem_mib.end()) {
       mem = it->second;

@@ -8,6 +8,7 @@
 
 #include "runtime/sim/csv_reader.h"
 #include "runtime/sim/fleet_builder.h"
+#include "spec/limits.h"
 
 namespace orrery::sim {
 
@@ -90,7 +91,7 @@ Result<AlibabaTrace> load_alibaba_trace(const std::string& path, const AlibabaTr
           const std::string name =
               text.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
           if (!valid_fleet_name(name))
-            return bad(c_spec, "expected device type names (1 to 64 characters of A-Z a-z 0-9 . _ -) separated by '|'");
+            return bad(c_spec, "expected device type names (" + std::string(spec::kNameRule) + ") separated by '|'");
           const int id = w.intern_device_type(name);
           if (id < 0)
             return bad(c_spec, "more than " + std::to_string(kMaxWorkloadDeviceTypes) +

@@ -2,30 +2,21 @@
 
 #include <utility>
 
+#include "spec/limits.h"
 #include "spec/vocabulary.h"
 
 namespace orrery::sim {
 
 namespace {
 
-constexpr std::int64_t kMaxMib = std::int64_t{1} << 40;
-
 Status bad_name(const char* what, const std::string& name) {
   return Status::Error(std::string(what) + " name \"" + name +
-                       "\": must be 1 to 64 characters of A-Z a-z 0-9 . _ -");
+                       "\": must be " + std::string(spec::kNameRule));
 }
 
 }  // namespace
 
-bool valid_fleet_name(const std::string& n) {
-  if (n.empty() || n.size() > 64) return false;
-  for (char c : n) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
+bool valid_fleet_name(const std::string& n) { return spec::valid_name(n); }
 
 Status FleetBuilder::add_node(const std::string& region, const std::string& cluster,
                               const std::string& name, std::int64_t host_mem_mib) {
@@ -34,9 +25,9 @@ Status FleetBuilder::add_node(const std::string& region, const std::string& clus
   if (!valid_fleet_name(name)) return bad_name("node", name);
   if (!fleet_.nodes.empty() && fleet_.nodes.back().num_devices() == 0)
     return Status::Error("node \"" + fleet_.nodes.back().name + "\" has no devices");
-  if (host_mem_mib < 0 || host_mem_mib > kMaxMib)
+  if (host_mem_mib < 0 || host_mem_mib > spec::kMaxHostMemMib)
     return Status::Error("node \"" + name + "\": host_mem_mib " + std::to_string(host_mem_mib) +
-                         " out of range [0, 2^40]");
+                         " out of range [0, 2^43]");
   if (!node_names_.insert(name).second)
     return Status::Error("node \"" + name + "\" defined twice (node names are unique in a fleet)");
   const int next = fleet_.num_devices();
@@ -55,7 +46,7 @@ Status FleetBuilder::add_devices(const std::string& type, std::int64_t count,
   if (fleet_.num_devices() + count > spec::kMaxFleetDevices)
     return Status::Error("a fleet has at most " + std::to_string(spec::kMaxFleetDevices) +
                          " devices");
-  if (mem_mib < 1 || mem_mib > kMaxMib)
+  if (mem_mib < 1 || mem_mib > spec::kMaxMemMib)
     return Status::Error("device type " + type + ": mem_mib " + std::to_string(mem_mib) +
                          " out of range [1, 2^40]");
   auto [it, added] = type_ids_.try_emplace(type, static_cast<int>(fleet_.device_types.size()));

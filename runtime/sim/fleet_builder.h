@@ -2,10 +2,10 @@
 // makes, so that every fleet source of the simulator (the TOML format, the generator, the Alibaba
 // node list) gives a fleet the core accepts: Fleet::parse(fleet.to_text()) reads it back equal.
 //
-// The checks: names are 1 to 64 characters of A-Z a-z 0-9 . _ - (they become words of the core's
+// The checks: names are spec::valid_name, spec/limits.h (they become words of the core's
 // line format, where blanks, '#' and '=' mean something); node names are unique in the fleet; a
 // node has 1 to spec::kMaxNodeDevices devices, the fleet at most spec::kMaxFleetDevices; device
-// and host memory are in [1, 2^40] and [0, 2^40] MiB; premium_reserve is at most the fleet's
+// and host memory are in [1, 2^40] and [0, 2^43] MiB (spec::kMaxMemMib, spec::kMaxHostMemMib); premium_reserve is at most the fleet's
 // device count. Errors say what was wrong; callers prefix where it came from (file:line).
 #pragma once
 
@@ -41,7 +41,8 @@ class FleetBuilder {
   std::unordered_map<std::string, int> type_ids_;
 };
 
-// 1 to 64 characters of A-Z a-z 0-9 . _ - (what FleetBuilder accepts as a name).
+// spec::valid_name: 1 to spec::kMaxNameLength characters of A-Z a-z 0-9 . _ - starting with a
+// letter or digit (what FleetBuilder accepts as a name, and the job-spec validation as a device type).
 bool valid_fleet_name(const std::string& name);
 
 }  // namespace orrery::sim

@@ -8,12 +8,12 @@
 
 #include "runtime/common/toml_type_name.h"
 #include "runtime/sim/fleet_builder.h"
+#include "spec/limits.h"
 #include "spec/vocabulary.h"
 
 namespace orrery::sim {
 namespace {
 
-constexpr std::int64_t kMaxMib = std::int64_t{1} << 40;
 constexpr std::int64_t kMaxNodeCount = spec::kMaxFleetDevices;  // a node has at least one device
 
 using runtime::toml_type_name;
@@ -59,13 +59,13 @@ class Parser {
     for (const auto& [k, v] : *t) {
       const std::string name(k.str());
       if (!valid_fleet_name(name))
-        return err(k.source(), "device type \"" + name + "\": must be 1 to 64 characters of A-Z a-z 0-9 . _ -");
+        return err(k.source(), "device type \"" + name + "\": must be " + std::string(spec::kNameRule));
       const toml::table* d = v.as_table();
       if (!d) return err(v.source(), "device_types." + name + ": expected a table { mem_mib = ... }, got " +
                                          std::string(toml_type_name(v.type())));
       if (auto st = only_keys(*d, "device_types." + name, {"mem_mib"}); !st.ok()) return st;
       DeviceType dt;
-      if (auto st = integer(*d, "mem_mib", true, 1, kMaxMib, dt.mem_mib, "device_types." + name + "."); !st.ok())
+      if (auto st = integer(*d, "mem_mib", true, 1, spec::kMaxMemMib, dt.mem_mib, "device_types." + name + "."); !st.ok())
         return st;
       types_[name] = dt;
     }
@@ -77,7 +77,7 @@ class Parser {
     if (auto st = only_keys(r, "[[region]]", {"name", "cluster"}); !st.ok()) return st;
     std::string name;
     if (auto st = str(r, "name", name, "[[region]]"); !st.ok()) return st;
-    if (!valid_fleet_name(name)) return err(at(r, "name"), "region name \"" + name + "\": must be 1 to 64 characters of A-Z a-z 0-9 . _ -");
+    if (!valid_fleet_name(name)) return err(at(r, "name"), "region name \"" + name + "\": must be " + std::string(spec::kNameRule));
     const toml::array* clusters = nullptr;
     if (auto st = array_of_tables(r, "cluster", "[[region.cluster]]", clusters); !st.ok()) return st;
     for (const toml::node& c : *clusters)
@@ -89,7 +89,7 @@ class Parser {
     if (auto st = only_keys(c, "[[region.cluster]]", {"name", "node"}); !st.ok()) return st;
     std::string name;
     if (auto st = str(c, "name", name, "[[region.cluster]]"); !st.ok()) return st;
-    if (!valid_fleet_name(name)) return err(at(c, "name"), "cluster name \"" + name + "\": must be 1 to 64 characters of A-Z a-z 0-9 . _ -");
+    if (!valid_fleet_name(name)) return err(at(c, "name"), "cluster name \"" + name + "\": must be " + std::string(spec::kNameRule));
     const toml::array* nodes = nullptr;
     if (auto st = array_of_tables(c, "node", "[[region.cluster.node]]", nodes); !st.ok()) return st;
     for (const toml::node& n : *nodes)
@@ -104,7 +104,7 @@ class Parser {
     if (auto st = str(n, "name", name, what); !st.ok()) return st;
     std::int64_t count = 1, host_mem = 0;
     if (auto st = integer(n, "count", false, 1, kMaxNodeCount, count); !st.ok()) return st;
-    if (auto st = integer(n, "host_mem_mib", true, 0, kMaxMib, host_mem); !st.ok()) return st;
+    if (auto st = integer(n, "host_mem_mib", true, 0, spec::kMaxHostMemMib, host_mem); !st.ok()) return st;
     // The devices: a non-empty array of { type, count } tables, each type declared.
     const toml::node* dn = n.get("devices");
     if (!dn) return missing(n, "devices", "an array like [{ type = \"H100-80G\", count = 8 }]");

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "spec/limits.h"
+
 namespace orrery::runtime {
 namespace {
 
@@ -39,6 +41,10 @@ Result<WorkerEnv> worker_env_from_environment() {
   auto restore = env_int("ORRERY_RESTORE_STEP", false, -1);
   for (auto* r : {&job, &epoch, &rank, &world, &restore}) {
     if (!r->ok()) return r->status();
+  }
+  // The proxy refuses a hello from a larger world: say so here, before any int conversion.
+  if (*world < 1 || *world > spec::kMaxRunWorld) {
+    return Status::Error("ORRERY_WORLD must be in 1.." + std::to_string(spec::kMaxRunWorld));
   }
   e.job = static_cast<int>(*job);
   e.epoch = *epoch;

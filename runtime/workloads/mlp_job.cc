@@ -7,6 +7,8 @@
 #include <cstring>
 #include <thread>
 
+#include "spec/limits.h"
+
 namespace orrery::runtime {
 namespace {
 
@@ -67,13 +69,13 @@ Result<MlpConfig> parse_mlp_args(const std::vector<std::string>& args) {
       return static_cast<std::uint64_t>(v);
     };
     Result<std::uint64_t> v = std::uint64_t{0};
-    if (key == "--steps") { v = num(1, 1u << 30); if (v) c.steps = static_cast<std::int64_t>(*v); }
+    if (key == "--steps") { v = num(1, spec::kMaxSteps); if (v) c.steps = static_cast<std::int64_t>(*v); }
     else if (key == "--seed") { v = num(0, ~0ull); if (v) c.seed = *v; }
     else if (key == "--batch") { v = num(1, 4096); if (v) c.shape.batch = *v; }
     else if (key == "--din") { v = num(1, 4096); if (v) c.shape.din = *v; }
     else if (key == "--hidden") { v = num(1, 8192); if (v) c.shape.hidden = *v; }
     else if (key == "--dout") { v = num(1, 4096); if (v) c.shape.dout = *v; }
-    else if (key == "--world") { v = num(1, 4096); if (v) c.world = static_cast<int>(*v); }
+    else if (key == "--world") { v = num(1, spec::kMaxRunWorld); if (v) c.world = static_cast<int>(*v); }
     else if (key == "--step-delay-us") { v = num(0, 10'000'000); if (v) c.step_delay_us = static_cast<std::int64_t>(*v); }
     else if (key == "--lr") {
       char* end = nullptr;
