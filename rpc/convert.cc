@@ -1,6 +1,7 @@
 #include "rpc/convert.h"
 
 #include "core/service/job_spec_check.h"
+#include "spec/limits.h"
 
 namespace orrery::rpc {
 
@@ -40,7 +41,10 @@ Result<service::JobSpec> job_spec_from_wire(wire::JobSpec::Reader r) {
   auto wl = text_from_wire(r.getWorkload(), "workload");
   if (!wl) return wl.status();
   s.workload = wl->empty() ? "mlp" : *wl;
-  if (r.getArgs().size() > 256) return Status::Error("at most 256 workload arguments");
+  // A bound before copying; the limit itself is validate_job_spec's (below), with the same words.
+  if (r.getArgs().size() > spec::kMaxArgs)
+    return Status::Error("args: at most " + std::to_string(spec::kMaxArgs) + " arguments, got " +
+                         std::to_string(r.getArgs().size()));
   for (auto a : r.getArgs()) {
     auto t = text_from_wire(a, "argument");
     if (!t) return t.status();
@@ -201,7 +205,7 @@ Result<service::LaunchCommand> launch_from_wire(wire::Launch::Reader r) {
   c.epoch = r.getEpoch();
   c.world = r.getWorld();
   if (c.job < 0) return Status::Error("launch: job must be >= 0");
-  if (c.world < 1 || c.world > spec::kMaxWorld) return Status::Error("launch: world out of range");
+  if (c.world < 1 || c.world > spec::kMaxRunWorld) return Status::Error("launch: world out of range");
   if (r.getLocal().size() > spec::kMaxNodeDevices) return Status::Error("launch: too many local devices");
   for (auto l : r.getLocal()) {
     service::LocalShare s;
@@ -217,7 +221,9 @@ Result<service::LaunchCommand> launch_from_wire(wire::Launch::Reader r) {
   auto wl = text_from_wire(r.getWorkload(), "workload");
   if (!wl) return wl.status();
   c.workload = *wl;
-  if (r.getArgs().size() > 256) return Status::Error("launch: at most 256 arguments");
+  // The job's arguments and the service's "--steps=N".
+  if (r.getArgs().size() > spec::kMaxArgs + 1)
+    return Status::Error("launch: at most " + std::to_string(spec::kMaxArgs + 1) + " arguments");
   for (auto a : r.getArgs()) {
     auto t = text_from_wire(a, "argument");
     if (!t) return t.status();

@@ -1,53 +1,92 @@
 #include "core/service/job_spec_check.h"
 
-#include <cctype>
+#include <cstdint>
 #include <string>
+
+#include "spec/limits.h"
 
 namespace orrery::service {
 
 namespace {
 
+// What exec and the worker's log lines cannot carry.
 bool has_bad_char(const std::string& s) {
   return s.find('\n') != std::string::npos || s.find('\r') != std::string::npos ||
          s.find('\0') != std::string::npos;
 }
 
+std::string range(std::int64_t lo, std::int64_t hi) {
+  return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
+
+class Check {
+ public:
+  explicit Check(std::string* field) : field_(field) {}
+
+  Status fail(const char* field, const std::string& what) {
+    if (field_) *field_ = field;
+    return Status::Error(what);
+  }
+  Status in_range(const char* field, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    return fail(field, std::string(field) + ": " + std::to_string(v) + " out of range " + range(lo, hi));
+  }
+
+ private:
+  std::string* field_;
+};
+
 }  // namespace
 
-Status validate_job_spec(const JobSpec& s) {
-  if (s.name.empty() || s.name.size() > 200 || has_bad_char(s.name))
-    return Status::Error("name must be 1..200 characters without line breaks");
-  if (s.tier != spec::Tier::kPremium && s.tier != spec::Tier::kStandard &&
-      s.tier != spec::Tier::kBasic)
-    return Status::Error("tier must be premium, standard or basic");
-  if (s.device_type.empty() || s.device_type.size() > 100 || has_bad_char(s.device_type))
-    return Status::Error("device_type must be 1..100 characters without line breaks");
-  if (s.world < 1 || s.world > spec::kMaxWorld)
-    return Status::Error("world must be in [1, 2^20], got " + std::to_string(s.world));
-  if (s.min_devices < 1 || s.min_devices > s.max_devices || s.max_devices > s.world)
-    return Status::Error("devices must satisfy 1 <= min_devices <= max_devices <= world, got min " +
-                         std::to_string(s.min_devices) + ", max " + std::to_string(s.max_devices) +
-                         ", world " + std::to_string(s.world));
-  if (s.mem_mib < 1 || s.mem_mib > spec::kMaxMemMib)
-    return Status::Error("mem_mib must be in [1, 2^40], got " + std::to_string(s.mem_mib));
-  if (s.workload.empty() || s.workload.size() > 100)
-    return Status::Error("workload must be 1..100 characters");
-  for (char c : s.workload)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'))
-      return Status::Error("workload must be letters, digits, '-' or '_', got \"" + s.workload + "\"");
-  if (s.tenant.size() > 64) return Status::Error("tenant must be at most 64 characters");
-  for (char c : s.tenant)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
-      return Status::Error("tenant must be letters, digits, '.', '-' or '_', got \"" + s.tenant + "\"");
-  if (s.args.size() > 256) return Status::Error("at most 256 workload arguments");
-  for (const auto& a : s.args)
-    if (a.size() > 4096 || has_bad_char(a))
-      return Status::Error("each argument must be at most 4096 characters without line breaks");
-  if (s.steps < 0 || s.steps > (std::int64_t{1} << 40))
-    return Status::Error("steps must be in [0, 2^40], got " + std::to_string(s.steps));
-  if (s.checkpoint_every < 0 || s.checkpoint_every > (std::int64_t{1} << 40))
-    return Status::Error("checkpoint_every must be in [0, 2^40], got " +
-                         std::to_string(s.checkpoint_every));
+Status validate_job_spec(const JobSpec& s, std::string* field) {
+  Check c(field);
+  const std::string rule(spec::kNameRule);
+  if (!spec::valid_name(s.name)) return c.fail("name", "name: must be " + rule + ", got \"" + s.name + "\"");
+  if (!s.tenant.empty() && !spec::valid_name(s.tenant))
+    return c.fail("tenant", "tenant: must be " + rule + ", got \"" + s.tenant + "\"");
+  const auto tier = static_cast<std::int64_t>(s.tier);
+  if (tier < 0 || tier >= spec::kNumTiers)
+    return c.fail("tier", "tier: must be premium, standard or basic, got " + std::to_string(tier));
+  if (!spec::valid_name(s.device_type))
+    return c.fail("device_type", "device_type: must be " + rule + ", got \"" + s.device_type + "\"");
+  // GuardSubmit: 1 <= min_devices <= max_devices <= world <= kMaxWorld; the runtime runs at most
+  // kMaxRunWorld workers of a job.
+  if (s.world < 1 || s.world > spec::kMaxRunWorld) return c.in_range("world", s.world, 1, spec::kMaxRunWorld);
+  if (s.max_devices < 1 || s.max_devices > s.world)
+    return c.in_range("max_devices", s.max_devices, 1, s.world);
+  if (s.min_devices < 1 || s.min_devices > s.max_devices)
+    return c.in_range("min_devices", s.min_devices, 1, s.max_devices);
+  // GuardSubmit: world splits evenly over some device count c in [min, max], at most
+  // kSpliceLimit workers per device.
+  bool feasible = false;
+  for (int f = 1; f <= spec::kSpliceLimit && !feasible; ++f)
+    feasible = s.world % f == 0 && s.min_devices <= s.world / f && s.world / f <= s.max_devices;
+  if (!feasible) {
+    return c.fail("min_devices", "world " + std::to_string(s.world) +
+                                     " does not split evenly over any device count in " +
+                                     range(s.min_devices, s.max_devices) + " with at most " +
+                                     std::to_string(spec::kSpliceLimit) +
+                                     " workers per device: the job could never be placed");
+  }
+  if (s.mem_mib < 1 || s.mem_mib > spec::kMaxMemMib) return c.in_range("mem_mib", s.mem_mib, 1, spec::kMaxMemMib);
+  // The workload runs at least one step (a job of none would complete without running).
+  if (s.steps < 1 || s.steps > spec::kMaxSteps) return c.in_range("steps", s.steps, 1, spec::kMaxSteps);
+  if (s.checkpoint_every < 0 || s.checkpoint_every > spec::kMaxSteps)
+    return c.in_range("checkpoint_every", s.checkpoint_every, 0, spec::kMaxSteps);
+  // A workload name becomes part of a binary's name: no '.'.
+  if (!spec::valid_name(s.workload, /*allow_dot=*/false)) {
+    return c.fail("workload", "workload: must be " + rule + ", without '.', got \"" + s.workload + "\"");
+  }
+  if (s.args.size() > spec::kMaxArgs) {
+    return c.fail("args", "args: at most " + std::to_string(spec::kMaxArgs) + " arguments, got " +
+                              std::to_string(s.args.size()));
+  }
+  for (std::size_t i = 0; i < s.args.size(); ++i) {
+    if (s.args[i].size() > spec::kMaxArgLength || has_bad_char(s.args[i])) {
+      return c.fail("args", "args[" + std::to_string(i) + "]: must be at most " +
+                                std::to_string(spec::kMaxArgLength) +
+                                " bytes without line breaks or NUL characters");
+    }
+  }
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "core/service/job_spec_check.h"
 #include "runtime/common/toml_type_name.h"
 #include "spec/vocabulary.h"
 
@@ -42,53 +43,25 @@ class Parser {
                    "checkpoint_every, workload, args, tenant)");
       }
     }
+    // Types here; ranges, names and the core's submit guard in the one validation every entry
+    // point runs (core/service/job_spec_check.h), whose error is placed at the key at fault.
     if (auto st = str("name", true, s.name); !st.ok()) return st;
-    if (s.name.empty() || s.name.size() > kMaxJobNameLength || !name_chars(s.name)) {
-      return err(at("name"), "name: must be 1 to " + std::to_string(kMaxJobNameLength) +
-                             " characters of A-Z a-z 0-9 . _ - starting with a letter or digit, "
-                             "got \"" + s.name + "\"");
-    }
     if (auto st = str("tenant", false, s.tenant); !st.ok()) return st;
-    if (!s.tenant.empty() && (s.tenant.size() > kMaxJobNameLength || !name_chars(s.tenant))) {
-      return err(at("tenant"), "tenant: must be 1 to " + std::to_string(kMaxJobNameLength) +
-                               " characters of A-Z a-z 0-9 . _ - starting with a letter or digit, "
-                               "got \"" + s.tenant + "\"");
-    }
     std::string tier = "standard";
     if (auto st = str("tier", false, tier); !st.ok()) return st;
     auto t = spec::parse_tier(tier);
     if (!t) return err(at("tier"), "tier: must be premium, standard or basic, got \"" + tier + "\"");
     s.tier = *t;
     if (auto st = str("device_type", false, s.device_type); !st.ok()) return st;
-    if (s.device_type.empty() || !name_chars(s.device_type)) {
-      return err(at("device_type"), "device_type: must be a device type name such as \"host\", got \"" +
-                                        s.device_type + "\"");
-    }
-    if (auto st = integer("world", true, 1, spec::kMaxWorld, s.world); !st.ok()) return st;
-    s.max_devices = s.world;
-    if (auto st = integer("max_devices", false, 1, s.world, s.max_devices); !st.ok()) return st;
+    if (auto st = integer("world", true, s.world); !st.ok()) return st;
+    s.max_devices = s.world;  // defaults: one worker per device, not elastic
+    if (auto st = integer("max_devices", false, s.max_devices); !st.ok()) return st;
     s.min_devices = s.max_devices;
-    if (auto st = integer("min_devices", false, 1, s.max_devices, s.min_devices); !st.ok()) return st;
-    // The core's "world splits evenly over a device count in range" clause: some device count c in
-    // [min, max] with world == c * splice, splice <= kSpliceLimit.
-    bool feasible = false;
-    for (int f = 1; f <= spec::kSpliceLimit && !feasible; ++f)
-      feasible = s.world % f == 0 && s.min_devices <= s.world / f && s.world / f <= s.max_devices;
-    if (!feasible) {
-      return err(at(root_.contains("min_devices") ? "min_devices" : "world"),
-                 "world " + std::to_string(s.world) + " does not split evenly over any device count in [" +
-                     std::to_string(s.min_devices) + ", " + std::to_string(s.max_devices) +
-                     "] with at most " + std::to_string(spec::kSpliceLimit) +
-                     " workers per device: the job could never be placed");
-    }
-    if (auto st = integer("mem_mib", false, 1, spec::kMaxMemMib, s.mem_mib); !st.ok()) return st;
-    if (auto st = integer("steps", false, 1, std::int64_t{1} << 40, s.steps); !st.ok()) return st;
-    if (auto st = integer("checkpoint_every", false, 0, std::int64_t{1} << 40, s.checkpoint_every);
-        !st.ok())
-      return st;
+    if (auto st = integer("min_devices", false, s.min_devices); !st.ok()) return st;
+    if (auto st = integer("mem_mib", false, s.mem_mib); !st.ok()) return st;
+    if (auto st = integer("steps", false, s.steps); !st.ok()) return st;
+    if (auto st = integer("checkpoint_every", false, s.checkpoint_every); !st.ok()) return st;
     if (auto st = str("workload", false, s.workload); !st.ok()) return st;
-    if (s.workload.empty() || !name_chars(s.workload))
-      return err(at("workload"), "workload: must be a workload name such as \"mlp\", got \"" + s.workload + "\"");
     if (const toml::node* a = root_.get("args")) {
       const toml::array* arr = a->as_array();
       if (!arr) return err(a->source(), "args: expected an array of strings, got " +
@@ -103,21 +76,25 @@ class Parser {
         s.args.push_back(*v);
       }
     }
+    std::string field;
+    if (auto st = service::validate_job_spec(s, &field); !st.ok()) {
+      // min_devices and max_devices default from world: a bad default is world's fault.
+      if (!root_.contains(field) && (field == "min_devices" || field == "max_devices")) field = "world";
+      const toml::node* n = root_.get(field);
+      if (field == "args" && n && n->as_array()) {
+        // "args[i]: ...": point at the element.
+        const std::string& r = st.reason();
+        if (r.rfind("args[", 0) == 0) {
+          const std::size_t i = std::stoul(r.substr(5));
+          if (i < n->as_array()->size()) n = n->as_array()->get(i);
+        }
+      }
+      return err(n ? n->source() : toml::source_region{}, st.reason());
+    }
     return s;
   }
 
  private:
-  static bool name_chars(const std::string& n) {
-    auto ok = [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             c == '.' || c == '_' || c == '-';
-    };
-    if (n.empty() || n[0] == '.' || n[0] == '_' || n[0] == '-') return false;
-    for (char c : n)
-      if (!ok(c)) return false;
-    return true;
-  }
-
   toml::source_region at(std::string_view key) const {
     const toml::node* n = root_.get(key);
     return n ? n->source() : toml::source_region{};
@@ -143,19 +120,13 @@ class Parser {
     return Status::Ok();
   }
 
-  Status integer(std::string_view key, bool required, std::int64_t lo, std::int64_t hi,
-                 std::int64_t& out) const {
+  Status integer(std::string_view key, bool required, std::int64_t& out) const {
     const toml::node* n = root_.get(key);
     if (!n) return required ? missing(key, "an integer") : Status::Ok();
     if (!n->is_integer())
       return err(n->source(), std::string(key) + ": expected an integer, got " +
                                   std::string(toml_type_name(n->type())));
-    std::int64_t v = n->as_integer()->get();
-    if (v < lo || v > hi) {
-      return err(n->source(), std::string(key) + ": " + std::to_string(v) + " out of range [" +
-                                  std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    }
-    out = v;
+    out = n->as_integer()->get();
     return Status::Ok();
   }
 

@@ -6,11 +6,10 @@
 // and a missing required key (name, world) are errors. Every error names the source, the line and
 // column, and the key: "train.toml:3:9: world: expected an integer, got a string".
 //
-// The checks mirror the core's submit guard (spec/guards.h GuardSubmit: 1 <= min_devices <=
-// max_devices <= world <= 2^20, memory per worker in [1, 2^40] MiB, world splitting evenly over a
-// device count in range with at most kSpliceLimit workers per device), so a spec that parses is one
-// the core accepts; the parser says which key is at fault where the guard could only say which
-// clause failed.
+// The parser checks syntax and types; ranges, names and the core's submit guard are the one
+// job-spec validation every entry point runs (core/service/job_spec_check.h, limits from
+// spec/limits.h), so a spec that parses is one the service accepts and the runtime can run. Its
+// error is placed at the key at fault, where the guard could only say which clause failed.
 #pragma once
 
 #include <string>
@@ -30,8 +29,5 @@ Result<service::JobSpec> load_job_spec(const std::string& path);
 // The spec as TOML, every key written (parse_job_spec(to_toml(s)) == s): what `orrery submit
 // --dry-run` prints, with the defaults filled in.
 std::string to_toml(const service::JobSpec& spec);
-
-// The largest name a job may have (it appears in every table and log line).
-inline constexpr std::size_t kMaxJobNameLength = 64;
 
 }  // namespace orrery::cli

@@ -124,9 +124,12 @@ TEST(JobSpec, WrongTypes) {
 
 TEST(JobSpec, OutOfRange) {
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 0\n"),
-            "job.toml:2:9: world: 0 out of range [1, 1048576]");
+            "job.toml:2:9: world: 0 out of range [1, 4096]");
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 2000000\n"),
-            "job.toml:2:9: world: 2000000 out of range [1, 1048576]");
+            "job.toml:2:9: world: 2000000 out of range [1, 4096]");
+  // The spec allows 2^20 workers; the runtime runs at most spec::kMaxRunWorld.
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4097\n"),
+            "job.toml:2:9: world: 4097 out of range [1, 4096]");
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nmax_devices = 5\n"),
             "job.toml:3:15: max_devices: 5 out of range [1, 4]");
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nmax_devices = 2\nmin_devices = 3\n"),
@@ -152,6 +155,20 @@ TEST(JobSpec, BadNames) {
             std::string::npos);
   EXPECT_NE(parse_error("name = \"a\"\nworld = 1\ntenant = \"a/b\"\n").find("job.toml:3:10: tenant:"),
             std::string::npos);
+}
+
+TEST(JobSpec, ArgsAndStepsWithinTheRuntimesLimits) {
+  std::string many = "args = [";
+  for (int i = 0; i <= 256; ++i) many += std::string(i ? ", " : "") + "\"x\"";
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\n" + many + "]\n"),
+            "job.toml:3:8: args: at most 256 arguments, got 257");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\nargs = [\"--x\", \"a\\nb\"]\n"),
+            "job.toml:3:16: args[1]: must be at most 4096 bytes without line breaks or NUL characters");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\nargs = [\"" + std::string(4097, 'x') + "\"]\n")
+                .rfind("job.toml:3:9: args[0]: must be at most 4096 bytes", 0),
+            0u);
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\nsteps = 0\n"),
+            "job.toml:3:9: steps: 0 out of range [1, 1099511627776]");
 }
 
 TEST(JobSpec, InfeasibleSplitIsTheCoresGuard) {

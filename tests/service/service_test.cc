@@ -94,7 +94,7 @@ TEST_F(ServiceTest, LostNodeFailsOverFromTheLastCheckpointAndARestartedCoreRecon
   ASSERT_TRUE(n1.ok()) << n1.reason();
   auto bad = spec();
   bad.tenant = "a b";
-  EXPECT_NE(s->submit(bad).reason().find("tenant must be"), std::string::npos);
+  EXPECT_NE(s->submit(bad).reason().find("tenant: must be"), std::string::npos);
   auto id = s->submit(spec());
   ASSERT_TRUE(id.ok());
   s->tick();  // admit, place
