@@ -47,14 +47,9 @@ void decide(z3::solver& solver, const z3::expr& negated, Obligation& ob, Explain
   solver.pop();
 }
 
-bool takes_selection(spec::EventKind e) {
-  using spec::EventKind;
-  return e == EventKind::kPlace || e == EventKind::kResume || e == EventKind::kMigrate ||
-         e == EventKind::kResizeUp || e == EventKind::kResizeDown;
-}
-
-// The acting job's own variables and held set may change, and the per-device state of the
-// devices the row names and the counters of their nodes; nothing else may.
+// The acting job's own variables, held set and target may change, and the per-device state of the
+// devices the row names (those the job holds or targets, and those selected) and the counters of
+// their nodes; nothing else may.
 z3::expr frame(const Z3Domain& d, const SymCluster& pre, int j, const SymParams& p,
                const spec::EventKind event, const SymCluster& post) {
   auto same = d.b(true);
@@ -64,12 +59,13 @@ z3::expr frame(const Z3Domain& d, const SymCluster& pre, int j, const SymParams&
     for (const auto& [name, member] : fields)
       same = same && (pre.jobs[i].*member == post.jobs[i].*member);
     for (int dev = 0; dev < pre.num_devices(); ++dev)
-      same = same && pre.jobs[i].held[dev] == post.jobs[i].held[dev];
+      same = same && pre.jobs[i].held[dev] == post.jobs[i].held[dev] &&
+             pre.jobs[i].target[dev] == post.jobs[i].target[dev];
   }
   std::vector<z3::expr> node_named(static_cast<std::size_t>(pre.nodes), d.b(false));
   for (int dev = 0; dev < pre.num_devices(); ++dev) {
-    auto named = pre.jobs[j].held[dev];
-    if (takes_selection(event)) named = named || p.sel[dev];
+    auto named = pre.jobs[j].held[dev] || pre.jobs[j].target[dev];
+    if (spec::selects_devices(event)) named = named || p.sel[dev];
     node_named[pre.node_of(dev)] = node_named[pre.node_of(dev)] || named;
     same = same && z3::implies(!named, pre.owner[dev] == post.owner[dev] &&
                                            pre.owner_epoch[dev] == post.owner_epoch[dev] &&

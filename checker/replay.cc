@@ -38,13 +38,6 @@ class RecordClock final : public core::Clock {
   std::int64_t now_ = 0;
 };
 
-// The events whose decisions name a selection (as in the checker's FRAME obligation).
-bool takes_selection(spec::EventKind e) {
-  using spec::EventKind;
-  return e == EventKind::kPlace || e == EventKind::kResume || e == EventKind::kMigrate ||
-         e == EventKind::kResizeUp || e == EventKind::kResizeDown;
-}
-
 void sort_unique(std::vector<int>& v) {
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
@@ -59,6 +52,7 @@ std::string first_difference(const Cluster& a, const Cluster& b) {
       if (a.jobs[j].*member != b.jobs[j].*member)
         return "j" + std::to_string(j) + "." + std::string(name);
     if (a.jobs[j].held != b.jobs[j].held) return "j" + std::to_string(j) + ".held";
+    if (a.jobs[j].target != b.jobs[j].target) return "j" + std::to_string(j) + ".target";
   }
   auto per = [](const char* what, const std::vector<std::int64_t>& x,
                 const std::vector<std::int64_t>& y) -> std::string {
@@ -219,6 +213,7 @@ class Replayer {
       if (what.empty() && a.*member != b.*member)
         what = "j" + std::to_string(j) + "." + std::string(name);
     if (what.empty() && a.held != b.held) what = "j" + std::to_string(j) + ".held";
+    if (what.empty() && a.target != b.target) what = "j" + std::to_string(j) + ".target";
     if (!what.empty()) a = b;
     for (int dev : named_) {
       const auto d = static_cast<std::size_t>(dev);
@@ -309,16 +304,23 @@ class Replayer {
     }
   }
 
-  // What FRAME lets a decision change: job j, the devices it held and those it selects, and their
-  // nodes' counters (named_, from the shadow: the state before the decision).
+  // What FRAME lets a decision change: job j, the devices it held or targeted and those it
+  // selects, and their nodes' counters (named_, from the shadow: the state before the decision).
   void named_devices(int j, spec::EventKind event, const spec::Params<Concrete>& p) {
     const auto& held_before = shadow_.jobs[j].held;
+    const auto& target_before = shadow_.jobs[j].target;
     named_.clear();
-    if (takes_selection(event))
-      std::set_union(held_before.begin(), held_before.end(), p.sel.begin(), p.sel.end(),
-                     std::back_inserter(named_));
-    else
+    if (target_before.empty())
       named_.assign(held_before.begin(), held_before.end());
+    else
+      std::set_union(held_before.begin(), held_before.end(), target_before.begin(),
+                     target_before.end(), std::back_inserter(named_));
+    if (spec::selects_devices(event) && !p.sel.empty()) {
+      scratch_.clear();
+      std::set_union(named_.begin(), named_.end(), p.sel.begin(), p.sel.end(),
+                     std::back_inserter(scratch_));
+      named_.swap(scratch_);
+    }
   }
 
   // The shadow becomes the state before the next decision: only what FRAME lets change is copied,
@@ -374,7 +376,7 @@ class Replayer {
   std::uint64_t last_full_record_ = 0;  // the record it followed
   bool stopped_ = false;                // a record did not replay: the rest is only counted
   // Scratch, reused from decision to decision.
-  std::vector<int> named_, devs_, jobs_, nodes_;
+  std::vector<int> named_, devs_, jobs_, nodes_, scratch_;
   std::vector<int> node_of_;  // device -> node (ClusterVars::node_of without its binary search)
 };
 

@@ -120,14 +120,18 @@ std::string show_job(z3::model& m, const SymCluster& s, int j) {
     if (name == "state" || name == "tier") continue;
     out << " " << name << "=" << value_of(m, job.*member);
   }
-  out << " holds={";
-  bool first = true;
-  for (int dev = 0; dev < s.num_devices(); ++dev) {
-    if (!truth_of(m, job.held[dev])) continue;
-    out << (first ? "" : ",") << "d" << dev;
-    first = false;
-  }
-  out << "}";
+  auto set = [&](const char* what, const Z3Domain::DevSet& devs) {
+    out << " " << what << "={";
+    bool first = true;
+    for (int dev = 0; dev < s.num_devices(); ++dev) {
+      if (!truth_of(m, devs[dev])) continue;
+      out << (first ? "" : ",") << "d" << dev;
+      first = false;
+    }
+    out << "}";
+  };
+  set("holds", job.held);
+  set("target", job.target);
   return out.str();
 }
 

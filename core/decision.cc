@@ -97,7 +97,6 @@ std::string Decision::describe() const {
       break;
     case spec::EventKind::kCheckpoint:
     case spec::EventKind::kCheckpointDone:
-    case spec::EventKind::kMigrate:
       s += " ckpt@" + std::to_string(step);
       break;
     default:
@@ -145,8 +144,16 @@ std::string encode_decision_record(const Decision& d, std::int64_t time_ms) {
   put_i64(out, static_cast<std::int64_t>(d.devices.size()));
   for (auto dev : d.devices) put_i64(out, dev);
   // Last and only when set: records of journals written before tenants existed end here, and a
-  // Submit without a tenant is encoded exactly as it was then.
-  if (!d.tenant.empty()) put_str(out, d.tenant);
+  // Submit without a tenant or a program is encoded exactly as it was then.
+  const bool run = !d.workload.empty();
+  if (!d.tenant.empty() || run) put_str(out, d.tenant);
+  if (run) {
+    put_str(out, d.workload);
+    put_i64(out, d.steps);
+    put_i64(out, d.checkpoint_every);
+    put_i64(out, static_cast<std::int64_t>(d.args.size()));
+    for (const auto& a : d.args) put_str(out, a);
+  }
   return out;
 }
 
@@ -199,6 +206,14 @@ Result<DecodedRecord> decode_record(std::string_view bytes) {
   if (in.error().empty() && (n < 0 || n > (1 << 20))) in.fail("device count out of range");
   for (std::int64_t i = 0; in.error().empty() && i < n; ++i) d.devices.push_back(in.i64("device"));
   if (in.error().empty() && !in.done()) d.tenant = in.str("tenant");
+  if (in.error().empty() && !in.done()) {
+    d.workload = in.str("workload");
+    d.steps = in.i64("steps");
+    d.checkpoint_every = in.i64("checkpoint_every");
+    auto nargs = in.i64("argument count");
+    if (in.error().empty() && (nargs < 0 || nargs > (1 << 16))) in.fail("argument count out of range");
+    for (std::int64_t i = 0; in.error().empty() && i < nargs; ++i) d.args.push_back(in.str("argument"));
+  }
   if (in.error().empty() && !in.done()) in.fail("trailing bytes after decision");
   if (in.error().empty() && (event < 0 || event >= spec::kNumEventKinds))
     in.fail("unknown event " + std::to_string(event));

@@ -27,8 +27,14 @@ struct Decision {
   std::int64_t max_devices = 0;
   std::int64_t mem_mib = 0;  // device memory per worker
   std::string tenant;        // who submitted it; fair share among tenants inside a tier ("": default)
+  // Submit: what the nodes run (the rest of the job spec, journaled with it so that the journal
+  // alone rebuilds every job). Empty workload: a job with nothing to run (the simulator's).
+  std::string workload;
+  std::vector<std::string> args;
+  std::int64_t steps = 0;
+  std::int64_t checkpoint_every = 0;
 
-  std::int64_t step = 0;          // Progress, Checkpoint, CheckpointDone, Migrate
+  std::int64_t step = 0;          // Progress, Checkpoint, CheckpointDone
   std::int64_t gpu_ms = 0;        // Progress
   std::int64_t splice = 0;        // Place, Resume, Migrate, ResizeUp, ResizeDown
   std::int64_t beneficiary = -1;  // Preempt, ResizeDown

@@ -68,6 +68,7 @@ using Checkpointing = St<JobState::kCheckpointing>;
 using Suspended = St<JobState::kSuspended>;
 using Migrating = St<JobState::kMigrating>;
 using Restoring = St<JobState::kRestoring>;
+using Resizing = St<JobState::kResizing>;
 using Completed = St<JobState::kCompleted>;
 using Failed = St<JobState::kFailed>;
 using Cancelled = St<JobState::kCancelled>;
@@ -90,6 +91,7 @@ using WorkerCrash = Ev<EventKind::kWorkerCrash>;
 using NodeLoss = Ev<EventKind::kNodeLoss>;
 using Cancel = Ev<EventKind::kCancel>;
 using Release = Ev<EventKind::kRelease>;
+using Abort = Ev<EventKind::kAbort>;
 
 template <class S, class E, class T, class A = none, class G = none>
 using Row = msmf::Row<S, E, T, A, G>;
@@ -98,8 +100,9 @@ using Do = SpecAction<E>;
 template <class G>
 using If = SpecGuard<G>;
 
-// Submission, admission, placement, running, elasticity, preemption, migration, completion,
-// giving up reservations.
+// Submission, admission, placement, running, the decisions that start an operation in the
+// runtime (preemption, migration, resize: in-flight states, which hold the job's devices while the
+// nodes take the cut) and their completions, completion, giving up reservations.
 using MainRows = boost::mpl::vector<
     //  Source        Event           Target         Action                       Guard
     Row<New,          Submit,         Submitted,     Do<spec::EffectSubmit>,      If<spec::GuardSubmit>>,
@@ -108,17 +111,40 @@ using MainRows = boost::mpl::vector<
     Row<Placed,       Start,          Running>,
     Row<Running,      Progress,       Running,       Do<spec::EffectProgress>,    If<spec::GuardProgress>>,
     Row<Running,      Checkpoint,     Running,       Do<spec::EffectCheckpoint>,  If<spec::GuardCheckpoint>>,
-    Row<Running,      ResizeUp,       Running,       Do<spec::EffectGrow>,        If<spec::GuardGrow>>,
-    Row<Running,      ResizeDown,     Running,       Do<spec::EffectShrink>,      If<spec::GuardShrink>>,
+    Row<Running,      ResizeUp,       Resizing,      Do<spec::EffectPlanMove>,    If<spec::GuardGrow>>,
+    Row<Running,      ResizeDown,     Resizing,      Do<spec::EffectPlanShrink>,  If<spec::GuardShrink>>,
     Row<Running,      Preempt,        Checkpointing, Do<spec::EffectPreempt>,     If<spec::GuardPreempt>>,
     Row<Checkpointing, CheckpointDone, Suspended,    Do<spec::EffectSuspend>,     If<spec::GuardCut>>,
     Row<Suspended,    Resume,         Restoring,     Do<spec::EffectAcquire>,     If<spec::GuardGang>>,
     Row<Restoring,    RestoreDone,    Running>,
-    Row<Running,      Migrate,        Migrating,     Do<spec::EffectMigrate>,     If<spec::GuardMigrate>>,
-    Row<Migrating,    RestoreDone,    Running>,
+    Row<Running,      Migrate,        Migrating,     Do<spec::EffectPlanMove>,    If<spec::GuardMigrate>>,
+    Row<Migrating,    CheckpointDone, Restoring,     Do<spec::EffectMove>,        If<spec::GuardMove>>,
+    Row<Resizing,     CheckpointDone, Restoring,     Do<spec::EffectMove>,        If<spec::GuardMove>>,
     Row<Running,      Complete,       Completed,     Do<spec::EffectComplete>>,
     Row<Queued,       Release,        Queued,        Do<spec::EffectUnreserve>>,
     Row<Suspended,    Release,        Suspended,     Do<spec::EffectUnreserve>>>;
+
+// While an operation is in flight: the workers run on until the cut, so their progress and a
+// periodic checkpoint may still be committed; every in-flight state has an Abort row back to a
+// safe state (a cut that failed, was refused or timed out restarts the job in place from its last
+// committed checkpoint; a launch or restore that failed gives the devices back and waits again);
+// and a resizing job fails like every holding one.
+using InFlightRows = boost::mpl::vector<
+    Row<Checkpointing, Progress,    Checkpointing, Do<spec::EffectProgress>,    If<spec::GuardProgress>>,
+    Row<Migrating,     Progress,    Migrating,     Do<spec::EffectProgress>,    If<spec::GuardProgress>>,
+    Row<Resizing,      Progress,    Resizing,      Do<spec::EffectProgress>,    If<spec::GuardProgress>>,
+    Row<Checkpointing, Checkpoint,  Checkpointing, Do<spec::EffectCheckpoint>,  If<spec::GuardCheckpoint>>,
+    Row<Migrating,     Checkpoint,  Migrating,     Do<spec::EffectCheckpoint>,  If<spec::GuardCheckpoint>>,
+    Row<Resizing,      Checkpoint,  Resizing,      Do<spec::EffectCheckpoint>,  If<spec::GuardCheckpoint>>,
+    Row<Placed,        Abort,       Queued,        Do<spec::EffectRequeueNoFault>>,
+    Row<Checkpointing, Abort,       Placed,        Do<spec::EffectRestartInPlace>>,
+    Row<Migrating,     Abort,       Placed,        Do<spec::EffectRestartInPlace>>,
+    Row<Resizing,      Abort,       Placed,        Do<spec::EffectRestartInPlace>>,
+    Row<Restoring,     Abort,       Queued,        Do<spec::EffectRequeueNoFault>>,
+    Row<Resizing,      WorkerCrash, Queued,        Do<spec::EffectRequeue>,     If<spec::GuardRetry>>,
+    Row<Resizing,      WorkerCrash, Failed,        Do<spec::EffectGiveUp>,      If<spec::GuardExhausted>>,
+    Row<Resizing,      NodeLoss,    Queued,        Do<spec::EffectRequeue>,     If<spec::GuardRetry>>,
+    Row<Resizing,      NodeLoss,    Failed,        Do<spec::EffectGiveUp>,      If<spec::GuardExhausted>>>;
 
 // Failures (worker crash, node loss): back to the last committed checkpoint while retries are
 // left, failed after. Kept as one flat vector of 20 rows: nested joint_views make the MSM
@@ -154,11 +180,12 @@ using CancelRows = boost::mpl::vector<
     Row<Checkpointing, Cancel, Cancelled, Do<spec::EffectCancel>>,
     Row<Suspended,     Cancel, Cancelled, Do<spec::EffectCancel>>,
     Row<Migrating,     Cancel, Cancelled, Do<spec::EffectCancel>>,
-    Row<Restoring,     Cancel, Cancelled, Do<spec::EffectCancel>>>;
+    Row<Restoring,     Cancel, Cancelled, Do<spec::EffectCancel>>,
+    Row<Resizing,      Cancel, Cancelled, Do<spec::EffectCancel>>>;
 
 using Table =
-    boost::mpl::joint_view<boost::mpl::joint_view<MainRows, FailureRows>, CancelRows>;
-
+    boost::mpl::joint_view<boost::mpl::joint_view<MainRows, InFlightRows>,
+                           boost::mpl::joint_view<FailureRows, CancelRows>>;
 }  // namespace lifecycle
 
 // The front-end. A plain (non-template) struct on purpose: MSM repeats the front-end's type name

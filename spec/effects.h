@@ -34,7 +34,9 @@ struct EffectSubmit {
     job.failures = d.k(0);
     job.attained = d.k(0);
     job.ben = d.k(-1);
+    job.tsplice = d.k(0);
     job.held = d.no_devices(s.num_devices());
+    job.target = d.no_devices(s.num_devices());
     // resv_gen is left as it is: a reservation generation never goes back (INV-RESERVE).
   }
 };
@@ -123,35 +125,88 @@ struct EffectAcquire {
   }
 };
 
-// Commit the barrier checkpoint, then a new incarnation takes the target devices.
-struct EffectMigrate {
-  static constexpr std::string_view name = "checkpoint_new_epoch_move";
+// A move is decided (migration, resize up or down): the job keeps its devices and its incarnation
+// while the nodes take the cut; the target is recorded, and the target devices it does not hold
+// are reserved for it under a new reservation generation (so that no reservation from before is
+// live, and only a job that outranks it may take them meanwhile). For a shrink, `ben` remembers
+// the waiting job the devices it gives up are for.
+template <class D>
+void plan_move(const D& d, ClusterVars<D>& s, int j, const Params<D>& p,
+               const typename D::Int& ben) {
+  auto& job = s.jobs[j];
+  job.resv_gen = job.resv_gen + d.k(1);
+  d.members(p.sel, [&](int dev, const typename D::Bool& in) {
+    const auto other = in && !(s.owner[dev] == d.k(j));
+    s.resv_for[dev] = d.ite(other, d.k(j), s.resv_for[dev]);
+    s.resv_gen[dev] = d.ite(other, job.resv_gen, s.resv_gen[dev]);
+  });
+  job.target = p.sel;
+  job.tsplice = p.splice;
+  job.ben = ben;
+}
+
+// Migration or growth decided: record the target, reserve its new devices.
+struct EffectPlanMove {
+  static constexpr std::string_view name = "record_target_reserve";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>& p) {
-    s.jobs[j].ckpt = p.step;
-    s.jobs[j].epoch = s.jobs[j].epoch + d.k(1);
-    move_to_selected(d, s, j, p, s.jobs[j].epoch);
+    plan_move(d, s, j, p, d.k(-1));
   }
 };
 
-// Same incarnation, more devices (elastic resize by splicing: the workers are re-spliced at a safe
-// point, no restart).
-struct EffectGrow {
-  static constexpr std::string_view name = "resplice";
+// Shrink decided, in favour of a waiting job: record the target (a subset of the held devices)
+// and the beneficiary; the devices go when the cut is stored (EffectMove), reserved for it then.
+struct EffectPlanShrink {
+  static constexpr std::string_view name = "record_target_beneficiary";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>& p) {
-    move_to_selected(d, s, j, p, s.jobs[j].epoch);
+    plan_move(d, s, j, p, p.beneficiary);
   }
 };
 
-// Same incarnation, fewer devices, in favour of a waiting job: the devices given up are reserved
-// for it.
-struct EffectShrink {
-  static constexpr std::string_view name = "resplice_reserve_freed";
+// The target and the beneficiary of an in-flight operation are forgotten.
+template <class D>
+void clear_move(const D& d, ClusterVars<D>& s, int j) {
+  auto& job = s.jobs[j];
+  job.target = d.no_devices(s.num_devices());
+  job.tsplice = d.k(0);
+  job.ben = d.k(-1);
+}
+
+// The cut of a migration or resize is stored: commit it as the checkpoint, and a new incarnation
+// takes the target devices. The devices left behind are reserved for the shrink's beneficiary if it
+// still waits; the job stops reserving (a new generation voids whatever is left of its
+// reservations).
+struct EffectMove {
+  static constexpr std::string_view name = "checkpoint_new_epoch_take_target";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>& p) {
-    free_held(d, s, j, p.beneficiary, waiting_job(d, s, p.beneficiary));
-    take_selected(d, s, j, p, s.jobs[j].epoch);
+    auto& job = s.jobs[j];
+    const auto q = move_params(d, job, p);
+    job.ckpt = p.step;
+    job.epoch = job.epoch + d.k(1);
+    job.resv_gen = job.resv_gen + d.k(1);
+    free_held(d, s, j, job.ben, waiting_job(d, s, job.ben));
+    take_selected(d, s, j, q, job.epoch);
+    clear_move(d, s, j);
+  }
+};
+
+// An in-flight cut (preemption, migration, resize) failed, was refused or timed out: a new
+// incarnation restarts on the devices the job holds, from its last committed checkpoint. Nothing
+// is given up or taken; the target's reservations are voided, and the beneficiary forgotten.
+struct EffectRestartInPlace {
+  static constexpr std::string_view name = "new_epoch_rollback_in_place";
+  template <class D>
+  static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
+    auto& job = s.jobs[j];
+    job.epoch = job.epoch + d.k(1);
+    job.resv_gen = job.resv_gen + d.k(1);
+    job.progress = d.ite(d.k(0) <= job.ckpt, job.ckpt, d.k(0));
+    d.members(job.held, [&](int dev, const typename D::Bool& in) {
+      s.owner_epoch[dev] = d.ite(in, job.epoch, s.owner_epoch[dev]);
+    });
+    clear_move(d, s, j);
   }
 };
 
@@ -220,18 +275,22 @@ struct EffectCancel {
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
     unadmit(d, s, j);
     free_held_for_beneficiary(d, s, j);
+    clear_move(d, s, j);
     s.jobs[j].resv_gen = s.jobs[j].resv_gen + d.k(1);
   }
 };
 
-// Worker crash or node loss: release, roll progress back to the last committed checkpoint (or the
-// start), count the failure.
+// Worker crash, node loss, or an aborted launch or restore: release, roll progress back to the last
+// committed checkpoint (or the start), forget any move in flight (a new reservation generation
+// voids its target's reservations), and count the failure when `counts`.
 template <class D>
-void fail(const D& d, ClusterVars<D>& s, int j) {
+void fail(const D& d, ClusterVars<D>& s, int j, bool counts = true) {
   auto& job = s.jobs[j];
   free_held_for_beneficiary(d, s, j);
+  clear_move(d, s, j);
+  job.resv_gen = job.resv_gen + d.k(1);
   job.progress = d.ite(d.k(0) <= job.ckpt, job.ckpt, d.k(0));
-  job.failures = job.failures + d.k(1);
+  if (counts) job.failures = job.failures + d.k(1);
 }
 
 // A failure with retries left: requeued, still admitted.
@@ -240,6 +299,17 @@ struct EffectRequeue {
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
     fail(d, s, j);
+  }
+};
+
+// A launch or a restore failed or timed out (Placed, Restoring): the job gives its devices back and
+// waits again, from its last committed checkpoint. Not a failure of the job's own: no retry is
+// counted.
+struct EffectRequeueNoFault {
+  static constexpr std::string_view name = "release_rollback_uncounted";
+  template <class D>
+  static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
+    fail(d, s, j, /*counts=*/false);
   }
 };
 

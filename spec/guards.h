@@ -116,16 +116,39 @@ Clause<D> cut_at_progress(const D&, const JobVars<D>& job, const Params<D>& p) {
   return {"checkpoint cut at the current step", p.step == job.progress};
 }
 
-// Migration: checkpoint at the barrier (the current step) and fit the gang on the target devices,
-// on at least as many devices as now.
+// Migration, decided: the gang fits on the target devices, on at least as many devices as now.
+// The job keeps its devices while the nodes take the cut (Migrating); the target devices it does
+// not hold are reserved for it meanwhile, and GuardMove checks the fit again when the cut is stored.
 struct GuardMigrate {
-  static constexpr std::string_view name = "cut_and_gang_fits";
+  static constexpr std::string_view name = "gang_fits_target";
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
     auto cs = GuardGang::clauses(d, s, j, p);
-    cs.push_back(cut_at_progress(d, s.jobs[j], p));
     // Moving to fewer devices would be a shrink, which only GuardShrink may allow.
     cs.push_back({"not fewer devices than now", s.jobs[j].devices <= d.size(p.sel)});
+    return cs;
+  }
+};
+
+// The parameters of the move a Migrating or Resizing job decided: its stored target.
+template <class D>
+Params<D> move_params(const D& d, const JobVars<D>& job, const Params<D>& p) {
+  Params<D> q = p;
+  q.sel = job.target;
+  q.splice = job.tsplice;
+  (void)d;
+  return q;
+}
+
+// The cut of a migration or resize is stored at the current step, and the gang still fits on the
+// target the decision named (the devices reserved for it may have gone to a job that outranks it,
+// or a target node may have left Up: then the move is aborted instead).
+struct GuardMove {
+  static constexpr std::string_view name = "cut_and_target_fits";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    auto cs = GuardGang::clauses(d, s, j, move_params(d, s.jobs[j], p));
+    cs.push_back(cut_at_progress(d, s.jobs[j], p));
     return cs;
   }
 };

@@ -26,10 +26,12 @@ enum class Inv {
   kIndex,    // INV-INDEX
   kReserve,  // INV-RESERVE
   kNode,     // INV-NODE
+  kSplice,   // INV-SPLICE
 };
-inline constexpr std::array<Inv, 12> kAllInvariants = {
-    Inv::kWorld, Inv::kGang,  Inv::kExcl,  Inv::kCap,     Inv::kCkpt, Inv::kEpoch,
-    Inv::kTier,  Inv::kTerm,  Inv::kAdmit, Inv::kIndex,   Inv::kReserve, Inv::kNode};
+inline constexpr std::array<Inv, 13> kAllInvariants = {
+    Inv::kWorld, Inv::kGang,  Inv::kExcl,  Inv::kCap,     Inv::kCkpt,    Inv::kEpoch,
+    Inv::kTier,  Inv::kTerm,  Inv::kAdmit, Inv::kIndex,   Inv::kReserve, Inv::kNode,
+    Inv::kSplice};
 
 constexpr std::string_view inv_id(Inv i) {
   switch (i) {
@@ -45,6 +47,7 @@ constexpr std::string_view inv_id(Inv i) {
     case Inv::kIndex: return "INV-INDEX";
     case Inv::kReserve: return "INV-RESERVE";
     case Inv::kNode: return "INV-NODE";
+    case Inv::kSplice: return "INV-SPLICE";
   }
   return "INV-?";
 }
@@ -55,7 +58,7 @@ constexpr std::string_view inv_summary(Inv i) {
     case Inv::kGang: return "a job holding devices has all W workers placed within its range";
     case Inv::kExcl: return "a device is held by at most one job";
     case Inv::kCap: return "no node exceeds its devices or host memory for spliced state";
-    case Inv::kCkpt: return "suspended/migrating jobs have a checkpoint; progress monotone";
+    case Inv::kCkpt: return "suspended/restoring jobs have a checkpoint; progress monotone";
     case Inv::kEpoch: return "every (re)start takes a larger epoch; one incarnation holds";
     case Inv::kTier: return "preemption/shrinking only for a favoured job; attained in range";
     case Inv::kTerm: return "finished jobs hold nothing and never leave their state";
@@ -63,6 +66,8 @@ constexpr std::string_view inv_summary(Inv i) {
     case Inv::kIndex: return "owners match held sets; each counter equals the sum it stands for";
     case Inv::kReserve: return "freed devices reserved for the beneficiary; only it may take them";
     case Inv::kNode: return "devices taken only on Up nodes; none held on a Down or Joining node";
+    case Inv::kSplice:
+      return "a move's target is a gang; a resize keeps a subset or superset; an epoch never swaps";
   }
   return "";
 }
@@ -74,8 +79,8 @@ template <class D>
 JobVars<D> new_job(const D& d, int devices) {
   auto z = d.k(0);
   return JobVars<D>{d.k(static_cast<std::int64_t>(JobState::kNew)),
-                    z, z, z, z, z, z, z, z, z, z, d.k(-1), z, z, d.k(-1), z,
-                    d.no_devices(devices)};
+                    z, z, z, z, z, z, z, z, z, z, d.k(-1), z, z, d.k(-1), z, z,
+                    d.no_devices(devices), d.no_devices(devices)};
 }
 
 // Appends a job slot in state New that holds nothing (the slot a Submit fills); returns its index.
@@ -128,7 +133,7 @@ typename D::Bool init_state(const D& d, const ClusterVars<D>& s) {
   constexpr auto fields = job_fields<D>();
   for (int j = 0; j < s.num_jobs(); ++j) {
     for (const auto& [name, member] : fields) ok = ok && (s.jobs[j].*member == fresh.*member);
-    ok = ok && d.size(s.jobs[j].held) == d.k(0);
+    ok = ok && d.size(s.jobs[j].held) == d.k(0) && d.size(s.jobs[j].target) == d.k(0);
   }
   for (int dev = 0; dev < s.num_devices(); ++dev)
     ok = ok && s.owner[dev] == d.k(-1) && s.owner_epoch[dev] == d.k(0) &&
@@ -207,9 +212,10 @@ typename D::Bool job_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int
     }
 
     case Inv::kCkpt:
+      // Migrating, Resizing and Checkpointing jobs run on until their cut: only a job whose cut
+      // is committed (Suspended) or that restores one (Restoring) stands at its checkpoint.
       return d.k(0) <= job.progress && d.k(-1) <= job.ckpt && job.ckpt <= job.progress &&
-             d.implies(one_of(d, job.state,
-                              {JobState::kSuspended, JobState::kMigrating, JobState::kRestoring}),
+             d.implies(one_of(d, job.state, {JobState::kSuspended, JobState::kRestoring}),
                        d.k(0) <= job.ckpt && job.progress == job.ckpt);
 
     case Inv::kEpoch: {
@@ -238,10 +244,28 @@ typename D::Bool job_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int
     }
 
     case Inv::kReserve:
-      // Only a job checkpointing for a preemption names a beneficiary, never itself.
+      // Only a job checkpointing for a preemption or resizing to fewer devices names a
+      // beneficiary, never itself.
       return d.k(0) <= job.resv_gen &&
              d.implies(!(job.ben == d.k(-1)),
-                       is(d, job.state, JobState::kCheckpointing) && !(job.ben == d.k(j)));
+                       one_of(d, job.state, {JobState::kCheckpointing, JobState::kResizing}) &&
+                           !(job.ben == d.k(j)));
+
+    case Inv::kSplice: {
+      // A move in flight names a gang of the job as its target: in its range, W split evenly
+      // within the splice limit; a migration to no fewer devices, a resize to a subset (shrink) or
+      // a superset (grow) of the devices held, so that resizing never swaps a device for another.
+      // Nothing is targeted otherwise.
+      auto count = d.size(job.target);
+      return d.implies(moving_state(d, job.state),
+                       job.min_dev <= count && count <= job.max_dev &&
+                           exact_split(d, job.world, count, job.tsplice) &&
+                           d.implies(is(d, job.state, JobState::kMigrating), job.devices <= count) &&
+                           d.implies(is(d, job.state, JobState::kResizing),
+                                     subset(d, job.target, job.held) ||
+                                         subset(d, job.held, job.target))) &&
+             d.implies(!moving_state(d, job.state), count == d.k(0) && job.tsplice == d.k(0));
+    }
 
     case Inv::kExcl:
     case Inv::kCap:
@@ -391,31 +415,33 @@ typename D::Bool state_invariant(const D& d, Inv inv, const ClusterVars<D>& s) {
 
 // ---- Step invariants -----------------------------------------------------------------------
 
-// Job i loses devices while it stays live, or is sent to checkpoint for preemption.
+// A decision that takes devices from job i: it is sent to checkpoint for preemption, it is to
+// resize to fewer devices, or it loses devices while it stays live other than by carrying out the
+// shrink it was decided (Resizing: that decision was the preemptive one).
 template <class D>
 typename D::Bool preemptive(const D& d, const JobVars<D>& pre, const JobVars<D>& post) {
+  auto resizing = is(d, pre.state, JobState::kResizing);
   return (is(d, pre.state, JobState::kRunning) && is(d, post.state, JobState::kCheckpointing)) ||
+         (is(d, post.state, JobState::kResizing) && !resizing &&
+          d.size(post.target) < pre.devices) ||
          (holding_state(d, pre.state) && holding_state(d, post.state) &&
-          post.devices < pre.devices);
+          post.devices < pre.devices && !resizing);
 }
 
-// The job that the devices job j gives up in this transition are for: the beneficiary of a shrink,
-// or the one a preemption checkpoint was taken for — whether the checkpoint is committed or the
-// job fails or is cancelled first; -1 for any other transition.
+// The job that the devices job j gives up in this transition are for: the one a preemption or a
+// shrink was decided for — whether the cut is stored or the job fails or is cancelled first; -1
+// for any other transition.
 template <class D>
-typename D::Int freed_for(const D& d, const ClusterVars<D>& pre, int j, const Params<D>& p,
-                          const ClusterVars<D>& post) {
+typename D::Int freed_for(const D& d, const ClusterVars<D>& pre, int j, const Params<D>&,
+                          const ClusterVars<D>&) {
   const auto& a = pre.jobs[j];
-  const auto& b = post.jobs[j];
-  auto shrink = holding_state(d, a.state) && holding_state(d, b.state) && b.devices < a.devices;
-  auto preempted =
-      is(d, a.state, JobState::kCheckpointing) && !holding_state(d, b.state);
-  return d.ite(shrink, p.beneficiary, d.ite(preempted, a.ben, d.k(-1)));
+  return d.ite(one_of(d, a.state, {JobState::kCheckpointing, JobState::kResizing}), a.ben,
+               d.k(-1));
 }
 
 inline constexpr bool has_step_part(Inv inv) {
   return inv == Inv::kWorld || inv == Inv::kCkpt || inv == Inv::kEpoch || inv == Inv::kTier ||
-         inv == Inv::kTerm || inv == Inv::kReserve || inv == Inv::kNode;
+         inv == Inv::kTerm || inv == Inv::kReserve || inv == Inv::kNode || inv == Inv::kSplice;
 }
 inline constexpr bool has_device_step_part(Inv inv) {
   return inv == Inv::kReserve || inv == Inv::kNode;
@@ -477,10 +503,11 @@ typename D::Bool job_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
                                       b.min_dev == a.min_dev && b.max_dev == a.max_dev &&
                                       b.mem == a.mem);
     case Inv::kCkpt: {
-      // Progress moves back only on failure (leaving a holding state for Queued or Failed),
-      // and then exactly to the last committed checkpoint (or the start).
+      // Progress moves back only on failure or abort (leaving a holding state for Queued or
+      // Failed, or restarting in place: Placed), and then exactly to the last committed
+      // checkpoint (or the start).
       auto failure = holding_state(d, a.state) &&
-                     one_of(d, b.state, {JobState::kQueued, JobState::kFailed});
+                     one_of(d, b.state, {JobState::kQueued, JobState::kFailed, JobState::kPlaced});
       auto to_ckpt = b.progress == d.ite(d.k(0) <= a.ckpt, a.ckpt, d.k(0));
       return d.implies(submitted,
                        a.ckpt <= b.ckpt && (a.progress <= b.progress || (failure && to_ckpt)));
@@ -500,6 +527,11 @@ typename D::Bool job_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
       return a.resv_gen <= b.resv_gen &&
              d.implies(waiting_state(d, a.state) && !waiting_state(d, b.state),
                        a.resv_gen < b.resv_gen);
+    case Inv::kSplice:
+      // A job that keeps its epoch across a row changes its devices only as splicing allows: it
+      // keeps a subset or a superset, never swaps one device for another (a swap is a move, and a
+      // move starts a new incarnation).
+      return d.implies(b.epoch == a.epoch, subset(d, b.held, a.held) || subset(d, a.held, b.held));
     case Inv::kGang:
     case Inv::kExcl:
     case Inv::kCap:

@@ -43,25 +43,30 @@ struct JobVars {
   Int ckpt;       // step of the last committed checkpoint, -1 when none
   Int failures;   // worker crashes and node losses so far
   Int attained;   // GPU-milliseconds of service received (fair share within a tier)
-  Int ben;        // while Checkpointing for a preemption: the job it is for (else -1)
+  Int ben;        // while Checkpointing for a preemption or Resizing to fewer devices: the job it
+                  // is for (else -1)
   Int resv_gen;   // reservation generation: reservations made for this job under an older
                   // generation are void (Place, Resume, Cancel and Release start a new one)
-  typename D::DevSet held;  // the devices held now
+  Int tsplice;    // while Migrating or Resizing: workers per device on the target (else 0)
+  typename D::DevSet held;    // the devices held now
+  typename D::DevSet target;  // while Migrating or Resizing: the devices the job moves to once
+                              // the cut is stored (those it does not hold are reserved for it);
+                              // empty otherwise
 };
 
 // The integer fields of JobVars in declaration order, for code that must visit all of them
 // (making solver variables, printing counterexamples, the reference checks in tests). The device
-// set `held` is visited separately.
+// sets `held` and `target` are visited separately.
 template <class D>
 constexpr auto job_fields() {
   using J = JobVars<D>;
-  return std::array<std::pair<std::string_view, typename D::Int J::*>, 16>{{
+  return std::array<std::pair<std::string_view, typename D::Int J::*>, 17>{{
       {"state", &J::state},       {"tier", &J::tier},         {"dtype", &J::dtype},
       {"world", &J::world},       {"min_dev", &J::min_dev},   {"max_dev", &J::max_dev},
       {"mem", &J::mem},           {"devices", &J::devices},   {"splice", &J::splice},
       {"epoch", &J::epoch},       {"progress", &J::progress}, {"ckpt", &J::ckpt},
       {"failures", &J::failures}, {"attained", &J::attained}, {"ben", &J::ben},
-      {"resv_gen", &J::resv_gen},
+      {"resv_gen", &J::resv_gen}, {"tsplice", &J::tsplice},
   }};
 }
 
@@ -136,6 +141,7 @@ void for_each_state_var(C& s, FInt&& on_int, FSet&& on_set) {
     std::string p = "j" + std::to_string(j) + ".";
     for (const auto& [name, member] : fields) on_int(p + std::string(name), s.jobs[j].*member);
     on_set(p + "held", s.jobs[j].held);
+    on_set(p + "target", s.jobs[j].target);
   }
 }
 
@@ -143,7 +149,7 @@ void for_each_state_var(C& s, FInt&& on_int, FSet&& on_set) {
 //   Submit:            tier dtype world min_dev max_dev mem
 //   Place Resume Migrate ResizeUp ResizeDown: sel (the job's full new device set) and splice
 //   Progress:          step (new committed step) and gpu_ms (service since the last report)
-//   Checkpoint CheckpointDone Migrate: step (the step the checkpoint captured)
+//   Checkpoint CheckpointDone: step (the step the checkpoint captured)
 //   Preempt ResizeDown: beneficiary (the waiting job this decision makes room for)
 template <class D>
 struct Params {
@@ -176,7 +182,23 @@ template <class D>
 typename D::Bool holding_state(const D& d, const typename D::Int& st) {
   return one_of(d, st,
                 {JobState::kPlaced, JobState::kRunning, JobState::kCheckpointing,
-                 JobState::kMigrating, JobState::kRestoring});
+                 JobState::kMigrating, JobState::kResizing, JobState::kRestoring});
+}
+
+// A move is in flight: the job holds its devices while the nodes take the cut, and `target` names
+// where it goes once the cut is stored.
+template <class D>
+typename D::Bool moving_state(const D& d, const typename D::Int& st) {
+  return one_of(d, st, {JobState::kMigrating, JobState::kResizing});
+}
+
+// An operation is in flight in the runtime: each of these states has an Abort row back to a safe
+// state (docs/spec.md, "In-flight states").
+template <class D>
+typename D::Bool in_flight_state(const D& d, const typename D::Int& st) {
+  return one_of(d, st,
+                {JobState::kPlaced, JobState::kCheckpointing, JobState::kMigrating,
+                 JobState::kResizing, JobState::kRestoring});
 }
 
 template <class D>
@@ -189,7 +211,8 @@ template <class D>
 typename D::Bool admitted_state(const D& d, const typename D::Int& st) {
   return one_of(d, st,
                 {JobState::kQueued, JobState::kPlaced, JobState::kRunning, JobState::kCheckpointing,
-                 JobState::kSuspended, JobState::kMigrating, JobState::kRestoring});
+                 JobState::kSuspended, JobState::kMigrating, JobState::kResizing,
+                 JobState::kRestoring});
 }
 
 // Waiting for devices: the only jobs a preemption or shrink can be made in favour of, and the only
@@ -199,10 +222,22 @@ typename D::Bool waiting_state(const D& d, const typename D::Int& st) {
   return one_of(d, st, {JobState::kQueued, JobState::kSuspended});
 }
 
+// Devices may be reserved for a job in these states: waiting, or moving (its target devices).
+template <class D>
+typename D::Bool reserving_state(const D& d, const typename D::Int& st) {
+  return waiting_state(d, st) || moving_state(d, st);
+}
+
 // Entering one of these states starts a new incarnation of the job.
 template <class D>
 typename D::Bool starting_state(const D& d, const typename D::Int& st) {
-  return one_of(d, st, {JobState::kPlaced, JobState::kRestoring, JobState::kMigrating});
+  return one_of(d, st, {JobState::kPlaced, JobState::kRestoring});
+}
+
+// The events whose decisions carry a device selection (p.sel, p.splice).
+constexpr bool selects_devices(EventKind e) {
+  return e == EventKind::kPlace || e == EventKind::kResume || e == EventKind::kMigrate ||
+         e == EventKind::kResizeUp || e == EventKind::kResizeDown;
 }
 
 // ---- Derived quantities --------------------------------------------------------------------
@@ -235,14 +270,14 @@ typename D::Bool waiting_job(const D& d, const ClusterVars<D>& s, const typename
       s.num_jobs(), b, [&](int i) { return waiting_state(d, s.jobs[i].state); }, d.b(false));
 }
 
-// Device dev carries a live reservation: made for a job that is waiting, under that job's current
-// reservation generation.
+// Device dev carries a live reservation: made for a job that is waiting or moving, under that
+// job's current reservation generation.
 template <class D>
 typename D::Bool reserved(const D& d, const ClusterVars<D>& s, int dev) {
   return d.select(
       s.num_jobs(), s.resv_for[dev],
       [&](int i) {
-        return s.resv_gen[dev] == s.jobs[i].resv_gen && waiting_state(d, s.jobs[i].state);
+        return s.resv_gen[dev] == s.jobs[i].resv_gen && reserving_state(d, s.jobs[i].state);
       },
       d.b(false));
 }
@@ -273,6 +308,16 @@ void add_node_shares(const D& d, const ClusterVars<D>& s, int j, std::vector<typ
     held[n] = held[n] + indicator(d, in);
     swap[n] = swap[n] + d.ite(in, per_dev, d.k(0));
   });
+}
+
+// Every member of x is a member of y. O(|x| log |y|) on concrete values.
+template <class D>
+typename D::Bool subset(const D& d, const typename D::DevSet& x, const typename D::DevSet& y) {
+  auto ok = d.b(true);
+  d.members(x, [&](int dev, const typename D::Bool& in) {
+    ok = ok && d.implies(in, d.contains(y, dev));
+  });
+  return ok;
 }
 
 // W workers split evenly over `count` devices with `splice` workers each, within the splice limit.

@@ -15,17 +15,22 @@ enum class JobState : std::int64_t {
   kNew = 0,            // slot exists, job not yet submitted
   kSubmitted = 1,      // spec accepted, awaiting admission control
   kQueued = 2,         // admitted, waiting for devices (first start or after a failure)
-  kPlaced = 3,         // gang placed on devices, new incarnation launching
+  kPlaced = 3,         // gang placed on devices, new incarnation launching (in flight)
   kRunning = 4,        // training
-  kCheckpointing = 5,  // preemption requested: taking a consistent cut, devices still held
+  kCheckpointing = 5,  // preemption decided: the nodes take a consistent cut, devices still held
+                       // (in flight)
   kSuspended = 6,      // checkpoint committed, devices released
-  kMigrating = 7,      // checkpoint committed, restoring on other devices
-  kRestoring = 8,      // resuming from the checkpoint on newly placed devices
+  kMigrating = 7,      // migration decided: the nodes take a cut on the job's devices while the
+                       // target devices are reserved for it (in flight)
+  kRestoring = 8,      // a new incarnation restores the committed checkpoint on its devices
+                       // (after a resume, a migration or a resize; in flight)
   kCompleted = 9,
   kFailed = 10,
   kCancelled = 11,
+  kResizing = 12,      // resize decided: the nodes take a cut on the job's devices while the
+                       // devices it grows onto are reserved for it (in flight)
 };
-inline constexpr int kNumJobStates = 12;
+inline constexpr int kNumJobStates = 13;
 
 enum class EventKind : std::int64_t {
   kSubmit = 0,
@@ -34,20 +39,23 @@ enum class EventKind : std::int64_t {
   kStart = 3,
   kProgress = 4,        // a training step was committed (and GPU time accounted)
   kCheckpoint = 5,      // periodic checkpoint committed while running
-  kResizeUp = 6,        // more devices, same world size: less splicing
-  kResizeDown = 7,      // fewer devices, same world size: more splicing
-  kPreempt = 8,         // start a checkpoint for preemption
-  kCheckpointDone = 9,  // preemption checkpoint committed
+  kResizeUp = 6,        // decide a resize to more devices, same world size: less splicing
+  kResizeDown = 7,      // decide a resize to fewer devices, same world size: more splicing
+  kPreempt = 8,         // decide a preemption: the cut starts
+  kCheckpointDone = 9,  // the in-flight cut is stored at the current step (preemption: suspend;
+                        // migration or resize: a new incarnation takes the target devices)
   kResume = 10,         // suspended job placed again
-  kRestoreDone = 11,    // restore (after resume or migration) finished
-  kMigrate = 12,        // checkpoint at a barrier and move to other devices
+  kRestoreDone = 11,    // restore (after resume, migration or resize) finished
+  kMigrate = 12,        // decide a migration to other devices: the cut starts
   kComplete = 13,
   kWorkerCrash = 14,
   kNodeLoss = 15,
   kCancel = 16,
   kRelease = 17,        // give up the devices reserved for a waiting job (operators only)
+  kAbort = 18,          // the in-flight operation failed, was refused or timed out: back to a
+                        // safe state (runtime reports; the core's own timeouts)
 };
-inline constexpr int kNumEventKinds = 18;
+inline constexpr int kNumEventKinds = 19;
 
 // Who may decide an event. The invariants about *decisions* (INV-TIER above all) hold for what
 // planners decide; they rest on failures, progress and completion being facts the runtime reports,
@@ -57,12 +65,14 @@ inline constexpr int kNumEventKinds = 18;
 enum class Origin : std::int64_t {
   kPlanner = 0,   // policies: Admit Place Resume Migrate ResizeUp ResizeDown Preempt
   kRuntime = 1,   // node agents: Start Progress Checkpoint CheckpointDone RestoreDone Complete
-                  //              WorkerCrash NodeLoss
+                  //              WorkerCrash NodeLoss Abort
   kOperator = 2,  // users and administrators: trusted with every event (e.g. marking a node lost,
                   // giving up a reservation: a planner may not, or it could hand the devices a
                   // preemption freed to a job the preemption's beneficiary outranks)
+  kCore = 3,      // the core's own timers (core/protocol/): Abort of an in-flight operation that
+                  // did not end within its timeout, and nothing else
 };
-inline constexpr int kNumOrigins = 3;
+inline constexpr int kNumOrigins = 4;
 
 constexpr bool planner_event(EventKind e) {
   switch (e) {
@@ -88,6 +98,8 @@ constexpr bool may_decide(Origin o, EventKind e) {
              e != EventKind::kRelease;
     case Origin::kOperator:
       return true;
+    case Origin::kCore:
+      return e == EventKind::kAbort;
   }
   return false;
 }
@@ -122,6 +134,7 @@ constexpr bool may_decide_node(Origin o, NodeEvent e) {
     case Origin::kPlanner: return false;
     case Origin::kRuntime: return e != NodeEvent::kDrain && e != NodeEvent::kUndrain;
     case Origin::kOperator: return true;
+    case Origin::kCore: return false;
   }
   return false;
 }
@@ -156,7 +169,8 @@ static_assert(kMaxHostMemMib >= (kSpliceLimit - 1) * kMaxMemMib,
 constexpr std::string_view state_name(JobState s) {
   constexpr std::string_view names[] = {"New",       "Submitted",     "Queued",    "Placed",
                                         "Running",   "Checkpointing", "Suspended", "Migrating",
-                                        "Restoring", "Completed",     "Failed",    "Cancelled"};
+                                        "Restoring", "Completed",     "Failed",    "Cancelled",
+                                        "Resizing"};
   auto i = static_cast<std::int64_t>(s);
   return (i >= 0 && i < kNumJobStates) ? names[i] : "?";
 }
@@ -165,7 +179,8 @@ constexpr std::string_view event_name(EventKind e) {
   constexpr std::string_view names[] = {
       "Submit",   "Admit",      "Place",      "Start",          "Progress",    "Checkpoint",
       "ResizeUp", "ResizeDown", "Preempt",    "CheckpointDone", "Resume",      "RestoreDone",
-      "Migrate",  "Complete",   "WorkerCrash", "NodeLoss",      "Cancel",      "Release"};
+      "Migrate",  "Complete",   "WorkerCrash", "NodeLoss",      "Cancel",      "Release",
+      "Abort"};
   auto i = static_cast<std::int64_t>(e);
   return (i >= 0 && i < kNumEventKinds) ? names[i] : "?";
 }
@@ -175,6 +190,7 @@ constexpr std::string_view origin_name(Origin o) {
     case Origin::kPlanner: return "planner";
     case Origin::kRuntime: return "runtime";
     case Origin::kOperator: return "operator";
+    case Origin::kCore: return "core";
   }
   return "?";
 }

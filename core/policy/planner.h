@@ -30,12 +30,13 @@ namespace orrery::core::policy {
 class PlanContext {
  public:
   virtual ~PlanContext() = default;
-  // Admit, Place, Resume and ResizeUp are committed at once. Preempt, Migrate and ResizeDown start
-  // a checkpoint cut first: the runtime takes it (orrery-core), or the simulator models its cost
-  // (orrery-sim), and the decisions that follow are committed by the caller. True when the
-  // proposal was taken (committed, or the cut started); false when the core refused it.
+  // Every proposal is committed at once through the core's guards; the runtime's work that carries
+  // it out (a launch, a cut, a restore) happens inside the state it enters, driven by the protocol
+  // (core/protocol/protocol.h): the nodes (orrery-core) or the simulator's cost model (orrery-sim).
+  // True when the proposal was committed; false when the core refused it (or the job is busy).
   virtual bool propose(const Decision& d) = 0;
-  // Preempt, Migrate or ResizeDown already under way for `job` (its cut not finished).
+  // An operation is in flight for `job` (launch, cut, restore, or a periodic checkpoint): planners
+  // leave it alone until it ends.
   virtual bool cut_pending(int job) const = 0;
   // Why a waiting job was not placed this round (for `orrery ls`); the default drops it.
   virtual void note(int /*job*/, const std::string& /*why*/) {}

@@ -132,4 +132,21 @@ bool CheckpointStore::complete(int job, std::int64_t step, int world) const {
   return true;
 }
 
+std::int64_t CheckpointStore::latest_complete(int job, std::int64_t from, int world) const {
+  std::int64_t best = -1;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_ + "/job-" + std::to_string(job), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.rfind("step-", 0) != 0) continue;
+    std::int64_t step = -1;
+    const auto digits = name.substr(5);
+    if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    step = std::stoll(digits);
+    if (step >= from && step > best && complete(job, step, world)) best = step;
+  }
+  return best;
+}
+
 }  // namespace orrery::service

@@ -63,6 +63,9 @@ class CheckpointStore {
   Result<std::unique_ptr<ShardDownload>> open_download(int job, std::int64_t step, int rank) const;
   bool has(int job, std::int64_t step, int rank) const;
   bool complete(int job, std::int64_t step, int world) const;
+  // The latest step >= `from` whose cut is complete for `world` ranks, or -1 (lists the job's
+  // folder: for recovery, not for every report).
+  std::int64_t latest_complete(int job, std::int64_t from, int world) const;
   std::string shard_path(int job, std::int64_t step, int rank) const;
 
  private:

@@ -1,38 +1,30 @@
 // The daemon's logic of `orrery-core serve`, against plain C++ interfaces (no Cap'n Proto): it owns
-// the SchedulerCore, implements the client API, takes node registrations, heartbeats and reports,
-// and runs the planner loop. rpc/ serves it over Cap'n Proto; tests drive it in-process too.
+// the SchedulerCore and the protocol of the jobs' incarnations (core/protocol/protocol.h),
+// implements the client API, takes node registrations, heartbeats and reports, and runs the
+// planner loop. rpc/ serves it over Cap'n Proto; tests drive it in-process too.
 //
 // Single-threaded: every method is called from one thread (the server's event loop).
 //
 // Durability before action. Every decision is committed through the core's spec guards and
 // journaled; the service *acts* on it (a command to a node agent, an answer or event to a client)
-// only once durable: each entry point ends by syncing the journal and then running the actions
-// its decisions queued (settle()).
+// only once durable: each entry point ends by syncing the journal, then sending the commands whose
+// decisions are durable (settle()).
+//
+// One lifecycle. The service keeps no protocol of its own: every decision, whoever proposes it
+// (an operator through the client API, the planner, the protocol from the nodes' reports), is
+// committed through protocol::Driver, and the protocol says which commands carry it out. What the
+// runtime does happens inside a state of the proved machine (Placed, Checkpointing, Migrating,
+// Resizing, Restoring) and ends with a runtime report or an Abort row (docs/architecture.md).
 //
 // Data directory:
-//   DATA/journal              the decision journal (recovered on restart)
-//   DATA/jobs/job-<J>.spec    what the journal does not hold of a submitted job (workload, args,
-//                             steps, checkpoint period), written and synced before its Submit
+//   DATA/journal              the decision journal (recovered on restart): every job spec whole
+//   DATA/jobs/job-<J>.result  a completed job's final words (the digest of its weights)
 //   DATA/checkpoints/...      the checkpoint store (core/service/checkpoint_store.h)
 //
-// The planner loop (tick()), in order: heartbeat monitor (a node silent for longer than the
-// timeout: HeartbeatLost, then NodeLoss for every job holding its devices, then FailedOver);
-// give up cuts not stored in time; migrate running jobs off Draining nodes; ask running jobs for
-// their periodic checkpoints; then a round of the planner (ServiceOptions::policy, the same code
-// orrery-sim runs: admission, placement, preemption, shrink and growth; core/policy/planner.h),
-// whose proposals PlanLink carries out the runtime's way.
-//
-// Aggregation of node reports into job events (each report's epoch must be the job's current one,
-// else it is refused and that stale incarnation is told to stop): Start / RestoreDone once every
-// node of the placement started; Progress at the smallest step all nodes reached; Checkpoint /
-// CheckpointDone once every rank's shard of the step is in the checkpoint store; Complete once
-// every node completed; WorkerCrash on any crash (the other nodes are told to stop).
-//
-// Reconciliation. After a restart the core knows from its journal which incarnations hold devices
-// but not what runs: an agent's (re)registration carries its running incarnations; the current
-// ones on the node are adopted, the rest stopped; a Placed incarnation not running is launched
-// again, any other one missing is a WorkerCrash. A node that never re-registers is lost after the
-// heartbeat timeout, counted from the service's start.
+// Files, by concept: service.cc (opening, committing, settling), submission.cc (the client API's
+// queries and submissions), operator_actions.cc (preempt, migrate, resize, drain), node_links.cc
+// (registration, reports, shards, commands to agents), planner_tick.cc (heartbeats, drains, the
+// planner), metrics.cc (/metrics).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +42,8 @@
 #include "core/journal.h"
 #include "core/policy/gang_placer.h"
 #include "core/policy/planner.h"
+#include "core/protocol/driver.h"
+#include "core/protocol/protocol.h"
 #include "core/scheduler_core.h"
 #include "core/service/checkpoint_store.h"
 #include "core/service/client_api.h"
@@ -61,9 +55,12 @@ namespace orrery::service {
 struct ServiceOptions {
   std::string data_dir;
   std::int64_t heartbeat_timeout_ms = 5000;
-  // A checkpoint cut (periodic, preemption, migration, resize) not stored within this long is
-  // given up: the job counts a WorkerCrash and restarts from its last committed checkpoint.
+  // A cut (preemption, migration, resize) not stored within this long is aborted: the job restarts
+  // in place from its last committed checkpoint. A periodic cut is given up after as long.
   std::int64_t cut_timeout_ms = 60000;
+  // A launch or restore not started on every node within this long is aborted: the job waits
+  // again (Queued) from its last committed checkpoint.
+  std::int64_t launch_timeout_ms = 120000;
   // Progress reports are committed at most this often per job (cuts and completion commit the
   // step they need at once).
   std::int64_t progress_every_ms = 1000;
@@ -72,7 +69,7 @@ struct ServiceOptions {
   std::string policy = "orrery";
 };
 
-class Service final : public ClientApi {
+class Service final : public ClientApi, public protocol::CommitListener {
  public:
   // Opens DATA: recovers from DATA/journal when it exists (a given `fleet` must then equal the
   // journal's), else starts a fresh core over `fleet` (required then).
@@ -115,7 +112,10 @@ class Service final : public ClientApi {
   // The connection of `session` ended (the heartbeat monitor decides whether the node is lost).
   void disconnected(const NodeSession& session);
 
-  // One round of the planner loop (see above). Call it every ~100 ms.
+  // One round of the planner loop: heartbeats (a node silent for longer than the timeout is
+  // lost: HeartbeatLost, NodeLoss for every job holding its devices, FailedOver), the protocol's
+  // timeouts and periodic checkpoints, migrations off Draining nodes, then a round of the planner
+  // (ServiceOptions::policy, the same code orrery-sim runs). Call it every ~100 ms.
   void tick();
 
   // Drops every watcher and node link (the transport behind them is shutting down).
@@ -126,42 +126,42 @@ class Service final : public ClientApi {
 
   std::int64_t heartbeat_timeout_ms() const { return options_.heartbeat_timeout_ms; }
   const core::SchedulerCore& core() const { return *core_; }
+  const protocol::Protocol& protocol() const { return *protocol_; }
   // One line on what recovery found, for the daemon's start-up message.
   const std::string& recovery_summary() const { return recovery_summary_; }
 
  private:
-  struct Track;  // what the service knows of a job beyond the core's state
+  struct JobView;  // what the service shows of a job beyond the core's state
   struct NodeConn;
   Service(ServiceOptions options, const core::Clock& clock);
 
-  // Commits a job decision; on success its event is logged and queued for watchers.
+  // Commits a job decision through the protocol's driver; on success its event is logged and
+  // queued for watchers, and the protocol's proposals that follow are committed too.
   Result<core::Committed> commit(const core::Decision& d);
   Result<core::Committed> commit_node(spec::NodeEvent e, spec::Origin origin, int node);
-  // Syncs the journal, then runs the actions queued since the last settle().
+  // protocol::CommitListener.
+  void committed(const core::Committed& c, const core::Decision& d) override;
+  void refused(const core::Decision& d, const Status& why) override;
+  // Commits the protocol's proposals, syncs the journal, then sends the commands (and tells the
+  // watchers the events) whose decisions are durable.
   void settle();
-  void after_durable(std::function<void()> action);
   void emit(std::uint64_t seq, int job, const std::string& node, const std::string& text);
+  void take_notes();
 
-  Track& track(int job);
-  void begin_incarnation(int job);  // new epoch placed: reset aggregation, queue launches
-  // (node, that node's command) for every node of the job's placement.
-  std::vector<std::pair<int, LaunchCommand>> launches(int job, std::int64_t restore_step) const;
+  JobView& view(int job);
+  void remember_spec(int job, const core::Decision& submit);
+  // The agent's command for one of the protocol's commands.
+  void send(const protocol::Command& c);
+  LaunchCommand launch_command(int job, int node, std::int64_t restore_step) const;
   std::set<int> nodes_of(int job) const;
-  void send_launches(int job, std::int64_t restore_step, bool relaunch);
-  void send_stop_all(int job, std::int64_t epoch, const std::set<int>& nodes);
-  void send_cut(int job);  // checkpoint-and-stop on every node of the incarnation
   NodeLink* link(int node) const;
   bool session_current(const NodeSession& s) const;
+  // A job in a cut state whose cut is whole in the store (after a restart of the core): reported.
+  void report_stored_cut(int job);
 
-  void on_checkpointed(int job, std::int64_t step);
-  void on_cut_done(int job, std::int64_t step);
-  void relaunch_same(int job, std::int64_t step, const std::string& why);  // preempt / migrate / resize cut complete
-  Status ensure_progress(int job, std::int64_t step);
-  void crash(int job, const std::string& why);
   void monitor_heartbeats();
   void fail_over(int node);
   void plan();
-  bool started_everywhere(int job);  // every node of the placement started this incarnation
   // The planner's side of a round (core/policy/planner.h).
   class PlanLink final : public core::policy::PlanContext {
    public:
@@ -176,25 +176,24 @@ class Service final : public ClientApi {
   int pick_beneficiary(int victim) const;
   std::optional<core::Decision> migrate_decision(int job, const std::optional<std::string>& to,
                                                  std::string* why) const;
-
   Status check_beneficiary(int beneficiary) const;
-  Status persist_spec(int job, const JobSpec& spec);
+  Status check_running_idle(int job, const char* what) const;
   Status persist_result(int job, const std::string& detail);
   static Status write_durably(const std::string& path, const std::string& text);
-  void load_specs();
 
   ServiceOptions options_;
   const core::Clock& clock_;
   std::unique_ptr<core::JournalWriter> journal_;
   std::unique_ptr<core::SchedulerCore> core_;
+  std::unique_ptr<protocol::Protocol> protocol_;
+  std::unique_ptr<protocol::Driver> driver_;
   // Gang placement over core_, following its commits (core/policy/gang_placer.h).
   std::unique_ptr<core::policy::GangPlacer> placer_;
   std::unique_ptr<core::policy::Planner> planner_;  // ServiceOptions::policy
   std::unique_ptr<CheckpointStore> store_;
-  std::map<int, std::unique_ptr<Track>> tracks_;
+  std::map<int, std::unique_ptr<JobView>> views_;
   std::set<int> active_;  // jobs not Completed, Failed or Cancelled
   std::vector<std::unique_ptr<NodeConn>> conns_;  // per fleet node
-  std::vector<std::function<void()>> actions_;
   std::vector<ClusterEvent> timeline_;
   std::vector<ClusterEvent> pending_events_;  // emitted once durable
   std::vector<std::function<bool(const ClusterEvent&)>> watchers_;
@@ -207,7 +206,7 @@ class Service final : public ClientApi {
   std::string cluster_id_;
   // Counters for /metrics.
   std::uint64_t rejected_reports_ = 0, shards_uploaded_ = 0, commands_failed_ = 0;
-  std::uint64_t planner_rejected_ = 0;
+  std::uint64_t planner_rejected_ = 0, aborted_ = 0;
 };
 
 }  // namespace orrery::service

@@ -12,6 +12,8 @@
 #include "core/clock.h"
 #include "core/journal.h"
 #include "core/node_bootstrap.h"
+#include "core/protocol/driver.h"
+#include "core/protocol/protocol.h"
 #include "core/scheduler_core.h"
 
 namespace orrery::sim {
@@ -23,7 +25,9 @@ using spec::EventKind;
 using spec::JobState;
 using spec::Origin;
 
-enum class Ev : std::uint8_t { kArrive, kFinish, kCutDone, kRestoreDone, kCheckpoint, kFail, kRepair, kRound };
+// kStarted and kCutDone are the runtime's answers to the protocol's launch and cut commands
+// (their `ver` is the incarnation's epoch); kFinish and kCheckpoint are a running job's own.
+enum class Ev : std::uint8_t { kArrive, kFinish, kCutDone, kStarted, kCheckpoint, kFail, kRepair, kRound, kScript };
 
 struct Event {
   std::int64_t t;
@@ -46,6 +50,12 @@ struct JobSim {
   std::int64_t gpu_from_ms = 0;   // device time accounted (Progress gpu_ms) up to here
   std::int64_t first_start_ms = -1;
   std::int64_t end_ms = -1;
+  std::int64_t devices = 0;       // held, as of the last commit
+  std::int64_t cut_step = -1;     // the step of the cut being written
+  std::int64_t launched_epoch = -1;  // the last incarnation whose launch was carried out
+  std::int64_t cut_epoch = -1;       // ... and whose cut
+  bool moved = false;             // the incarnation restores on other devices (a migration)
+  bool fail_next_cut = false;     // scripted: the runtime fails the next cut
 };
 
 double percentile(std::vector<double> v, double q) {
@@ -66,7 +76,7 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: the job's device type choic
   return x ^ (x >> 31);
 }
 
-class Sim final : public core::policy::PlanContext {
+class Sim final : public core::policy::PlanContext, public protocol::CommitListener {
  public:
   Sim(const Workload& w, const SimOptions& o) : w_(w), o_(o) {}
 
@@ -96,6 +106,8 @@ class Sim final : public core::policy::PlanContext {
     if (!c) return c.status();
     core_ = std::move(*c);
     if (auto st = core::bring_up_all_nodes(*core_); !st) return st;
+    proto_ = std::make_unique<protocol::Protocol>(*core_);
+    driver_ = std::make_unique<protocol::Driver>(*core_, *proto_, *this);
     devices_ = core_->fleet().num_devices();
     return Status::Ok();
   }
@@ -112,6 +124,8 @@ class Sim final : public core::policy::PlanContext {
     next_sample_ = t0_;
     if (!w_.jobs.empty()) push(t0_, Ev::kArrive, 0, 0);
     if (o_.cost.node_mtbf_h > 0) schedule_failure();
+    for (std::size_t i = 0; i < o_.script.size(); ++i)
+      push(t0_ + ms(o_.script[i].at_s), Ev::kScript, static_cast<int>(i), 0);
     std::uint64_t n = 0;
     auto last_report = wall0;
     while (!heap_.empty() && error_.ok()) {
@@ -138,57 +152,30 @@ class Sim final : public core::policy::PlanContext {
   }
 
   // --- PlanContext ---------------------------------------------------------------------------
+  // Every proposal is committed at once; the protocol's commands carry it out (act()).
   bool propose(const Decision& d) override {
     const int j = static_cast<int>(d.job);
     switch (d.event) {
-      case EventKind::kAdmit: return commit(d).ok();
-      case EventKind::kPlace: {
-        if (!commit(d).ok()) return false;
-        start(j);
-        return true;
-      }
-      case EventKind::kResume: {
-        if (!commit(d).ok()) return false;
-        push(now() + restore_ms(j), Ev::kRestoreDone, j, job(j).ver);
-        return true;
-      }
+      case EventKind::kAdmit:
+      case EventKind::kPlace:
+      case EventKind::kResume:
+        break;
       case EventKind::kResizeUp:
-      case EventKind::kResizeDown: {
-        progress(j);
-        if (!commit(d).ok()) return false;
-        ++resizes_;
-        // Re-splicing is a checkpoint cut and a relaunch from it.
-        job(j).paused_until = std::max(job(j).paused_until, now() + checkpoint_ms(j) + restore_ms(j));
-        schedule_run(j);
-        return true;
-      }
-      case EventKind::kPreempt: {
-        progress(j);
-        if (!commit(d).ok()) return false;
-        ++preemptions_;
-        ++job(j).ver;
-        push(now() + checkpoint_ms(j), Ev::kCutDone, j, job(j).ver);
-        return true;
-      }
-      case EventKind::kMigrate: {
-        progress(j);
-        Decision m = d;
-        m.step = core_->cluster().jobs[j].progress;
-        if (!commit(m).ok()) return false;
-        ++migrations_;
-        ++job(j).ver;
-        push(now() + checkpoint_ms(j) + transfer_ms(j) + restore_ms(j), Ev::kRestoreDone, j, job(j).ver);
-        return true;
-      }
+      case EventKind::kResizeDown:
+      case EventKind::kPreempt:
+      case EventKind::kMigrate:
+        if (proto_->busy(j)) return false;
+        progress(j);  // the work done up to the cut is committed first
+        break;
       default:
         ++rejected_;
         return false;
     }
+    const bool ok = commit(d).ok();
+    act();
+    return ok;
   }
-  bool cut_pending(int j) const override {
-    auto s = core_->state(j);
-    return s == JobState::kCheckpointing || s == JobState::kMigrating;
-  }
+  bool cut_pending(int j) const override { return proto_->busy(j); }
   void replan_at(std::int64_t t) override {
     t = std::max({t, now(), last_round_ + ms(o_.round_s)});
     if (t >= wake_at_) return;  // a round comes by then anyway
@@ -209,35 +196,101 @@ class Sim final : public core::policy::PlanContext {
 
   void push(std::int64_t t, Ev k, int a, std::uint32_t ver) { heap_.push(Event{t, seq_++, k, a, ver}); }
 
-  // Commits through the core, keeping the planner and the counters up to date. A refused
-  // proposal from the planner is counted; a refused report from the simulated runtime is a bug of
-  // the simulator and stops the run.
-  Result<core::Committed> commit(const Decision& d) {
-    const int j = static_cast<int>(d.job);
-    const bool fresh = d.event == EventKind::kSubmit;
-    const JobState before = fresh ? JobState::kNew : core_->state(j);
-    const std::int64_t dev_before = fresh ? 0 : core_->cluster().jobs[j].devices;
-    auto c = core_->commit(d);
-    if (!c) {
-      if (d.origin == Origin::kPlanner) {
-        ++rejected_;
-      } else if (!fresh && error_.ok()) {  // a refused submission is counted by its caller
-        error_ = Status::Error("simulator bug: the core refused " + d.describe() + ": " + c.reason());
-      }
-      return c;
-    }
-    const int id = c->job;
-    const std::int64_t freed = dev_before - core_->cluster().jobs[id].devices;
+  // Commits through the protocol's driver (the same path orrery-core takes); committed() below
+  // keeps the planner, the counters and the job model up to date.
+  Result<core::Committed> commit(const Decision& d) { return driver_->commit(d, now()); }
+
+  // protocol::CommitListener.
+  void committed(const core::Committed& c, const Decision& d) override {
+    const int id = c.job;
+    auto& js = job(id);
+    const std::int64_t devices = core_->cluster().jobs[id].devices;
+    const std::int64_t freed = js.devices - devices;
+    js.devices = devices;
     held_ -= freed;
-    waiting_ += waits(core_->state(id)) - waits(before);
+    waiting_ += waits(c.to) - waits(c.from);
     planner_->job_changed(*core_, id);
-    // A round only when it may find something new to do: devices freed (a migration frees the
-    // ones it leaves), a job waiting anew. (Progress and checkpoints alone do not call one; the
-    // next one sees their attained service.)
-    if (freed > 0 || d.event == EventKind::kMigrate || (waits(core_->state(id)) && !waits(before)) ||
-        core_->state(id) == JobState::kSubmitted)
+    switch (d.event) {
+      case EventKind::kPreempt: ++preemptions_; break;
+      case EventKind::kMigrate: ++migrations_; break;
+      case EventKind::kResizeUp:
+      case EventKind::kResizeDown: ++resizes_; break;
+      case EventKind::kCheckpoint: ++checkpoints_; break;
+      default: break;
+    }
+    if (c.from == JobState::kRunning && c.to != JobState::kRunning) ++js.ver;  // no finish now
+    if (c.to == JobState::kRestoring) js.moved = c.from == JobState::kMigrating;
+    if (c.to == JobState::kRunning && c.from != JobState::kRunning) runs_from_now(id);
+    // A round only when it may find something new to do: devices freed (a move frees those it
+    // leaves), a job waiting anew. (Progress and checkpoints alone do not call one; the next one
+    // sees their attained service.)
+    if (freed > 0 || d.event == EventKind::kCheckpointDone || d.event == EventKind::kAbort ||
+        (waits(c.to) && !waits(c.from)) || c.to == JobState::kSubmitted)
       dirty();
-    return c;
+  }
+  // A refused report of the simulated runtime is a bug of the simulator and stops the run; a
+  // refused proposal of the planner is counted; a refused move (its target taken meanwhile by a
+  // job that outranks it) is the protocol's to abort.
+  void refused(const Decision& d, const Status& why) override {
+    if (d.origin == Origin::kPlanner) {
+      ++rejected_;
+    } else if (d.event != EventKind::kSubmit && d.event != EventKind::kCheckpointDone && error_.ok()) {
+      error_ = Status::Internal("simulator bug: the core refused " + d.describe() + ": " + why.reason());
+    }
+  }
+
+  // Commits what the protocol proposed, then carries out its commands: the simulated runtime
+  // answers a launch with Started after the restore (and transfer) time, a cut with CutStored
+  // after the checkpoint's write time. The simulated core does not crash, so every commit counts
+  // as durable.
+  void act() {
+    driver_->settle(now());
+    for (const auto& cmd : proto_->take_commands(core_->committed())) {
+      auto& js = job(cmd.job);
+      if (cmd.kind == protocol::Command::Kind::kLaunch && js.launched_epoch != cmd.epoch) {
+        js.launched_epoch = cmd.epoch;
+        const std::int64_t t = cmd.restore_step >= 0 ? restore_ms(cmd.job) + (js.moved ? transfer_ms(cmd.job) : 0) : 0;
+        push(now() + t, Ev::kStarted, cmd.job, static_cast<std::uint32_t>(cmd.epoch));
+      } else if (cmd.kind == protocol::Command::Kind::kCut && js.cut_epoch != cmd.epoch) {
+        js.cut_epoch = cmd.then_stop ? cmd.epoch : -1;
+        js.cut_step = core_->cluster().jobs[cmd.job].progress;
+        if (!cmd.then_stop) {  // a periodic cut pauses the running job while it is written
+          js.paused_until = now() + checkpoint_ms(cmd.job);
+          schedule_run(cmd.job);
+        }
+        push(now() + checkpoint_ms(cmd.job), Ev::kCutDone, cmd.job, static_cast<std::uint32_t>(cmd.epoch));
+      }
+    }
+    proto_->take_notes();
+  }
+  // The runtime's answers, for the incarnation they were asked of.
+  void started(int j, std::int64_t epoch) {
+    if (core_->cluster().jobs[j].epoch != epoch) return;
+    for (int n : proto_->nodes_of(j)) {
+      protocol::Report r;
+      r.kind = protocol::Report::Kind::kStarted;
+      r.job = j;
+      r.epoch = epoch;
+      r.node = n;
+      (void)proto_->report(r, now());
+    }
+    act();
+  }
+  void cut_stored(int j, std::int64_t epoch) {
+    if (core_->cluster().jobs[j].epoch != epoch) return;
+    protocol::Report r;
+    r.kind = protocol::Report::Kind::kCutStored;
+    r.job = j;
+    r.epoch = epoch;
+    r.step = job(j).cut_step;
+    if (job(j).fail_next_cut && core_->state(j) != JobState::kRunning) {
+      job(j).fail_next_cut = false;
+      r.kind = protocol::Report::Kind::kCutFailed;
+      r.node = proto_->nodes_of(j).empty() ? -1 : proto_->nodes_of(j).front();
+      r.detail = "scripted failure";
+    }
+    (void)proto_->report(r, now());
+    act();
   }
   static int waits(JobState s) {
     return s == JobState::kSubmitted || s == JobState::kQueued || s == JobState::kSuspended;
@@ -275,17 +328,6 @@ class Sim final : public core::policy::PlanContext {
     js.gpu_from_ms = now();
     commit(d);
   }
-  // Placed -> Running.
-  void start(int j) {
-    Decision d;
-    d.event = EventKind::kStart;
-    d.origin = Origin::kRuntime;
-    d.job = j;
-    if (!commit(d)) return;
-    // A restart after a failure restores the last checkpoint before it runs.
-    if (core_->cluster().jobs[j].ckpt > 0) job(j).paused_until = now() + restore_ms(j);
-    runs_from_now(j);
-  }
   // The job is Running again: its work and device time count from now.
   void runs_from_now(int j) {
     auto& js = job(j);
@@ -322,13 +364,14 @@ class Sim final : public core::policy::PlanContext {
         planner_->plan(*core_, *this);
         break;
       case Ev::kFail: fail(); break;
+      case Ev::kScript: scripted(o_.script[static_cast<std::size_t>(e.a)]); break;
       case Ev::kRepair: repair(e.a); break;
+      case Ev::kStarted: started(e.a, e.ver); break;
+      case Ev::kCutDone: cut_stored(e.a, e.ver); break;
       default: {
         const int j = e.a;
         if (e.ver != job(j).ver) return;  // superseded
         if (e.kind == Ev::kFinish) finish(j);
-        else if (e.kind == Ev::kCutDone) cut_done(j);
-        else if (e.kind == Ev::kRestoreDone) restored(j);
         else if (e.kind == Ev::kCheckpoint) checkpoint(j);
       }
     }
@@ -413,37 +456,37 @@ class Sim final : public core::policy::PlanContext {
     d.event = EventKind::kComplete;
     d.origin = Origin::kRuntime;
     d.job = j;
-    if (!commit(d)) return;
+    const bool ok = commit(d).ok();
+    act();
+    if (!ok) return;
     js.end_ms = now();
     ++js.ver;
     ++finished_;
   }
-  void cut_done(int j) {
-    Decision d;
-    d.event = EventKind::kCheckpointDone;
-    d.origin = Origin::kRuntime;
-    d.job = j;
-    d.step = core_->cluster().jobs[j].progress;
-    commit(d);
-  }
-  void restored(int j) {
-    Decision d;
-    d.event = EventKind::kRestoreDone;
-    d.origin = Origin::kRuntime;
-    d.job = j;
-    if (commit(d)) runs_from_now(j);
-  }
+  // A periodic checkpoint: the step reached is committed and a cut of it asked for (through the
+  // protocol, like the nodes' periodic cuts); the job pauses while it is written.
   void checkpoint(int j) {
     progress(j);
-    Decision d;
-    d.event = EventKind::kCheckpoint;
-    d.origin = Origin::kRuntime;
-    d.job = j;
-    d.step = core_->cluster().jobs[j].progress;
-    if (!commit(d)) return;
-    ++checkpoints_;
-    job(j).paused_until = now() + checkpoint_ms(j);
-    schedule_run(j);
+    proto_->request_checkpoint(j, now());
+    act();
+  }
+
+  void scripted(const ScriptStep& step) {
+    switch (step.kind) {
+      case ScriptStep::Kind::kDecide: {
+        const int j = static_cast<int>(step.decision.job);
+        if (j >= 0 && j < static_cast<int>(jobs_.size()) && core_->state(j) == JobState::kRunning) progress(j);
+        (void)commit(step.decision);
+        act();
+        break;
+      }
+      case ScriptStep::Kind::kFailNextCut:
+        if (step.job >= 0 && step.job < static_cast<int>(jobs_.size())) job(step.job).fail_next_cut = true;
+        break;
+      case ScriptStep::Kind::kLoseNode:
+        if (step.node >= 0 && step.node < static_cast<int>(core_->fleet().nodes.size())) lose_node(step.node);
+        break;
+    }
   }
 
   void schedule_failure() {
@@ -464,7 +507,11 @@ class Sim final : public core::policy::PlanContext {
   }
   void fail() {
     const auto& nodes = core_->fleet().nodes;
-    const int n = static_cast<int>(std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(rng_));
+    lose_node(static_cast<int>(std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(rng_)));
+    schedule_failure();
+  }
+  void lose_node(int n) {
+    const auto& nodes = core_->fleet().nodes;
     if (core_->node_state(n) == spec::NodeState::kUp) {
       ++node_failures_;
       node_event(spec::NodeEvent::kHeartbeatLost, n);
@@ -479,11 +526,11 @@ class Sim final : public core::policy::PlanContext {
         const auto& jv = core_->cluster().jobs[j];
         const double kept = static_cast<double>(std::max<std::int64_t>(jv.ckpt, 0));
         lost_gpu_s_ += std::max(0.0, js.done_s - kept) * static_cast<double>(jv.world);
-        Decision d;
-        d.event = EventKind::kNodeLoss;
-        d.origin = Origin::kRuntime;
-        d.job = j;
-        if (!commit(d)) return;
+      }
+      proto_->node_lost(n);  // NodeLoss for each of them, as orrery-core's heartbeat monitor does
+      act();
+      for (int j : on) {
+        auto& js = job(j);
         js.done_s = std::min(js.done_s, static_cast<double>(core_->cluster().jobs[j].progress));
         ++js.ver;
         if (core_->state(j) == JobState::kFailed) ++finished_;
@@ -491,7 +538,6 @@ class Sim final : public core::policy::PlanContext {
       node_event(spec::NodeEvent::kFailedOver, n);
       push(now() + ms(o_.cost.repair_s), Ev::kRepair, n, 0);
     }
-    schedule_failure();
   }
   void repair(int n) {
     node_event(spec::NodeEvent::kRegister, n);
@@ -591,6 +637,8 @@ class Sim final : public core::policy::PlanContext {
   std::unique_ptr<core::JournalWriter> journal_;
   std::unique_ptr<core::SchedulerCore> core_;
   std::unique_ptr<core::policy::Planner> planner_;
+  std::unique_ptr<protocol::Protocol> proto_;
+  std::unique_ptr<protocol::Driver> driver_;
   std::vector<std::int64_t> type_count_, type_mem_;
   std::vector<int> fleet_types_;
   std::vector<JobSim> jobs_;  // by core job id

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/fleet.h"
+#include "core/decision.h"
 #include "core/policy/planner.h"
 #include "base/result.h"
 #include "runtime/sim/workload.h"
@@ -35,6 +36,22 @@ struct CostModel {
   double checkpoint_every_s = 1800;  // periodic checkpoints of running jobs (0: none)
   double node_mtbf_h = 0;         // mean time between failures of one node (0: no failures)
   double repair_s = 3600;         // a failed node is back Up after this long
+};
+
+// A scripted step of a scenario, at `at_s` simulated seconds after the first arrival: what the
+// lifecycle parity test (tests/protocol/lifecycle_parity_test.cc) replays through the simulator and
+// through orrery-core side by side. The simulated runtime answers everything else as usual.
+struct ScriptStep {
+  enum class Kind {
+    kDecide,       // commit `decision` as it is (an operator's preempt, migrate, resize, cancel)
+    kFailNextCut,  // the runtime fails the next cut of `job` (it reports CutFailed)
+    kLoseNode,     // node `node` fails (its jobs: NodeLoss; repaired after CostModel::repair_s)
+  };
+  double at_s = 0;
+  Kind kind = Kind::kDecide;
+  core::Decision decision;
+  int job = -1;
+  int node = -1;
 };
 
 struct SimOptions {
@@ -53,6 +70,7 @@ struct SimOptions {
   // progress bar.
   std::function<void(double, std::int64_t, std::int64_t)> on_progress;
   int series_points = 2000;  // samples of the time series, about
+  std::vector<ScriptStep> script;  // tests: scripted decisions and faults
 };
 
 struct TierResult {

@@ -1,0 +1,125 @@
+// The client API's submissions, cancellations and queries.
+#include <algorithm>
+
+#include "core/service/service.h"
+#include "core/service/service_internal.h"
+
+namespace orrery::service {
+
+using spec::EventKind;
+using spec::JobState;
+using spec::Origin;
+
+Result<int> Service::submit(const JobSpec& spec) {
+  if (auto st = validate_job_spec(spec); !st) return st;
+  if (core_->fleet().type_id(spec.device_type) < 0) {
+    std::string types;
+    for (const auto& t : core_->fleet().device_types) types += (types.empty() ? "" : ", ") + t;
+    return Status::InvalidArgument("unknown device type \"" + spec.device_type +
+                                   "\" (the fleet has: " + types + ")");
+  }
+  // The whole spec is journaled with the Submit: the journal alone rebuilds every job.
+  core::Decision d = core::Decision::submit(spec.name, spec.tier, spec.device_type, spec.world,
+                                            spec.min_devices, spec.max_devices, spec.mem_mib,
+                                            spec.tenant);
+  d.workload = spec.workload.empty() ? "mlp" : spec.workload;
+  d.args = spec.args;
+  d.steps = spec.steps;
+  d.checkpoint_every = spec.checkpoint_every;
+  auto c = commit(d);
+  if (!c) return c.status();
+  remember_spec(c->job, d);
+  auto& v = view(c->job);
+  active_.insert(c->job);
+  v.submitted_ms = clock_.now_ms();
+  protocol_->set_checkpoint_policy(c->job, {spec.checkpoint_every, spec.steps});
+  settle();
+  if (core_->durable_seq() < c->seq)
+    return Status::Unavailable("job accepted but the journal could not be synced");
+  return c->job;
+}
+
+Status Service::cancel(int job) {
+  if (job < 0 || job >= core_->num_jobs()) return Status::NotFound("unknown job " + std::to_string(job));
+  core::Decision d;
+  d.event = EventKind::kCancel;
+  d.origin = Origin::kOperator;
+  d.job = job;
+  auto c = commit(d);
+  if (!c) return Status::FailedPrecondition(c.reason());
+  settle();
+  return Status::Ok();
+}
+
+std::set<int> Service::nodes_of(int job) const {
+  std::set<int> out;
+  for (auto dev : core_->cluster().jobs[job].held) out.insert(core_->fleet().device_node(dev));
+  return out;
+}
+
+Result<std::vector<JobStatus>> Service::jobs() {
+  std::vector<JobStatus> out;
+  std::int64_t now = clock_.now_ms();
+  for (int j = 0; j < core_->num_jobs(); ++j) {
+    const auto& jv = core_->cluster().jobs[j];
+    const auto& v = view(j);
+    JobStatus s;
+    s.job = j;
+    s.name = core_->job_info(j).name;
+    s.tenant = core_->tenant_name(core_->job_info(j).tenant);
+    s.tier = static_cast<spec::Tier>(jv.tier);
+    s.state = core_->state(j);
+    s.epoch = jv.epoch;
+    s.world = jv.world;
+    s.devices = jv.devices;
+    s.splice = jv.splice;
+    s.progress = jv.progress;
+    s.steps = v.spec.steps;
+    s.checkpoint = jv.ckpt;
+    for (int n : nodes_of(j)) s.nodes.push_back(core_->fleet().nodes[static_cast<std::size_t>(n)].name);
+    s.age_ms = v.submitted_ms >= 0 ? now - v.submitted_ms : 0;
+    s.note = v.note;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<std::vector<NodeStatus>> Service::nodes() {
+  std::vector<NodeStatus> out;
+  std::int64_t now = clock_.now_ms();
+  for (std::size_t n = 0; n < core_->fleet().nodes.size(); ++n) {
+    NodeStatus s;
+    s.name = core_->fleet().nodes[n].name;
+    s.state = core_->node_state(static_cast<int>(n));
+    s.devices = core_->fleet().nodes[n].num_devices();
+    s.held = static_cast<int>(core_->cluster().node_held[n]);
+    s.heartbeat_age_ms = conns_[n]->last_seen_ms >= 0 ? now - conns_[n]->last_seen_ms : -1;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Status Service::watch(std::uint64_t after_seq, const std::function<bool(const ClusterEvent&)>& on_event) {
+  for (const auto& e : timeline_)
+    if (e.seq > after_seq && !on_event(e)) return Status::Ok();
+  watchers_.push_back(on_event);
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> Service::logs(int job, int max_lines) {
+  if (job < 0 || job >= core_->num_jobs()) return Status::NotFound("unknown job " + std::to_string(job));
+  if (max_lines < 0) return Status::InvalidArgument("max_lines must be >= 0");
+  const auto& log = view(job).log;
+  std::vector<std::string> out;
+  std::size_t from = log.size() > static_cast<std::size_t>(max_lines) ? log.size() - max_lines : 0;
+  for (std::size_t i = from; i < log.size(); ++i) out.push_back(log[i]);
+  if (out.empty() && max_lines > 0) {
+    // After a restart the log starts from the journal's timeline.
+    for (const auto& e : timeline_)
+      if (e.job == job) out.push_back(e.text);
+    if (out.size() > static_cast<std::size_t>(max_lines)) out.erase(out.begin(), out.end() - max_lines);
+  }
+  return out;
+}
+
+}  // namespace orrery::service
