@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "checker/replay.h"
+#include "checker/replay.h"  // --check only: orrery_checker is linked for it (CMakeLists.txt)
 #include "runtime/sim/alibaba_nodes.h"
 #include "runtime/sim/alibaba_trace.h"
 #include "runtime/sim/fleet_generator.h"
@@ -106,7 +106,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print the results as JSON (one object per policy) instead of a table");
   app.add_option("--plot", plot_dir, "write SVG figures to DIR: utilization, queue length, JCT CDF");
   app.add_flag("--check", check,
-               "journal each run and replay it through the invariant checker (orrery-check replay)");
+               "journal each run and replay it through the invariant checker (the code of "
+               "orrery-check replay, linked into orrery-sim for this option only)");
   app.add_flag("--elastic", elastic, "trace jobs may shrink to 1/f of their GPUs (f <= 8 dividing num_gpu)");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.add_option("--round-s", o.round_s, "scheduling round, at most this often (default 10 s)")->check(CLI::Range(0.001, 86400.0));
