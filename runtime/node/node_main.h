@@ -1,5 +1,5 @@
-// The command line of orrery-node, over any NodeRuntime factory (the real one in orrery-node, a
-// scripted one in tests/service's test agent):
+// The command line of orrery-node, over any NodeRuntime factory (orrery_node_main.cc passes the
+// real one, node_runtime.h), connected to the core through rpc/node_connection.h:
 //
 //   orrery-node --core ADDR --name NODE --secret FILE --data DIR
 //               [--devices N] [--device-mem-mib M] [--device-type host] [--bin-dir DIR]
