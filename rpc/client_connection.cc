@@ -2,6 +2,7 @@
 
 #include "rpc/connection.h"
 #include "rpc/convert.h"
+#include "rpc/wire_status.h"
 
 namespace orrery::rpc {
 
@@ -12,6 +13,12 @@ class EventSinkImpl final : public wire::EventSink::Server {
   EventSinkImpl(const std::function<bool(const service::ClusterEvent&)>& on_event,
                 kj::Own<kj::PromiseFulfiller<void>> stop, std::string* error)
       : on_event_(on_event), stop_(kj::mv(stop)), error_(error) {}
+  // Dropped while the watch runs: the core ended it, or the connection went (then the sink goes
+  // before the disconnect is seen). Said as unavailable rather than KJ's "PromiseFulfiller was
+  // destroyed without fulfilling the promise".
+  ~EventSinkImpl() noexcept(false) {
+    if (stop_->isWaiting()) stop_->reject(exception_of(Status::Unavailable("the core ended the watch")));
+  }
   kj::Promise<void> push(PushContext ctx) override {
     bool more = false;
     auto e = event_from_wire(ctx.getParams().getEvent());
@@ -63,7 +70,7 @@ class RpcClientApi final : public service::ClientApi {
       }
     });
     if (!st) return st;
-    if (!bad.empty()) return Status::Error("bad job status from the core: " + bad);
+    if (!bad.empty()) return Status::Internal("bad job status from the core: " + bad);
     return out;
   }
   Result<std::vector<service::NodeStatus>> nodes() override {
@@ -78,7 +85,7 @@ class RpcClientApi final : public service::ClientApi {
       }
     });
     if (!st) return st;
-    if (!bad.empty()) return Status::Error("bad node status from the core: " + bad);
+    if (!bad.empty()) return Status::Internal("bad node status from the core: " + bad);
     return out;
   }
   Status preempt(int job, int beneficiary) override {
@@ -132,9 +139,11 @@ class RpcClientApi final : public service::ClientApi {
       auto handle = resp.getHandle();
       kj::mv(paf.promise).exclusiveJoin(c_->disconnected.addBranch()).wait(c_->io.waitScope);
     });
+    // Runs what is already queued: a lost connection shows here when the sink went first.
+    if (!st.ok() && !c_->lost) c_->io.waitScope.poll();
+    if (c_->lost) return Status::Unavailable("connection to " + c_->address + " lost");
     if (!st) return st;
-    if (c_->lost) return Status::Error("connection to " + c_->address + " lost");
-    if (!error.empty()) return Status::Error(error);
+    if (!error.empty()) return Status::Internal(error);
     return Status::Ok();
   }
   Result<std::vector<std::string>> logs(int job, int max_lines) override {
@@ -151,15 +160,11 @@ class RpcClientApi final : public service::ClientApi {
   }
 
  private:
+  // Runs one request; the core's refusal comes back with its code (rpc/wire_status.h).
   template <class F>
   Status call(F&& f) {
-    if (c_->lost) return Status::Error("connection to " + c_->address + " lost");
-    std::string error;
-    KJ_IF_MAYBE(e, kj::runCatchingExceptions(f)) {
-      error = reason_of(*e);
-      if (e->getType() == kj::Exception::Type::DISCONNECTED) c_->lost = true;
-    }
-    if (!error.empty()) return Status::Error(error);
+    if (c_->lost) return Status::Unavailable("connection to " + c_->address + " lost");
+    KJ_IF_MAYBE(e, kj::runCatchingExceptions(f)) { return call_failed(*c_, *e); }
     return Status::Ok();
   }
   std::unique_ptr<Connection> c_;
@@ -174,7 +179,6 @@ Result<std::unique_ptr<service::ClientApi>> connect_client(const std::string& ad
   if (!c) return c.status();
   auto& conn = **c;
   kj::Maybe<wire::ClientApi::Client> api;
-  std::string error;
   KJ_IF_MAYBE(e, kj::runCatchingExceptions([&] {
     KJ_IF_MAYBE(b, conn.bootstrap) {
       auto req = b->loginClientRequest();
@@ -182,13 +186,13 @@ Result<std::unique_ptr<service::ClientApi>> connect_client(const std::string& ad
       api = req.send().wait(conn.io.waitScope).getApi();
     }
   })) {
-    error = reason_of(*e);
+    auto st = status_of(*e);  // a wrong secret is kPermissionDenied
+    return st.with_reason(address + ": " + st.reason());
   }
-  if (!error.empty()) return Status::Error(address + ": " + error);
   KJ_IF_MAYBE(a, api) {
     return std::unique_ptr<service::ClientApi>(new RpcClientApi(std::move(*c), kj::mv(*a)));
   }
-  return Status::Error(address + ": login gave no client API");
+  return Status::Internal(address + ": login gave no client API");
 }
 
 }  // namespace orrery::rpc

@@ -6,9 +6,10 @@
 //   auto id = (*api)->submit(spec);
 //
 // connect_client() connects and logs in (rpc/bootstrap.capnp): an unreachable address or a wrong
-// secret is an error naming which. Every call afterwards waits for the core's answer; a refused
-// request comes back as a Status whose reason is the core's ("unknown job 7"), a lost connection
-// as "connection to ADDR lost: ...". watch() blocks, delivering events until `on_event` returns
+// secret is an error naming which (kUnavailable, kPermissionDenied). Every call afterwards waits
+// for the core's answer; a refused request comes back as a Status with the core's code and reason
+// (kNotFound, "unknown job 7"), a lost connection as kUnavailable "connection to ADDR lost: ...",
+// and every later call on it the same. watch() blocks, delivering events until `on_event` returns
 // false or the connection ends.
 //
 // Threading: the returned object owns a KJ event loop bound to the calling thread; use it from

@@ -45,6 +45,19 @@ interface ByteSink {
 }
 
 # Errors. Every method reports a refused request as a Cap'n Proto exception of type `failed` whose
-# description is the reason, naming what was wrong ("unknown job 7", "world must be in [1, 2^20],
-# got 0", "stale epoch 2 for job 3: current epoch is 4"). A refused request changes nothing.
-# `disconnected` means the peer went away; nothing else is used.
+# description is the refusal's status code (base/result.h) in brackets, a space, then the reason
+# naming what was wrong:
+#
+#   [not found] unknown job 7
+#   [invalid argument] world must be in [1, 2^20], got 0
+#   [failed precondition] stale epoch 2 for job 3: current epoch is 4
+#   [permission denied] authentication failed: wrong secret
+#
+# The tag is the code's name as status_code_name() prints it: ok is never sent; invalid argument,
+# not found, already exists, failed precondition, unavailable, permission denied, deadline
+# exceeded, resource exhausted, aborted, internal, unknown. The receiving side (rpc/wire_status.h,
+# status_of) turns the exception back into a Status with that code and the reason without the tag.
+# Exceptions KJ raises itself map by type: `disconnected` (the peer went away) and `overloaded`
+# are unavailable, `unimplemented` (a peer without the method) internal, and a `failed`
+# description without a known tag (an older peer) unknown, its whole text the reason. Nothing
+# else is sent. A refused request changes nothing.

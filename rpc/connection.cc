@@ -5,12 +5,12 @@ namespace orrery::rpc {
 Connection::Connection(kj::AsyncIoContext io_, std::string addr)
     : io(kj::mv(io_)), disconnected(kj::Promise<void>(kj::NEVER_DONE).fork()), address(std::move(addr)) {}
 
-std::string reason_of(const kj::Exception& e) {
-  std::string d = e.getDescription().cStr();
-  const std::string prefix = "remote exception: ";
-  if (d.rfind(prefix, 0) == 0) d = d.substr(prefix.size());
-  if (e.getType() == kj::Exception::Type::DISCONNECTED) return "connection lost: " + d;
-  return d;
+Status call_failed(Connection& c, const kj::Exception& e) {
+  if (e.getType() == kj::Exception::Type::DISCONNECTED) {
+    c.lost = true;
+    return Status::Unavailable("connection to " + c.address + " lost: " + description_of(e));
+  }
+  return status_of(e);
 }
 
 Result<std::unique_ptr<Connection>> connect_to(const std::string& address) {
@@ -27,7 +27,7 @@ Result<std::unique_ptr<Connection>> connect_to(const std::string& address) {
   })) {
     error = "cannot connect to " + address + ": " + std::string(e->getDescription().cStr());
   }
-  if (!error.empty()) return Status::Error(error);
+  if (!error.empty()) return Status::Unavailable(error);
   return c;
 }
 

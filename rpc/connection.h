@@ -11,6 +11,7 @@
 
 #include "bootstrap.capnp.h"
 #include "base/result.h"
+#include "rpc/wire_status.h"
 
 namespace orrery::rpc {
 
@@ -25,10 +26,12 @@ struct Connection {
   Connection(kj::AsyncIoContext io, std::string address);
 };
 
-// Connects to `address` ("host:port", port 7070 by default); errors name the address.
+// Connects to `address` ("host:port", port 7070 by default); errors (kUnavailable) name the
+// address.
 Result<std::unique_ptr<Connection>> connect_to(const std::string& address);
 
-// The reason in a KJ exception from the peer, without KJ's "remote exception: " prefix.
-std::string reason_of(const kj::Exception& e);
+// The Status of a call on `c` that threw `e` (status_of, rpc/wire_status.h); a lost connection
+// (DISCONNECTED) also marks `c` lost and reads "connection to ADDR lost: ...".
+Status call_failed(Connection& c, const kj::Exception& e);
 
 }  // namespace orrery::rpc

@@ -11,7 +11,7 @@ template <class E>
 Result<int> enum_in(E e, int count, const char* what) {
   int v = static_cast<int>(e);
   if (v < 0 || v >= count)
-    return Status::Error(std::string(what) + ": unknown value " + std::to_string(v));
+    return Status::InvalidArgument(std::string(what) + ": unknown value " + std::to_string(v));
   return v;
 }
 
@@ -19,7 +19,7 @@ Result<int> enum_in(E e, int count, const char* what) {
 
 Result<std::string> text_from_wire(capnp::Text::Reader t, const char* what) {
   if (t.size() > kMaxText)
-    return Status::Error(std::string(what) + " is too long (" + std::to_string(t.size()) + " bytes)");
+    return Status::InvalidArgument(std::string(what) + " is too long (" + std::to_string(t.size()) + " bytes)");
   return std::string(t.cStr(), t.size());
 }
 
@@ -43,7 +43,7 @@ Result<service::JobSpec> job_spec_from_wire(wire::JobSpec::Reader r) {
   s.workload = wl->empty() ? "mlp" : *wl;
   // A bound before copying; the limit itself is validate_job_spec's (below), with the same words.
   if (r.getArgs().size() > spec::kMaxArgs)
-    return Status::Error("args: at most " + std::to_string(spec::kMaxArgs) + " arguments, got " +
+    return Status::InvalidArgument("args: at most " + std::to_string(spec::kMaxArgs) + " arguments, got " +
                          std::to_string(r.getArgs().size()));
   for (auto a : r.getArgs()) {
     auto t = text_from_wire(a, "argument");
@@ -55,7 +55,8 @@ Result<service::JobSpec> job_spec_from_wire(wire::JobSpec::Reader r) {
   auto tenant = text_from_wire(r.getTenant(), "tenant");
   if (!tenant) return tenant.status();
   s.tenant = *tenant;
-  if (auto st = service::validate_job_spec(s); !st) return st;
+  // A spec from a peer that fails validation is bad input, whatever code the check gives.
+  if (auto st = service::validate_job_spec(s); !st) return Status::InvalidArgument(st.reason());
   return s;
 }
 
@@ -94,7 +95,7 @@ Result<service::JobStatus> job_status_from_wire(wire::JobStatus::Reader r) {
   s.progress = r.getProgress();
   s.steps = r.getSteps();
   s.checkpoint = r.getCheckpoint();
-  if (r.getNodes().size() > kMaxList) return Status::Error("too many nodes");
+  if (r.getNodes().size() > kMaxList) return Status::InvalidArgument("too many nodes");
   for (auto n : r.getNodes()) {
     auto t = text_from_wire(n, "node");
     if (!t) return t.status();
@@ -181,9 +182,9 @@ Result<service::NodeReport> report_from_wire(wire::JobReport::Reader r) {
   out.job = r.getJob();
   out.epoch = r.getEpoch();
   out.step = r.getStep();
-  if (out.step < 0) return Status::Error("report step must be >= 0, got " + std::to_string(out.step));
+  if (out.step < 0) return Status::InvalidArgument("report step must be >= 0, got " + std::to_string(out.step));
   out.gpu_ms = r.getGpuMs();
-  if (out.gpu_ms < 0) return Status::Error("report gpu_ms must be >= 0, got " + std::to_string(out.gpu_ms));
+  if (out.gpu_ms < 0) return Status::InvalidArgument("report gpu_ms must be >= 0, got " + std::to_string(out.gpu_ms));
   auto d = text_from_wire(r.getDetail(), "detail");
   if (!d) return d.status();
   out.detail = *d;
@@ -204,16 +205,16 @@ Result<service::LaunchCommand> launch_from_wire(wire::Launch::Reader r) {
   c.job = r.getJob();
   c.epoch = r.getEpoch();
   c.world = r.getWorld();
-  if (c.job < 0) return Status::Error("launch: job must be >= 0");
-  if (c.world < 1 || c.world > spec::kMaxRunWorld) return Status::Error("launch: world out of range");
-  if (r.getLocal().size() > spec::kMaxNodeDevices) return Status::Error("launch: too many local devices");
+  if (c.job < 0) return Status::InvalidArgument("launch: job must be >= 0");
+  if (c.world < 1 || c.world > spec::kMaxRunWorld) return Status::InvalidArgument("launch: world out of range");
+  if (r.getLocal().size() > spec::kMaxNodeDevices) return Status::InvalidArgument("launch: too many local devices");
   for (auto l : r.getLocal()) {
     service::LocalShare s;
     s.device = l.getDevice();
-    if (s.device < 0 || s.device >= spec::kMaxNodeDevices) return Status::Error("launch: device index out of range");
-    if (l.getRanks().size() > spec::kSpliceLimit) return Status::Error("launch: more ranks on a device than the splice limit");
+    if (s.device < 0 || s.device >= spec::kMaxNodeDevices) return Status::InvalidArgument("launch: device index out of range");
+    if (l.getRanks().size() > spec::kSpliceLimit) return Status::InvalidArgument("launch: more ranks on a device than the splice limit");
     for (auto rank : l.getRanks()) {
-      if (rank < 0 || rank >= c.world) return Status::Error("launch: rank out of range");
+      if (rank < 0 || rank >= c.world) return Status::InvalidArgument("launch: rank out of range");
       s.ranks.push_back(rank);
     }
     c.local.push_back(std::move(s));
@@ -223,7 +224,7 @@ Result<service::LaunchCommand> launch_from_wire(wire::Launch::Reader r) {
   c.workload = *wl;
   // The job's arguments and the service's "--steps=N".
   if (r.getArgs().size() > spec::kMaxArgs + 1)
-    return Status::Error("launch: at most " + std::to_string(spec::kMaxArgs + 1) + " arguments");
+    return Status::InvalidArgument("launch: at most " + std::to_string(spec::kMaxArgs + 1) + " arguments");
   for (auto a : r.getArgs()) {
     auto t = text_from_wire(a, "argument");
     if (!t) return t.status();
@@ -261,12 +262,12 @@ Result<service::NodeInventory> inventory_from_wire(wire::Inventory::Reader r) {
   inv.devices = r.getDevices();
   inv.device_mem_mib = r.getDeviceMemMib();
   if (inv.devices < 0 || inv.devices > spec::kMaxNodeDevices)
-    return Status::Error("inventory: devices must be in [0, 4096], got " + std::to_string(inv.devices));
+    return Status::InvalidArgument("inventory: devices must be in [0, 4096], got " + std::to_string(inv.devices));
   return inv;
 }
 
 Result<std::vector<service::Incarnation>> running_from_wire(capnp::List<wire::Incarnation>::Reader r) {
-  if (r.size() > kMaxList) return Status::Error("too many running incarnations");
+  if (r.size() > kMaxList) return Status::InvalidArgument("too many running incarnations");
   std::vector<service::Incarnation> out;
   for (auto i : r) out.push_back({i.getJob(), i.getEpoch()});
   return out;

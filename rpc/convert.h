@@ -1,7 +1,7 @@
 // Conversions between the generated Cap'n Proto types (rpc/*.capnp) and the plain C++ types of
 // core/service. Readers are input from another process: every *_from_wire checks what it reads
-// (enumerants it does not know, lengths, ranges) and returns an error naming the field, never
-// asserting. This is what rpc/fuzz/ exercises with arbitrary bytes.
+// (enumerants it does not know, lengths, ranges) and returns an error naming the field
+// (kInvalidArgument), never asserting. This is what rpc/fuzz/ exercises with arbitrary bytes.
 #pragma once
 
 #include "bootstrap.capnp.h"

@@ -44,7 +44,7 @@ class NodeAgentImpl final : public wire::NodeAgent::Server {
  private:
   kj::Promise<void> launch_(wire::Launch::Reader r, bool relaunch) {
     auto l = launch_from_wire(r);
-    if (!l) return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(l.reason().c_str()));
+    if (!l) return exception_of(l.status());
     runtime::AgentCommand c;
     c.kind = relaunch ? runtime::AgentCommand::Kind::kRelaunch : runtime::AgentCommand::Kind::kLaunch;
     c.launch = std::move(*l);
@@ -55,7 +55,7 @@ class NodeAgentImpl final : public wire::NodeAgent::Server {
     auto f = std::make_shared<kj::Own<kj::PromiseFulfiller<void>>>(kj::mv(paf.fulfiller));
     a_.enqueue(std::move(c), [f](Status st) {
       if (st) (*f)->fulfill();
-      else (*f)->reject(kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(st.reason().c_str())));
+      else (*f)->reject(exception_of(st));
     });
     return kj::mv(paf.promise);
   }
@@ -106,7 +106,7 @@ class RpcCoreLink final : public runtime::CoreLink {
     std::uint32_t crc = 0;
     {
       std::ifstream in(path, std::ios::binary);
-      if (!in) return Status::Error("cannot read local shard " + path);
+      if (!in) return Status::Internal("cannot read local shard " + path);
       while (in) {
         in.read(buf.data(), kChunk);
         auto n = static_cast<std::size_t>(in.gcount());
@@ -115,7 +115,7 @@ class RpcCoreLink final : public runtime::CoreLink {
       }
     }
     std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::Error("cannot read local shard " + path);
+    if (!in) return Status::Internal("cannot read local shard " + path);
     return call([&] {
       auto req = s_.uploadShardRequest();
       req.setJob(job);
@@ -143,7 +143,7 @@ class RpcCoreLink final : public runtime::CoreLink {
       std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
     }
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::Error("cannot write " + tmp);
+    if (!out) return Status::Internal("cannot write " + tmp);
     std::uint32_t crc = 0;
     std::uint64_t size = 0;
     std::uint32_t want_crc = 0;
@@ -165,23 +165,19 @@ class RpcCoreLink final : public runtime::CoreLink {
     }
     if (size != want_size || crc != want_crc) {
       std::remove(tmp.c_str());
-      return Status::Error("shard of job " + std::to_string(job) + " step " + std::to_string(step) + " rank " +
+      return Status::Internal("shard of job " + std::to_string(job) + " step " + std::to_string(step) + " rank " +
                            std::to_string(rank) + " arrived damaged (size or checksum mismatch)");
     }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::Error("cannot rename " + tmp);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::Internal("cannot rename " + tmp);
     return Status::Ok();
   }
 
  private:
+  // Runs one request; the core's refusal comes back with its code (rpc/wire_status.h).
   template <class F>
   Status call(F&& f) {
-    if (c_.lost) return Status::Error("connection to the core lost");
-    std::string error;
-    KJ_IF_MAYBE(e, kj::runCatchingExceptions(f)) {
-      error = reason_of(*e);
-      if (e->getType() == kj::Exception::Type::DISCONNECTED) c_.lost = true;
-    }
-    if (!error.empty()) return Status::Error(error);
+    if (c_.lost) return Status::Unavailable("connection to the core lost");
+    KJ_IF_MAYBE(e, kj::runCatchingExceptions(f)) { return call_failed(c_, *e); }
     return Status::Ok();
   }
   Connection& c_;
@@ -189,12 +185,14 @@ class RpcCoreLink final : public runtime::CoreLink {
 };
 
 // This end's IP address of the connection to the core: how other nodes reach this machine when
-// it shares a network with them.
-std::string local_address(kj::AsyncIoStream& stream) {
+// it shares a network with them. "" (said on `err`) when the socket cannot tell: the node then
+// advertises no address, and jobs spanning it and other nodes cannot form their collective.
+std::string local_address(kj::AsyncIoStream& stream, std::ostream& err) {
   sockaddr_storage addr{};
   kj::uint len = sizeof addr;
   KJ_IF_MAYBE(e, kj::runCatchingExceptions([&] { stream.getsockname(reinterpret_cast<sockaddr*>(&addr), &len); })) {
-    (void)e;
+    err << "orrery-node: cannot tell this end's address of the connection to the core ("
+        << description_of(*e) << "); pass --advertise ADDR\n";
     return "";
   }
   char buf[INET6_ADDRSTRLEN] = {0};
@@ -213,7 +211,7 @@ int one_session(const NodeConnectionOptions& o, runtime::Agent& agent, const std
   auto& conn = **c;
   kj::Maybe<wire::NodeSession::Client> session;
   std::int64_t heartbeat_ms = 1000;
-  std::string refused;
+  Status refused;
   bool disconnected = false;
   KJ_IF_MAYBE(e, kj::runCatchingExceptions([&] {
     KJ_IF_MAYBE(b, conn.bootstrap) {
@@ -233,23 +231,25 @@ int one_session(const NodeConnectionOptions& o, runtime::Agent& agent, const std
         list[i].setEpoch(running[i].epoch);
       }
       reg.setAgent(kj::heap<NodeAgentImpl>(agent));
-      reg.setHost(o.advertise.empty() ? local_address(*conn.stream) : o.advertise);
+      reg.setHost(o.advertise.empty() ? local_address(*conn.stream, err) : o.advertise);
       auto resp = reg.send().wait(conn.io.waitScope);
       session = resp.getSession();
       heartbeat_ms = resp.getHeartbeatMs();
     }
   })) {
     if (e->getType() == kj::Exception::Type::DISCONNECTED) disconnected = true;
-    else refused = reason_of(*e);
+    else refused = status_of(*e);
   }
   if (disconnected) return 0;
-  if (!refused.empty()) {
-    // A node being failed over may register again shortly; anything else is final.
-    if (refused.find("register again shortly") != std::string::npos) {
-      out << "orrery-node: " << refused << std::endl;
+  if (!refused.ok()) {
+    // A node being failed over may register again shortly (kUnavailable); anything else is
+    // final. The text check covers a core that sends that refusal without its code.
+    if (refused.code() == StatusCode::kUnavailable ||
+        refused.reason().find("register again shortly") != std::string::npos) {
+      out << "orrery-node: " << refused.reason() << std::endl;
       return 0;
     }
-    err << "orrery-node: " << o.core_address << " refused " << o.name << ": " << refused << "\n";
+    err << "orrery-node: " << o.core_address << " refused " << o.name << ": " << refused.reason() << "\n";
     return 1;
   }
   KJ_IF_MAYBE(s, session) {

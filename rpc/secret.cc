@@ -7,13 +7,13 @@ namespace orrery::rpc {
 
 Result<std::string> read_secret_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error("cannot read secret file " + path);
+  if (!in) return Status::PermissionDenied("cannot read secret file " + path);
   std::stringstream ss;
   ss << in.rdbuf();
   std::string s = ss.str();
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
     s.pop_back();
-  if (s.empty()) return Status::Error("secret file " + path + " is empty");
+  if (s.empty()) return Status::PermissionDenied("secret file " + path + " is empty");
   return s;
 }
 

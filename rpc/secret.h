@@ -1,6 +1,7 @@
 // The cluster's shared secret: the contents of a file given with --secret to every process
 // (`orrery-core serve`, `orrery-node`, `orrery`). Trailing whitespace (a final newline) is
-// stripped; an unreadable or empty file is an error naming the path.
+// stripped; an unreadable or empty file is an error naming the path, kPermissionDenied (without
+// a secret nothing can log in; the CLI reports it as it reports a wrong secret).
 #pragma once
 
 #include <string>

@@ -13,6 +13,7 @@
 #include "rpc/connection.h"
 #include "rpc/convert.h"
 #include "rpc/secret.h"
+#include "rpc/wire_status.h"
 
 namespace orrery::rpc {
 
@@ -20,9 +21,8 @@ namespace {
 
 using service::Service;
 
-kj::Exception refuse(const std::string& reason) {
-  return kj::Exception(kj::Exception::Type::FAILED, __FILE__, __LINE__, kj::str(reason.c_str()));
-}
+// A refused request: the exception carries the status's code and reason (rpc/wire_status.h).
+kj::Exception refuse(const Status& st) { return exception_of(st); }
 
 // --- client API --------------------------------------------------------------------------------
 
@@ -57,11 +57,17 @@ struct WatchPump : std::enable_shared_from_this<WatchPump> {
               if (!r.getMore()) *self->alive = false;
               self->pump();
             },
-            [self](kj::Exception&&) {
+            [self](kj::Exception&& e) {
+              // The watcher is gone (it disconnected: the usual end of `orrery watch`) or its sink
+              // failed; either way it gets no more events.
               self->in_flight = false;
               *self->alive = false;
+              if (e.getType() != kj::Exception::Type::DISCONNECTED)
+                std::cerr << "orrery-core: dropping a watcher: " << description_of(e) << "\n";
             })
-        .detach([](kj::Exception&&) {});
+        .detach([](kj::Exception&& e) {
+          std::cerr << "orrery-core: watch event pump failed: " << description_of(e) << "\n";
+        });
   }
 };
 
@@ -71,9 +77,9 @@ class ClientApiImpl final : public wire::ClientApi::Server {
 
   kj::Promise<void> submit(SubmitContext ctx) override {
     auto spec = job_spec_from_wire(ctx.getParams().getSpec());
-    if (!spec) return refuse(spec.reason());
+    if (!spec) return refuse(spec.status());
     auto id = s_.submit(*spec);
-    if (!id) return refuse(id.reason());
+    if (!id) return refuse(id.status());
     ctx.getResults().setJob(*id);
     return kj::READY_NOW;
   }
@@ -82,14 +88,14 @@ class ClientApiImpl final : public wire::ClientApi::Server {
   }
   kj::Promise<void> jobs(JobsContext ctx) override {
     auto jobs = s_.jobs();
-    if (!jobs) return refuse(jobs.reason());
+    if (!jobs) return refuse(jobs.status());
     auto list = ctx.getResults().initJobs(static_cast<unsigned>(jobs->size()));
     for (unsigned i = 0; i < jobs->size(); ++i) job_status_to_wire((*jobs)[i], list[i]);
     return kj::READY_NOW;
   }
   kj::Promise<void> nodes(NodesContext ctx) override {
     auto nodes = s_.nodes();
-    if (!nodes) return refuse(nodes.reason());
+    if (!nodes) return refuse(nodes.status());
     auto list = ctx.getResults().initNodes(static_cast<unsigned>(nodes->size()));
     for (unsigned i = 0; i < nodes->size(); ++i) node_status_to_wire((*nodes)[i], list[i]);
     return kj::READY_NOW;
@@ -99,7 +105,7 @@ class ClientApiImpl final : public wire::ClientApi::Server {
   }
   kj::Promise<void> migrate(MigrateContext ctx) override {
     auto to = text_from_wire(ctx.getParams().getToNode(), "to_node");
-    if (!to) return refuse(to.reason());
+    if (!to) return refuse(to.status());
     std::optional<std::string> target;
     if (!to->empty()) target = *to;
     return done(s_.migrate(ctx.getParams().getJob(), target));
@@ -110,12 +116,12 @@ class ClientApiImpl final : public wire::ClientApi::Server {
   }
   kj::Promise<void> drain(DrainContext ctx) override {
     auto n = text_from_wire(ctx.getParams().getNode(), "node");
-    if (!n) return refuse(n.reason());
+    if (!n) return refuse(n.status());
     return done(s_.drain(*n));
   }
   kj::Promise<void> undrain(UndrainContext ctx) override {
     auto n = text_from_wire(ctx.getParams().getNode(), "node");
-    if (!n) return refuse(n.reason());
+    if (!n) return refuse(n.status());
     return done(s_.undrain(*n));
   }
   kj::Promise<void> watch(WatchContext ctx) override {
@@ -130,13 +136,13 @@ class ClientApiImpl final : public wire::ClientApi::Server {
       pump->pump();
       return true;
     });
-    if (!st) return refuse(st.reason());
+    if (!st) return refuse(st);
     ctx.getResults().setHandle(kj::heap<WatchHandle>(pump->alive));
     return kj::READY_NOW;
   }
   kj::Promise<void> logs(LogsContext ctx) override {
     auto lines = s_.logs(ctx.getParams().getJob(), ctx.getParams().getMaxLines());
-    if (!lines) return refuse(lines.reason());
+    if (!lines) return refuse(lines.status());
     auto list = ctx.getResults().initLines(static_cast<unsigned>(lines->size()));
     for (unsigned i = 0; i < lines->size(); ++i) list.set(i, (*lines)[i]);
     return kj::READY_NOW;
@@ -144,7 +150,7 @@ class ClientApiImpl final : public wire::ClientApi::Server {
 
  private:
   static kj::Promise<void> done(const Status& st) {
-    if (!st) return refuse(st.reason());
+    if (!st) return refuse(st);
     return kj::READY_NOW;
   }
   Service& s_;
@@ -174,7 +180,10 @@ class RpcNodeLink final : public service::NodeLink, public kj::TaskSet::ErrorHan
     req.setEpoch(epoch);
     track(req.send().ignoreResult(), job, epoch, "stop", false);
   }
-  void taskFailed(kj::Exception&&) override {}
+  // Every tracked command has its own handler (track()); this sees only a handler's own failure.
+  void taskFailed(kj::Exception&& e) override {
+    std::cerr << "orrery-core: handling a node command's failure failed: " << description_of(e) << "\n";
+  }
 
  private:
   void send_launch(const service::LaunchCommand& cmd, bool relaunch) {
@@ -215,12 +224,12 @@ class UploadSink final : public wire::ByteSink::Server {
     (void)s_.heartbeat(session_);
     auto chunk = ctx.getParams().getChunk();
     auto st = up_->write(std::string_view(reinterpret_cast<const char*>(chunk.begin()), chunk.size()));
-    if (!st) return refuse(st.reason());
+    if (!st) return refuse(st);
     return kj::READY_NOW;
   }
   kj::Promise<void> done(DoneContext) override {
     auto st = up_->finish();
-    if (!st) return refuse(st.reason());
+    if (!st) return refuse(st);
     return kj::READY_NOW;
   }
 
@@ -234,7 +243,7 @@ kj::Promise<void> stream_download(std::shared_ptr<service::ShardDownload> d, wir
                                   Service& s, service::NodeSession session) {
   (void)s.heartbeat(session);
   auto chunk = d->read(1 << 18);
-  if (!chunk) return refuse(chunk.reason());
+  if (!chunk) return refuse(chunk.status());
   if (chunk->empty()) return sink.doneRequest().send().ignoreResult();
   auto req = sink.writeRequest();
   req.setChunk(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(chunk->data()), chunk->size()));
@@ -248,29 +257,29 @@ class NodeSessionImpl final : public wire::NodeSession::Server {
 
   kj::Promise<void> heartbeat(HeartbeatContext ctx) override {
     auto st = s_.heartbeat(session_);
-    if (!st) return refuse(st.reason());
+    if (!st) return refuse(st);
     ctx.getResults().setTimeoutMs(s_.heartbeat_timeout_ms());
     return kj::READY_NOW;
   }
   kj::Promise<void> report(ReportContext ctx) override {
     auto r = report_from_wire(ctx.getParams().getReport());
-    if (!r) return refuse(r.reason());
+    if (!r) return refuse(r.status());
     auto st = s_.report(session_, *r);
-    if (!st) return refuse(st.reason());
+    if (!st) return refuse(st);
     return kj::READY_NOW;
   }
   kj::Promise<void> uploadShard(UploadShardContext ctx) override {
     auto p = ctx.getParams();
     auto up = s_.upload_shard(session_, p.getJob(), p.getEpoch(), p.getStep(), p.getRank(), p.getSize(),
                               p.getCrc32c());
-    if (!up) return refuse(up.reason());
+    if (!up) return refuse(up.status());
     ctx.getResults().setSink(kj::heap<UploadSink>(std::move(*up), s_, session_));
     return kj::READY_NOW;
   }
   kj::Promise<void> downloadShard(DownloadShardContext ctx) override {
     auto p = ctx.getParams();
     auto d = s_.download_shard(session_, p.getJob(), p.getStep(), p.getRank());
-    if (!d) return refuse(d.reason());
+    if (!d) return refuse(d.status());
     std::shared_ptr<service::ShardDownload> dl(std::move(*d));
     return stream_download(dl, p.getSink(), s_, session_).then([dl, ctx]() mutable {
       ctx.getResults().setSize(dl->size());
@@ -289,16 +298,16 @@ class NodeApiImpl final : public wire::NodeApi::Server {
   kj::Promise<void> register_(RegisterContext ctx) override {
     auto p = ctx.getParams();
     auto name = text_from_wire(p.getName(), "name");
-    if (!name) return refuse(name.reason());
+    if (!name) return refuse(name.status());
     auto inv = inventory_from_wire(p.getInventory());
-    if (!inv) return refuse(inv.reason());
+    if (!inv) return refuse(inv.status());
     auto running = running_from_wire(p.getRunning());
-    if (!running) return refuse(running.reason());
+    if (!running) return refuse(running.status());
     auto link = std::make_shared<RpcNodeLink>(s_, p.getAgent());
     auto host = text_from_wire(p.getHost(), "host");
-    if (!host) return refuse(host.reason());
+    if (!host) return refuse(host.status());
     auto session = s_.register_node(*name, *inv, *running, link, *host);
-    if (!session) return refuse(session.reason());
+    if (!session) return refuse(session.status());
     link->set_session(*session);
     ctx.getResults().setSession(kj::heap<NodeSessionImpl>(s_, *session));
     ctx.getResults().setHeartbeatMs(std::max<std::int64_t>(20, s_.heartbeat_timeout_ms() / 5));
@@ -314,13 +323,13 @@ class BootstrapImpl final : public wire::Bootstrap::Server {
   BootstrapImpl(Service& s, std::string secret) : s_(s), secret_(std::move(secret)) {}
   kj::Promise<void> loginClient(LoginClientContext ctx) override {
     if (!secret_matches(secret_, std::string(ctx.getParams().getSecret().cStr())))
-      return refuse("authentication failed: wrong secret");
+      return refuse(Status::PermissionDenied("authentication failed: wrong secret"));
     ctx.getResults().setApi(kj::heap<ClientApiImpl>(s_));
     return kj::READY_NOW;
   }
   kj::Promise<void> loginNode(LoginNodeContext ctx) override {
     if (!secret_matches(secret_, std::string(ctx.getParams().getSecret().cStr())))
-      return refuse("authentication failed: wrong secret");
+      return refuse(Status::PermissionDenied("authentication failed: wrong secret"));
     ctx.getResults().setApi(kj::heap<NodeApiImpl>(s_));
     return kj::READY_NOW;
   }

@@ -14,7 +14,7 @@ void Agent::drop_commands(const std::string& why) {
   auto q = std::move(queue_);
   queue_.clear();
   for (auto& [cmd, done] : q)
-    if (done) done(Status::Error(why));
+    if (done) done(Status::Unavailable(why));  // the connection to the core is gone
 }
 
 bool Agent::runs(int job, std::int64_t epoch) const {
@@ -39,8 +39,9 @@ std::vector<service::Incarnation> Agent::running() const {
 Status Agent::check_epoch(int job, std::int64_t epoch) const {
   auto it = newest_.find(job);
   if (it != newest_.end() && epoch < it->second)
-    return Status::Error("stale epoch " + std::to_string(epoch) + " for job " + std::to_string(job) +
-                         ": this node has seen epoch " + std::to_string(it->second));
+    return Status::FailedPrecondition("stale epoch " + std::to_string(epoch) + " for job " +
+                                      std::to_string(job) + ": this node has seen epoch " +
+                                      std::to_string(it->second));
   return Status::Ok();
 }
 
@@ -69,7 +70,7 @@ Status Agent::launch(CoreLink& core, const service::LaunchCommand& c, bool relau
       for (int rank : share.ranks) {
         auto st = core.download_shard(c.job, c.restore_step, rank,
                                       runtime_.shard_path(c.job, c.restore_step, rank));
-        if (!st) return Status::Error("fetching the shard of rank " + std::to_string(rank) + ": " + st.reason());
+        if (!st) return st.with_reason("fetching the shard of rank " + std::to_string(rank) + ": " + st.reason());
       }
   LaunchSpec spec;
   spec.job = c.job;
@@ -95,8 +96,8 @@ Status Agent::execute(CoreLink& core, const AgentCommand& cmd) {
     case AgentCommand::Kind::kCheckpoint: {
       if (auto st = check_epoch(cmd.job, cmd.epoch); !st) return st;
       if (!runs(cmd.job, cmd.epoch))
-        return Status::Error("job " + std::to_string(cmd.job) + " epoch " + std::to_string(cmd.epoch) +
-                             " does not run on this node");
+        return Status::NotFound("job " + std::to_string(cmd.job) + " epoch " + std::to_string(cmd.epoch) +
+                                " does not run on this node");
       return runtime_.checkpoint(cmd.job, runtime_epoch_[cmd.job], cmd.at_step, cmd.then_stop);
     }
     case AgentCommand::Kind::kStop: {
@@ -108,7 +109,7 @@ Status Agent::execute(CoreLink& core, const AgentCommand& cmd) {
       return out;
     }
   }
-  return Status::Error("unknown command");
+  return Status::Internal("unknown command");
 }
 
 bool Agent::forward(CoreLink& core, const JobEvent& e) {

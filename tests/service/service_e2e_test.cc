@@ -127,6 +127,9 @@ TEST_F(Cluster, WrongSecretIsRefusedForClientsAndNodes) {
   start_core();
   auto api = std::async(std::launch::async, [&] { return rpc::connect_client(cluster_->addr(), "not-it").status(); }).get();
   ASSERT_FALSE(api.ok());
+  EXPECT_EQ(api.code(), StatusCode::kPermissionDenied);  // the code crossed the wire
+  auto nobody = std::async(std::launch::async, [&] { return rpc::connect_client("127.0.0.1:1", "x").status(); }).get();
+  EXPECT_EQ(nobody.code(), StatusCode::kUnavailable) << nobody.reason();
   EXPECT_NE(api.reason().find("authentication failed: wrong secret"), std::string::npos) << api.reason();
   write(dir_ / "wrong", "not-it\n");
   start_node("n1", "wrong");
@@ -147,6 +150,7 @@ TEST_F(Cluster, MalformedRequestsGetClearErrorsAndChangeNothing) {
     bad.world = 0;
     auto r = c.submit(bad);
     EXPECT_FALSE(r.ok());
+    EXPECT_EQ(r.code(), StatusCode::kInvalidArgument);
     EXPECT_NE(r.reason().find("world: 0 out of range [1, 4096]"), std::string::npos) << r.reason();
     bad = Cluster::mlp_job("bad", 10, 0);
     bad.device_type = "TPU";
