@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # ctest cli_e2e_local_cluster: `orrery up` in the background (2 nodes of 4 host devices, a free
 # loopback port), the shipped examples/jobs/*.toml submitted, `orrery ls` polled until every job is
-# Completed, then SIGINT to `orrery up`: it must exit 0 and leave no process behind.
+# Completed, then SIGINT to `orrery up`: it must exit 0 and leave no process behind. Exit codes on
+# the way (docs/runtime.md): an unknown job 4, a `watch` whose connection is lost 2, `ls` with no
+# core 2.
 #   cli_e2e_test.sh ORRERY_BINARY SOURCE_DIR
 set -euo pipefail
 ORRERY=$1
 SRC=$2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/orrery-e2e-XXXXXX")
 UP_PID=
+WATCH_PID=
 cleanup() {
   if [ -n "$UP_PID" ] && kill -0 "$UP_PID" 2>/dev/null; then kill -KILL "$UP_PID" 2>/dev/null || true; fi
+  if [ -n "$WATCH_PID" ] && kill -0 "$WATCH_PID" 2>/dev/null; then kill -KILL "$WATCH_PID" 2>/dev/null || true; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -50,6 +54,14 @@ done
 [ -n "$ok" ] || fail "jobs not all Completed"
 "$ORRERY" logs train-basic | tail -5
 "$ORRERY" watch --count 3 >/dev/null || fail "orrery watch"
+rc=0
+"$ORRERY" cancel no-such-job 2>"$WORK/cancel.err" || rc=$?
+[ "$rc" = 4 ] || fail "cancel of an unknown job exited $rc, expected 4: $(cat "$WORK/cancel.err")"
+# Follows the timeline until the core goes away with the cluster below.
+"$ORRERY" watch >"$WORK/watch.log" 2>&1 &
+WATCH_PID=$!
+sleep 0.5
+kill -0 "$WATCH_PID" 2>/dev/null || { cat "$WORK/watch.log"; fail "orrery watch exited early"; }
 
 # The processes `orrery up` started: its children's process groups.
 GROUPS_=$(ps -o pid= --ppid "$UP_PID" | tr -d ' ' | tr '\n' ' ')
@@ -62,4 +74,14 @@ for g in $GROUPS_; do
   if pgrep -g "$g" >/dev/null; then ps -o pid,pgid,cmd -g "$g"; fail "processes left in group $g"; fi
 done
 grep -q "SIGINT, stopping" "$WORK/up.log" || fail "no shutdown message"
-echo "PASS: $n jobs completed; orrery up stopped cleanly, no process left"
+for _ in $(seq 100); do kill -0 "$WATCH_PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$WATCH_PID" 2>/dev/null && fail "orrery watch still running 10 s after the core went away"
+rc=0
+wait "$WATCH_PID" || rc=$?
+WATCH_PID=
+[ "$rc" = 2 ] || { tail -3 "$WORK/watch.log"; fail "orrery watch exited $rc when the core went away, expected 2"; }
+grep -q "lost" "$WORK/watch.log" || { tail -3 "$WORK/watch.log"; fail "orrery watch did not say the connection was lost"; }
+rc=0
+"$ORRERY" ls 2>"$WORK/ls.err" || rc=$?
+[ "$rc" = 2 ] || fail "orrery ls without a core exited $rc, expected 2: $(cat "$WORK/ls.err")"
+echo "PASS: $n jobs completed; orrery up stopped cleanly, no process left; exit codes 4 (unknown job) and 2 (connection lost, no core)"

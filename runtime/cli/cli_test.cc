@@ -1,9 +1,14 @@
-// The CLI's argument handling and output formats, in-process: usage errors exit 1, --help exits 0,
-// a spec error is reported before any connection, an unreachable core is exit 2. (Commands against
-// a running cluster are tested end to end by cli_e2e_test.sh.)
+// The CLI's argument handling, exit codes and output formats, in-process: usage errors exit 1,
+// --help exits 0, a spec error is reported before any connection, an unreachable core or a lost
+// connection is exit 2, a refusal 3, an unknown job or node 4 (against a fake ClientApi that answers
+// with the codes the RPC layer delivers). Commands against a running cluster are tested end to end
+// by cli_e2e_test.sh.
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <memory>
 #include <sstream>
+#include <utility>
 
 #include "runtime/cli/commands.h"
 #include "runtime/cli/format.h"
@@ -17,7 +22,59 @@ struct Outcome {
   int connects;
 };
 
-Outcome run(std::vector<const char*> args) {
+// A core that knows job 0 ("train-a") and node "node1", refuses everything it is asked to do to
+// job 0 as `refusal`, and whose connection is lost (kUnavailable, as rpc/client_connection.h
+// reports it) for every call once `lost` is set.
+class FakeApi final : public service::ClientApi {
+ public:
+  Status refusal = Status::FailedPrecondition("job 0 is Queued; preempt needs Running");
+  bool lost = false;
+
+  Result<int> submit(const service::JobSpec&) override {
+    if (lost) return gone();
+    return 1;
+  }
+  Status cancel(int job) override { return act(job); }
+  Result<std::vector<service::JobStatus>> jobs() override {
+    if (lost) return gone();
+    service::JobStatus j;
+    j.job = 0;
+    j.name = "train-a";
+    return std::vector<service::JobStatus>{j};
+  }
+  Result<std::vector<service::NodeStatus>> nodes() override {
+    if (lost) return gone();
+    return std::vector<service::NodeStatus>{};
+  }
+  Status preempt(int job, int) override { return act(job); }
+  Status migrate(int job, std::optional<std::string>) override { return act(job); }
+  Status resize(int job, int, int) override { return act(job); }
+  Status drain(const std::string& node) override { return on_node(node); }
+  Status undrain(const std::string& node) override { return on_node(node); }
+  Status watch(std::uint64_t, const std::function<bool(const service::ClusterEvent&)>&) override {
+    return gone();  // the connection ends in the middle of watching
+  }
+  Result<std::vector<std::string>> logs(int job, int) override {
+    if (auto st = act(job); !st.ok()) return st;
+    return std::vector<std::string>{};
+  }
+
+ private:
+  static Status gone() { return Status::Unavailable("connection to 127.0.0.1:7070 lost: EOF"); }
+  Status act(int job) {
+    if (lost) return gone();
+    if (job != 0) return Status::NotFound("unknown job " + std::to_string(job));
+    return refusal;
+  }
+  Status on_node(const std::string& node) {
+    if (lost) return gone();
+    if (node != "node1") return Status::NotFound("unknown node \"" + node + "\"");
+    return refusal;
+  }
+};
+
+// `api` set: connecting succeeds with it (FakeApi); otherwise the core cannot be reached.
+Outcome run(std::vector<const char*> args, FakeApi* api = nullptr) {
   args.insert(args.begin(), "orrery");
   std::ostringstream out, err;
   int connects = 0;
@@ -25,7 +82,8 @@ Outcome run(std::vector<const char*> args) {
   ctx.connect = [&](const std::string& addr, const std::string&)
       -> Result<std::unique_ptr<service::ClientApi>> {
     ++connects;
-    return Status::Error("cannot connect to " + addr + ": Connection refused");
+    if (api) return std::unique_ptr<service::ClientApi>(std::make_unique<FakeApi>(*api));
+    return Status::Unavailable("cannot connect to " + addr + ": Connection refused");
   };
   ctx.self_path = "/nonexistent/orrery";
   ctx.out = &out;
@@ -85,6 +143,76 @@ TEST(Cli, UnreachableCoreExitsTwo) {
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(r.connects, 0);
   EXPECT_NE(r.err.find("no secret"), std::string::npos);
+}
+
+TEST(Cli, ExitCodeOfEveryStatusCode) {
+  // docs/runtime.md's table, code by code.
+  const std::pair<StatusCode, int> table[] = {
+      {StatusCode::kOk, 0},
+      {StatusCode::kInvalidArgument, 1},
+      {StatusCode::kUnavailable, 2},
+      {StatusCode::kPermissionDenied, 2},
+      {StatusCode::kDeadlineExceeded, 2},
+      {StatusCode::kFailedPrecondition, 3},
+      {StatusCode::kAlreadyExists, 3},
+      {StatusCode::kResourceExhausted, 3},
+      {StatusCode::kAborted, 3},
+      {StatusCode::kUnknown, 3},
+      {StatusCode::kNotFound, 4},
+      {StatusCode::kInternal, 5},
+  };
+  static_assert(std::size(table) == kNumStatusCodes);
+  for (auto [code, exit] : table) EXPECT_EQ(exit_code(code), exit) << status_code_name(code);
+}
+
+TEST(Cli, UnknownJobOrNodeExitsFour) {
+  FakeApi api;
+  Outcome r = run({"--secret-file", "/x", "cancel", "7"}, &api);  // the core does not know it
+  EXPECT_EQ(r.rc, 4);
+  EXPECT_EQ(r.err, "orrery cancel: unknown job 7\n");
+  r = run({"--secret-file", "/x", "preempt", "no-such-job"}, &api);  // no job of that name
+  EXPECT_EQ(r.rc, 4);
+  EXPECT_EQ(r.err, "orrery preempt: no job named \"no-such-job\"\n");
+  r = run({"--secret-file", "/x", "preempt", "train-a", "--for", "nope"}, &api);
+  EXPECT_EQ(r.rc, 4);
+  r = run({"--secret-file", "/x", "logs", "3"}, &api);
+  EXPECT_EQ(r.rc, 4);
+  r = run({"--secret-file", "/x", "drain", "node9"}, &api);
+  EXPECT_EQ(r.rc, 4);
+  EXPECT_EQ(r.err, "orrery drain: unknown node \"node9\"\n");
+}
+
+TEST(Cli, RefusalsExitThreeAndInternalErrorsFive) {
+  FakeApi api;
+  Outcome r = run({"--secret-file", "/x", "preempt", "train-a"}, &api);
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_EQ(r.err, "orrery preempt: job 0 is Queued; preempt needs Running\n");
+  api.refusal = Status::Error("a refusal without a code");  // kUnknown: still a refusal
+  EXPECT_EQ(run({"--secret-file", "/x", "cancel", "0"}, &api).rc, 3);
+  api.refusal = Status::InvalidArgument("devices must be within the job's elastic range [1, 2]");
+  EXPECT_EQ(run({"--secret-file", "/x", "resize", "0", "4"}, &api).rc, 1);
+  api.refusal = Status::Internal("cannot write /data/jobs/job-0.spec");
+  EXPECT_EQ(run({"--secret-file", "/x", "migrate", "0"}, &api).rc, 5);
+  api.refusal = Status::Ok();
+  r = run({"--secret-file", "/x", "cancel", "train-a"}, &api);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "cancelling job 0\n");
+}
+
+TEST(Cli, LostConnectionExitsTwo) {
+  FakeApi api;
+  api.lost = true;
+  for (auto* cmd : {"ls", "nodes", "cancel"}) {
+    std::vector<const char*> args = {"--secret-file", "/x", cmd};
+    if (std::string(cmd) == "cancel") args.push_back("0");
+    Outcome r = run(args, &api);
+    EXPECT_EQ(r.rc, 2) << cmd;
+    EXPECT_EQ(r.err, "orrery " + std::string(cmd) + ": connection to 127.0.0.1:7070 lost: EOF\n");
+  }
+  api.lost = false;
+  Outcome r = run({"--secret-file", "/x", "watch"}, &api);  // lost while watching
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "orrery watch: connection to 127.0.0.1:7070 lost: EOF\n");
 }
 
 TEST(Cli, UpWithoutBinariesExitsTwo) {

@@ -1,5 +1,6 @@
 # ctest cli_usage_exit_codes: the real orrery binary's exit codes (docs/runtime.md, "The orrery
-# CLI"): --help 0, usage errors 1, a bad job spec 1, an unreachable core 2.
+# CLI"): --help 0, usage errors 1, a bad job spec 1, no secret or an unreadable secret file 2, an
+# unreachable core 2. (An unknown job's 4 and a lost connection's 2 need a core: cli_e2e_test.sh.)
 function(expect code)
   execute_process(COMMAND ${ORRERY} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL code)
@@ -23,3 +24,15 @@ if(NOT last_err MATCHES "cannot open the job spec")
 endif()
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/cli_usage_secret "not-the-secret\n")
 expect(2 --core 127.0.0.1:1 --secret-file ${CMAKE_CURRENT_BINARY_DIR}/cli_usage_secret ls)
+if(NOT last_err MATCHES "cannot connect to 127.0.0.1:1")
+  message(FATAL_ERROR "unreachable core message: ${last_err}")
+endif()
+expect(2 --core 127.0.0.1:1 --secret-file /nonexistent/secret cancel 3)
+if(NOT last_err MATCHES "cannot read secret file /nonexistent/secret")
+  message(FATAL_ERROR "unreadable secret message: ${last_err}")
+endif()
+set(ENV{ORRERY_SECRET_FILE} "")
+expect(2 --core 127.0.0.1:1 nodes)
+if(NOT last_err MATCHES "no secret")
+  message(FATAL_ERROR "no secret message: ${last_err}")
+endif()

@@ -23,11 +23,10 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? std::string(v) : fallback;
 }
 
-// A failed call: the connection's failures are exit 2, the core's refusals exit 3 (rpc/
-// client_connection.h: a lost connection reads "connection to ADDR lost: ...").
-int failed(const CliContext& ctx, const std::string& what, const std::string& reason) {
-  *ctx.err << "orrery " << what << ": " << reason << "\n";
-  return reason.rfind("connection to ", 0) == 0 ? kExitUnreachable : kExitRefused;
+// A failed command: its reason on stderr, its exit code from its status code.
+int failed(const CliContext& ctx, const std::string& what, const Status& st) {
+  *ctx.err << "orrery " << what << ": " << st.reason() << "\n";
+  return exit_code(st.code());
 }
 
 struct Session {
@@ -36,22 +35,17 @@ struct Session {
   std::string secret_file;
   std::unique_ptr<service::ClientApi> api;
 
-  // Connects on first use. false (message printed) when the core cannot be reached.
-  bool open(const std::string& what) {
-    if (api) return true;
-    if (secret_file.empty()) {
-      *ctx.err << "orrery " << what
-               << ": no secret: pass --secret-file FILE or set ORRERY_SECRET_FILE (orrery up "
-                  "prints it)\n";
-      return false;
-    }
+  // Connects on first use: kUnavailable when the core cannot be reached, kPermissionDenied
+  // without a secret or with a wrong one (rpc/client_connection.h).
+  Status open() {
+    if (api) return Status::Ok();
+    if (secret_file.empty())
+      return Status::PermissionDenied(
+          "no secret: pass --secret-file FILE or set ORRERY_SECRET_FILE (orrery up prints it)");
     auto r = ctx.connect(core, secret_file);
-    if (!r.ok()) {
-      *ctx.err << "orrery " << what << ": " << r.reason() << "\n";
-      return false;
-    }
+    if (!r.ok()) return r.status();
     api = std::move(*r);
-    return true;
+    return Status::Ok();
   }
 
   // A job named by id or by name (the newest job of that name).
@@ -64,12 +58,30 @@ struct Session {
     int found = -1;
     for (const auto& j : *jobs)
       if (j.name == ref) found = std::max(found, j.job);
-    if (found < 0) return Status::Error("no job named \"" + ref + "\"");
+    if (found < 0) return Status::NotFound("no job named \"" + ref + "\"");
     return found;
   }
 };
 
 }  // namespace
+
+int exit_code(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return kExitOk;
+    case StatusCode::kInvalidArgument: return kExitUsage;
+    case StatusCode::kUnavailable:
+    case StatusCode::kPermissionDenied:
+    case StatusCode::kDeadlineExceeded: return kExitUnreachable;
+    case StatusCode::kNotFound: return kExitNotFound;
+    case StatusCode::kInternal: return kExitInternal;
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kAborted:
+    case StatusCode::kUnknown: return kExitRefused;
+  }
+  return kExitRefused;
+}
 
 int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   CLI::App app{"orrery: submit and operate training jobs on an orrery cluster", "orrery"};
@@ -155,17 +167,15 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
 
   if (submit->parsed()) {
     auto spec = load_job_spec(job_file);
-    if (!spec.ok()) {
-      *ctx.err << "orrery submit: " << spec.reason() << "\n";
-      return kExitUsage;
-    }
+    // A spec that cannot be loaded is a bad argument, whatever the loader's code (no such file).
+    if (!spec.ok()) return failed(ctx, "submit", Status::InvalidArgument(spec.reason()));
     if (dry_run) {
       *ctx.out << to_toml(*spec);
       return kExitOk;
     }
-    if (!s.open("submit")) return kExitUnreachable;
+    if (auto st = s.open(); !st.ok()) return failed(ctx, "submit", st);
     auto id = s.api->submit(*spec);
-    if (!id.ok()) return failed(ctx, "submit", id.reason());
+    if (!id.ok()) return failed(ctx, "submit", id.status());
     *ctx.out << "submitted job " << *id << " (" << spec->name << ")\n";
     return kExitOk;
   }
@@ -183,15 +193,15 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   }
 
   const std::string cmd = app.get_subcommands().front()->get_name();
-  if (!s.open(cmd)) return kExitUnreachable;
+  if (auto st = s.open(); !st.ok()) return failed(ctx, cmd, st);
   auto resolve = [&](const std::string& ref, int& out_id) -> int {
     auto r = s.job(ref);
-    if (!r.ok()) return failed(ctx, cmd, r.reason());
+    if (!r.ok()) return failed(ctx, cmd, r.status());
     out_id = *r;
     return kExitOk;
   };
   auto done = [&](const Status& st, const std::string& what) -> int {
-    if (!st.ok()) return failed(ctx, cmd, st.reason());
+    if (!st.ok()) return failed(ctx, cmd, st);
     *ctx.out << what << "\n";
     return kExitOk;
   };
@@ -203,13 +213,13 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
 
   if (ls->parsed()) {
     auto jobs = s.api->jobs();
-    if (!jobs.ok()) return failed(ctx, cmd, jobs.reason());
+    if (!jobs.ok()) return failed(ctx, cmd, jobs.status());
     *ctx.out << format_jobs(*jobs);
     return kExitOk;
   }
   if (nodes->parsed()) {
     auto ns = s.api->nodes();
-    if (!ns.ok()) return failed(ctx, cmd, ns.reason());
+    if (!ns.ok()) return failed(ctx, cmd, ns.status());
     *ctx.out << format_nodes(*ns);
     return kExitOk;
   }
@@ -229,7 +239,7 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   if (undrain->parsed()) return done(s.api->undrain(node), "node " + node + " back in service");
   if (logs->parsed()) {
     auto l = s.api->logs(job, lines);
-    if (!l.ok()) return failed(ctx, cmd, l.reason());
+    if (!l.ok()) return failed(ctx, cmd, l.status());
     for (const auto& line : *l) *ctx.out << line << "\n";
     return kExitOk;
   }
@@ -259,7 +269,7 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
       return count < 0 || seen < count;
     });
     if (bar_open) *ctx.out << "\n";
-    if (!st.ok()) return failed(ctx, cmd, st.reason());
+    if (!st.ok()) return failed(ctx, cmd, st);
     return kExitOk;
   }
   *ctx.err << "orrery: no command\n";

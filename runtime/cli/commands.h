@@ -3,9 +3,8 @@
 // code. main() supplies how to connect (rpc::connect_client) so the commands know nothing of Cap'n
 // Proto.
 //
-// Exit codes: 0 done; 1 usage error (unknown command or flag, bad argument, invalid job spec;
-// --help is 0); 2 the core cannot be reached, logged in to, or the connection was lost; 3 the core
-// refused the request (its reason is printed: unknown job, a spec guard's clause, ...).
+// Exit codes (docs/runtime.md, "The orrery CLI") come from the failure's status code
+// (base/result.h), through exit_code() alone; --help is 0.
 #pragma once
 
 #include <functional>
@@ -19,9 +18,22 @@
 namespace orrery::cli {
 
 inline constexpr int kExitOk = 0;
+// Invalid argument: an unknown command or flag, a bad argument, an invalid job spec (found here or
+// by the core).
 inline constexpr int kExitUsage = 1;
+// Unavailable, permission denied, deadline exceeded: the core cannot be reached or logged in to
+// (no secret, a wrong one), or the connection was lost.
 inline constexpr int kExitUnreachable = 2;
+// Failed precondition, already exists, resource exhausted, aborted, unknown: the core refused the
+// request as things stand (a job in the wrong state, a spec guard's clause).
 inline constexpr int kExitRefused = 3;
+// Not found: an unknown job (id or name) or node.
+inline constexpr int kExitNotFound = 4;
+// Internal: a bug or an I/O failure, in the core or here.
+inline constexpr int kExitInternal = 5;
+
+// The exit code for a command that ended with `code` (kOk: kExitOk).
+int exit_code(StatusCode code);
 
 inline constexpr const char* kDefaultCore = "127.0.0.1:7070";
 
