@@ -51,6 +51,7 @@ inline void ExpectSameCluster(const Cluster& a, const Cluster& b) {
     for (const auto& [field, member] : spec::job_fields<spec::Concrete>())
       EXPECT_EQ(a.jobs[j].*member, b.jobs[j].*member) << "job " << j << " " << field;
     EXPECT_EQ(a.jobs[j].held, b.jobs[j].held) << "job " << j << " held";
+    EXPECT_EQ(a.jobs[j].target, b.jobs[j].target) << "job " << j << " target";
   }
 }
 

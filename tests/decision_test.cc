@@ -211,6 +211,33 @@ TEST(DecisionDecodeErrorTest, BadOriginValues) {
   }
 }
 
+// The whole job spec travels with its Submit: the journal alone rebuilds every job.
+TEST(DecisionCodecTest, TheProgramOfASubmitRoundTrips) {
+  auto d = Decision::submit("train", spec::Tier::kBasic, "H100", 4, 1, 4, 1024, "vision");
+  d.workload = "mlp";
+  d.args = {"--lr=0.1", "", "--seed=7"};
+  d.steps = 5000;
+  d.checkpoint_every = 250;
+  auto r = decode_record(encode_decision_record(d, 9));
+  ASSERT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->decision.workload, "mlp");
+  EXPECT_EQ(r->decision.args, d.args);
+  EXPECT_EQ(r->decision.steps, 5000);
+  EXPECT_EQ(r->decision.checkpoint_every, 250);
+  EXPECT_EQ(r->decision.tenant, "vision");
+  // Without a tenant the program still follows (an empty tenant is written before it).
+  d.tenant.clear();
+  r = decode_record(encode_decision_record(d, 9));
+  ASSERT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->decision.tenant, "");
+  EXPECT_EQ(r->decision.workload, "mlp");
+  // A negative argument count is refused: it is the 8 bytes before the three arguments (each a
+  // length and its bytes: 16 + 8 + 16).
+  auto rec = encode_decision_record(d, 9);
+  set_i64(rec, rec.size() - 40 - 8, -1);
+  ExpectDecodeError(rec, "argument count out of range");
+}
+
 TEST(DecisionCodecTest, OriginRoundTrips) {
   for (auto o : {spec::Origin::kPlanner, spec::Origin::kRuntime, spec::Origin::kOperator}) {
     Decision d;
@@ -247,6 +274,10 @@ TEST(DecisionDecodeErrorTest, TrailingBytes) {
   ExpectDecodeError(rec + "garbage!", "bad length for field 'tenant'");
   auto t = full_decision(EventKind::kSubmit);
   t.tenant = "x";
+  // After a tenant comes the program (workload, steps, checkpoint period, arguments), if any.
+  ExpectDecodeError(encode_decision_record(t, 0) + "!", "field 'workload'");
+  t.workload = "mlp";
+  t.args = {"--lr=0.1"};
   ExpectDecodeError(encode_decision_record(t, 0) + "!", "trailing bytes after decision");
   // A device count smaller than the devices that follow leaves bytes that are no tenant.
   set_i64(rec, kDevCount, 1);
@@ -348,8 +379,7 @@ TEST(DecisionDescribeTest, OneLineSummaries) {
   migrate.job = 1;
   migrate.devices = {6};
   migrate.splice = 4;
-  migrate.step = 12;
-  EXPECT_EQ(migrate.describe(), "Migrate job 1 on {6} x4 ckpt@12");
+  EXPECT_EQ(migrate.describe(), "Migrate job 1 on {6} x4");
 }
 
 }  // namespace

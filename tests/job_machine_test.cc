@@ -74,7 +74,6 @@ class JobMachineTest : public ::testing::Test {
         break;
       case EventKind::kMigrate:
         select({4, 5}, 2);
-        p.step = job.progress;
         break;
       case EventKind::kResizeUp:
         select({0, 1, 2, 3}, 1);
@@ -116,7 +115,10 @@ class JobMachineTest : public ::testing::Test {
          {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace, EventKind::kStart}},
         {JobState::kCheckpointing,
          {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace, EventKind::kStart,
-          EventKind::kResizeUp, EventKind::kPreempt}},
+          EventKind::kProgress, EventKind::kPreempt}},
+        {JobState::kResizing,
+         {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace, EventKind::kStart,
+          EventKind::kProgress, EventKind::kResizeUp}},
         {JobState::kSuspended,
          {EventKind::kSubmit, EventKind::kAdmit, EventKind::kPlace, EventKind::kStart,
           EventKind::kProgress, EventKind::kPreempt, EventKind::kCheckpointDone}},
@@ -192,7 +194,7 @@ TEST_F(JobMachineTest, EveryEventWithoutARowIsRejectedInEveryState) {
       ++rejected;
     }
   }
-  EXPECT_EQ(rejected, spec::kNumJobStates * spec::kNumEventKinds - 35);  // 35 (src, event) pairs
+  EXPECT_EQ(rejected, spec::kNumJobStates * spec::kNumEventKinds - 50);  // 50 (src, event) pairs
 }
 
 TEST_F(JobMachineTest, GuardRejectionIsAnErrorAndChangesNothing) {
@@ -227,7 +229,7 @@ TEST_F(JobMachineTest, UnknownEventValueIsAnError) {
   FireContext ctx{&cluster_, 0, &p};
   auto st = m.fire(static_cast<EventKind>(spec::kNumEventKinds), ctx);
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.reason(), "unknown event 18");
+  EXPECT_EQ(st.reason(), "unknown event 19");
   EXPECT_EQ(m.state(), JobState::kNew);
 }
 
@@ -309,16 +311,20 @@ TEST_F(JobMachineTest, EveryRowIsTakenByTheMachine) {
   }
 }
 
-TEST(JobRowsTest, FortyFiveRowsInTableOrder) {
+TEST(JobRowsTest, SixtyTwoRowsInTableOrder) {
   const auto& rows = job_rows();
-  ASSERT_EQ(rows.size(), 45u);
+  ASSERT_EQ(rows.size(), 62u);
   for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].index, static_cast<int>(i + 1));
   EXPECT_EQ(rows.front().label(), "#1 New --Submit--> Submitted [valid_spec / record_spec]");
   EXPECT_EQ(rows[8].label(),
             "#9 Running --Preempt--> Checkpointing [favoured_beneficiary / remember_beneficiary]");
-  EXPECT_EQ(rows[15].label(), "#16 Queued --Release--> Queued [none / void_reservations]");
+  EXPECT_EQ(rows[13].label(),
+            "#14 Migrating --CheckpointDone--> Restoring [cut_and_target_fits / "
+            "checkpoint_new_epoch_take_target]");
+  EXPECT_EQ(rows[16].label(), "#17 Queued --Release--> Queued [none / void_reservations]");
+  EXPECT_EQ(rows[26].label(), "#27 Migrating --Abort--> Placed [none / new_epoch_rollback_in_place]");
   EXPECT_EQ(rows.back().label(),
-            "#45 Restoring --Cancel--> Cancelled [none / release_unreserve_unadmit]");
+            "#62 Resizing --Cancel--> Cancelled [none / release_unreserve_unadmit]");
   // Guard and effect pointers are present exactly when the names are.
   for (const auto& r : rows) {
     EXPECT_EQ(r.guard == nullptr, r.guard_name == "none") << r.label();
@@ -329,7 +335,7 @@ TEST(JobRowsTest, FortyFiveRowsInTableOrder) {
 TEST(JobRowsTest, SeveralRowsForOneSourceAndEventHaveMutuallyExclusiveGuards) {
   std::map<std::pair<JobState, EventKind>, std::vector<const RowDesc<spec::Concrete>*>> groups;
   for (const auto& r : job_rows()) groups[{r.src, r.event}].push_back(&r);
-  EXPECT_EQ(groups.size(), 35u);
+  EXPECT_EQ(groups.size(), 50u);
 
   Cluster s = default_fleet().empty_cluster();
   spec::Concrete d;
@@ -363,7 +369,7 @@ TEST(JobRowsTest, SeveralRowsForOneSourceAndEventHaveMutuallyExclusiveGuards) {
       }
     }
   }
-  EXPECT_EQ(multi, 10);  // {Placed, Running, Checkpointing, Migrating, Restoring} x 2 failures
+  EXPECT_EQ(multi, 12);  // {Placed, Running, Checkpointing, Migrating, Resizing, Restoring} x 2 failures
 }
 
 TEST(JobRowsTest, TerminalStatesHaveNoOutgoingRows) {
@@ -399,6 +405,27 @@ TEST(JobRowsTest, EveryLiveStateHasACancelRow) {
       EXPECT_EQ(cancels[state], 1) << name_of(state) << " has no (single) Cancel row";
     }
   }
+}
+
+// One lifecycle: every state in which the runtime carries out a decision has an Abort row back to
+// a safe state, unguarded (a failure, refusal or timeout must always be able to end it).
+TEST(JobRowsTest, EveryInFlightStateHasAnAbortRow) {
+  std::map<JobState, JobState> abort_to;
+  for (const auto& r : job_rows()) {
+    if (r.event != EventKind::kAbort) continue;
+    EXPECT_EQ(r.guard, nullptr) << r.label();
+    EXPECT_TRUE(abort_to.emplace(r.src, r.dst).second) << r.label();
+  }
+  spec::Concrete d;
+  for (int s = 0; s < spec::kNumJobStates; ++s) {
+    const auto state = static_cast<JobState>(s);
+    EXPECT_EQ(abort_to.count(state) == 1, spec::in_flight_state(d, static_cast<std::int64_t>(state)))
+        << name_of(state);
+  }
+  EXPECT_EQ(abort_to[JobState::kPlaced], JobState::kQueued);
+  EXPECT_EQ(abort_to[JobState::kRestoring], JobState::kQueued);
+  for (auto cut : {JobState::kCheckpointing, JobState::kMigrating, JobState::kResizing})
+    EXPECT_EQ(abort_to[cut], JobState::kPlaced) << name_of(cut);
 }
 
 TEST(JobRowsTest, EveryStateIsReachableFromNew) {

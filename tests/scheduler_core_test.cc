@@ -91,11 +91,8 @@ Decision shrink(std::int64_t job, std::vector<std::int64_t> devices, std::int64_
   return d;
 }
 
-Decision migrate(std::int64_t job, std::vector<std::int64_t> devices, std::int64_t splice,
-                 std::int64_t step) {
-  auto d = on(EventKind::kMigrate, job, std::move(devices), splice);
-  d.step = step;
-  return d;
+Decision migrate(std::int64_t job, std::vector<std::int64_t> devices, std::int64_t splice) {
+  return on(EventKind::kMigrate, job, std::move(devices), splice);
 }
 
 // ---- The driver: commits, checks, records ---------------------------------------------------
@@ -252,7 +249,7 @@ void run_scenario(Driver& t) {
   t.ok(on(E::kPlace, 1, {4}, 2), S::kPlaced);
   t.ok(ev(E::kStart, 1), S::kRunning);
   t.ok(progress(1, 5, 10000), S::kRunning);
-  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 22);
+  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 38);
   {
     const auto& beta = t.core().cluster().jobs[1];
     EXPECT_EQ(beta.failures, 1);
@@ -304,24 +301,36 @@ void run_scenario(Driver& t) {
   EXPECT_EQ(t.core().cluster().jobs[0].ckpt, 10);
   t.rejected(at_step(E::kCheckpoint, 0, 9), {"last checkpoint <= step <= current step"});
 
-  // Elastic resize: up to 4 devices (no splicing), then down to 2 for the premium job.
+  // Elastic resize: up to 4 devices (no splicing), then down to 2 for the premium job. A resize
+  // is decided first (Resizing: the devices it grows onto are reserved for it, it keeps its own),
+  // and carried out when its cut is stored (CheckpointDone: a new incarnation on the target).
   t.rejected(on(E::kResizeUp, 0, {0, 2}, 2),
              {"grows_and_fits", "keeps every held device", "more devices than now"});
-  t.ok(on(E::kResizeUp, 0, {0, 1, 2, 3}, 1), S::kRunning);
+  t.ok(on(E::kResizeUp, 0, {0, 1, 2, 3}, 1), S::kResizing);
+  EXPECT_EQ(t.core().cluster().jobs[0].devices, 2);  // nothing moves before the cut
+  EXPECT_EQ(reserved_for(t.core().cluster()), (std::vector<std::int64_t>{-1, -1, 0, 0, -1, -1, -1, -1}));
+  t.rejected(on(E::kPlace, 2, {2, 3}, 1), {"devices not reserved for another job"});
+  t.rejected(at_step(E::kCheckpointDone, 0, 9), {"cut_and_target_fits", "checkpoint cut at the current step"});
+  t.ok(at_step(E::kCheckpointDone, 0, 10), S::kRestoring);
   EXPECT_EQ(t.core().cluster().jobs[0].devices, 4);
   EXPECT_EQ(t.core().cluster().jobs[0].splice, 1);
-  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 1);  // same incarnation
+  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 2);  // every restart is a new incarnation
+  EXPECT_EQ(reserved_for(t.core().cluster()), std::vector<std::int64_t>(8, -1));
+  t.ok(ev(E::kRestoreDone, 0), S::kRunning);
   t.rejected(shrink(0, {0, 1}, 2, 2), {"shrinks_for_favoured", clause_favoured});
   t.rejected(shrink(0, {0, 1}, 2, 1), {"shrinks_for_favoured", clause_favoured});
   t.rejected(shrink(0, {4, 5}, 2, 3), {"keeps a subset of the held devices"});
-  t.ok(shrink(0, {0, 1}, 2, 3), S::kRunning);
+  t.ok(shrink(0, {0, 1}, 2, 3), S::kResizing);
+  EXPECT_EQ(t.core().cluster().jobs[0].devices, 4);  // held until the cut is stored
+  t.ok(at_step(E::kCheckpointDone, 0, 10), S::kRestoring);
   EXPECT_EQ(t.core().cluster().jobs[0].devices, 2);
-  EXPECT_EQ(hold_row(t.core().cluster(), 0), (std::vector<std::int64_t>{1, 1, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(hold_row(t.core().cluster(), 0), (std::vector<std::int64_t>{3, 3, 0, 0, 0, 0, 0, 0}));
   // The devices the shrink gave up are reserved for the premium job it was for: nobody else may
   // take them, until a planner releases the reservation.
   EXPECT_EQ(reserved_for(t.core().cluster()), (std::vector<std::int64_t>{-1, -1, 3, 3, -1, -1, -1, -1}));
   t.rejected(on(E::kPlace, 1, {2, 3}, 1),
              {"rejected Place for job 1 in state Queued", "devices not reserved for another job"});
+  t.ok(ev(E::kRestoreDone, 0), S::kRunning);
   t.rejected(ev(E::kRelease, 0), {"no transition: Release for job 0 in state Running"});
   t.ok(ev(E::kRelease, 3), S::kQueued);
   EXPECT_EQ(reserved_for(t.core().cluster()), std::vector<std::int64_t>(8, -1));
@@ -345,17 +354,37 @@ void run_scenario(Driver& t) {
   // alpha resumes elsewhere (new epoch) and restores.
   t.rejected(on(E::kResume, 0, {0, 1}, 2), {"gang_fits", "devices not held by another job"});
   t.ok(on(E::kResume, 0, {2, 3}, 2), S::kRestoring);
-  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 2);
+  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 4);
   t.ok(ev(E::kRestoreDone, 0), S::kRunning);
 
-  // Migration to the other node: at the current step, not onto fewer devices.
-  t.rejected(migrate(0, {6}, 4, 10), {"cut_and_gang_fits", "not fewer devices than now"});
-  t.rejected(migrate(0, {4, 5}, 2, 7), {"checkpoint cut at the current step"});
-  t.rejected(migrate(0, {1, 4}, 2, 10), {"devices not held by another job"});
-  t.ok(migrate(0, {4, 5}, 2, 10), S::kMigrating);
-  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 3);
-  EXPECT_EQ(hold_row(t.core().cluster(), 0), (std::vector<std::int64_t>{0, 0, 0, 0, 3, 3, 0, 0}));
+  // Migration to the other node, not onto fewer devices: decided (the target reserved), carried
+  // out when the cut at the current step is stored.
+  t.rejected(migrate(0, {6}, 4), {"gang_fits_target", "not fewer devices than now"});
+  t.rejected(migrate(0, {1, 4}, 2), {"devices not held by another job"});
+  t.ok(migrate(0, {4, 5}, 2), S::kMigrating);
+  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 4);
+  EXPECT_EQ(hold_row(t.core().cluster(), 0), (std::vector<std::int64_t>{0, 0, 4, 4, 0, 0, 0, 0}));
+  EXPECT_EQ(reserved_for(t.core().cluster()), (std::vector<std::int64_t>{-1, -1, -1, -1, 0, 0, -1, -1}));
+  t.rejected(at_step(E::kCheckpointDone, 0, 7), {"checkpoint cut at the current step"});
+  t.ok(at_step(E::kCheckpointDone, 0, 10), S::kRestoring);
+  EXPECT_EQ(t.core().cluster().jobs[0].epoch, 5);
+  EXPECT_EQ(hold_row(t.core().cluster(), 0), (std::vector<std::int64_t>{0, 0, 0, 0, 5, 5, 0, 0}));
   t.ok(ev(E::kRestoreDone, 0), S::kRunning);
+
+  // A cut that fails or times out is aborted: a new incarnation in place, from the last checkpoint;
+  // the target's reservations are void. Only the runtime, the core's own timer or an operator may
+  // abort: a planner may not.
+  t.ok(migrate(0, {6, 7}, 2), S::kMigrating);
+  auto abort = ev(E::kAbort, 0);
+  abort.origin = spec::Origin::kPlanner;
+  t.rejected(abort, {"a planner may not decide Abort"});
+  abort.origin = spec::Origin::kCore;
+  t.ok(abort, S::kPlaced);
+  EXPECT_EQ(hold_row(t.core().cluster(), 0), (std::vector<std::int64_t>{0, 0, 0, 0, 6, 6, 0, 0}));
+  EXPECT_EQ(t.core().cluster().jobs[0].target.size(), 0u);
+  EXPECT_EQ(t.core().cluster().jobs[0].failures, 0);  // not the job's failure
+  EXPECT_EQ(reserved_for(t.core().cluster()), std::vector<std::int64_t>(8, -1));
+  t.ok(ev(E::kStart, 0), S::kRunning);
 
   // Completion.
   t.ok(progress(0, 20, 1000), S::kRunning);
@@ -377,13 +406,13 @@ void run_scenario(Driver& t) {
   // beta fails twice more (node loss while running, crash while placed), then for good.
   t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
   t.ok(ev(E::kStart, 1), S::kRunning);
-  EXPECT_EQ(t.ok(ev(E::kNodeLoss, 1), S::kQueued).row, 24);
+  EXPECT_EQ(t.ok(ev(E::kNodeLoss, 1), S::kQueued).row, 40);
   t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
-  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 18);
+  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 34);
   EXPECT_EQ(t.core().cluster().jobs[1].failures, 3);
   t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
   t.ok(ev(E::kStart, 1), S::kRunning);
-  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kFailed).row, 23);
+  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kFailed).row, 39);
   EXPECT_EQ(t.core().cluster().jobs[1].failures, 4);
   t.rejected(on(E::kPlace, 1, {6, 7}, 1), {"no transition: Place for job 1 in state Failed"});
 
@@ -439,7 +468,7 @@ TEST_F(SchedulerCoreTest, ScriptedLifecycle) {
   run_scenario(t);
   EXPECT_EQ((*core)->committed(), kNodeDecisions + t.snapshots.size());
   EXPECT_EQ((*core)->rejected(), t.expected_rejections);
-  EXPECT_EQ(t.expected_rejections, 43u);  // every t.rejected() in the script
+  EXPECT_EQ(t.expected_rejections, 46u);  // every t.rejected() in the script
   const JobState want[] = {JobState::kCompleted, JobState::kFailed, JobState::kCancelled,
                            JobState::kCompleted, JobState::kCancelled};
   ASSERT_EQ((*core)->num_jobs(), 5);

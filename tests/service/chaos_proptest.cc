@@ -1,7 +1,9 @@
 // A RapidCheck property over a real local cluster (orrery-core serve and three orrery-node agents with
 // their proxies and workers, as processes on loopback): random sequences of preempt, migrate,
 // resize, node-agent kill (SIGKILL of the whole machine, then a restart), core kill (SIGKILL, then a
-// restart on the same address), submissions and pauses, applied while the jobs train. After each
+// restart on the same address), core kill *during* a preemption's cut or a migration's cut (right
+// after the decision is durable, while the nodes take the cut: the job is Checkpointing or
+// Migrating in the journal), submissions and pauses, applied while the jobs train. After each
 // sequence:
 //  - the core still serves and knows exactly the jobs it accepted, no more, no fewer;
 //  - every job ends Completed exactly once with final weights bit-identical to the workload's
@@ -35,7 +37,7 @@ constexpr int kHeartbeatTimeoutMs = 1000;
 constexpr int kSteps = 2000;  // per initial job: several seconds of training
 constexpr int kNodes = 3;     // of 2 devices each
 
-enum class Act { kPreempt, kMigrate, kResize, kKillAgent, kKillCore, kSubmit, kPause };
+enum class Act { kPreempt, kMigrate, kResize, kKillAgent, kKillCore, kSubmit, kPause, kKillCoreInCut, kKillCoreInMigration };
 
 struct Action {
   Act act = Act::kPause;
@@ -59,6 +61,11 @@ std::string describe(const Action& a, int job, int node) {
     case Act::kKillCore: return "kill -9 core, restart after " + std::to_string(a.ms) + " ms";
     case Act::kSubmit: return "submit (tier " + std::to_string(a.tier % 3) + ")";
     case Act::kPause: return "pause " + std::to_string(a.ms) + " ms";
+    case Act::kKillCoreInCut:
+      return "preempt " + j + for_new + ", kill -9 core during the cut, restart after " + std::to_string(a.ms) + " ms";
+    case Act::kKillCoreInMigration:
+      return "migrate " + j + (node ? " to " + n : "") + ", kill -9 core during the cut, restart after " +
+             std::to_string(a.ms) + " ms";
   }
   return "?";
 }
@@ -71,7 +78,9 @@ rc::Gen<Action> gen_action() {
                                              {2, Act::kKillAgent},
                                              {2, Act::kKillCore},
                                              {3, Act::kSubmit},
-                                             {4, Act::kPause}});
+                                             {4, Act::kPause},
+                                             {2, Act::kKillCoreInCut},
+                                             {2, Act::kKillCoreInMigration}});
   return rc::gen::apply(
       [](Act act, int job, int node, int devices, int ms, int tier, bool for_new) {
         return Action{act, job, node, devices, ms, tier, for_new};
@@ -97,13 +106,25 @@ int count_of(const std::string& text, const std::string& what) {
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 int case_number = 0;
+int kills_in_flight = 0;  // core kills that found the job's cut in flight (Checkpointing, Migrating)
 
 RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) {
   // At full size from the first case: RapidCheck scales inRange by the size, which grows with the
   // case number, and a chaos run is too costly to spend its first cases on tiny values.
-  const auto actions = *rc::gen::resize(rc::kNominalSize, rc::gen::mapcat(rc::gen::inRange(3, 10), [](int n) {
+  const auto base_actions = *rc::gen::resize(rc::kNominalSize, rc::gen::mapcat(rc::gen::inRange(3, 10), [](int n) {
     return rc::gen::container<std::vector<Action>>(static_cast<std::size_t>(n), gen_action());
   }));
+  // Every sequence kills the core once during a preemption's cut and once during a migration's.
+  auto actions = base_actions;
+  for (Act must : {Act::kKillCoreInCut, Act::kKillCoreInMigration}) {
+    bool has = false;
+    for (const auto& a : actions) has = has || a.act == must;
+    if (has) continue;
+    auto extra = *gen_action();
+    extra.act = must;
+    const auto at = *rc::gen::inRange<std::size_t>(0, actions.size() + 1);
+    actions.insert(actions.begin() + static_cast<long>(at), extra);
+  }
   const int initial = *rc::gen::resize(rc::kNominalSize, rc::gen::inRange(2, 4));  // jobs before the actions
   const char* tmp = std::getenv("TMPDIR");
   fs::path dir = fs::path(tmp ? tmp : "/tmp") /
@@ -154,12 +175,12 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
     auto request = [&](auto call) {
       for (int tries = 0; tries < 40; ++tries) {
         st = c.with_client(call);
-        if (st.ok() || st.reason().find("being checkpointed") == std::string::npos) return;
+        if (st.ok() || st.reason().find("retry shortly") == std::string::npos) return;
         sleep_ms(50);
       }
     };
     int beneficiary = -1;
-    if (act.for_new && (act.act == Act::kPreempt || act.act == Act::kResize)) {
+    if (act.for_new && (act.act == Act::kPreempt || act.act == Act::kResize || act.act == Act::kKillCoreInCut)) {
       auto s = LocalCluster::mlp_job("waiting" + std::to_string(submitted++), 300, 100);
       s.tier = static_cast<spec::Tier>(act.tier % 3);
       s.min_devices = 2;  // a gang of 2: on a busy fleet it waits
@@ -204,6 +225,30 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
         break;
       }
       case Act::kPause: sleep_ms(act.ms); break;
+      case Act::kKillCoreInCut:
+      case Act::kKillCoreInMigration: {
+        // The request returns once its decision is durable; the nodes take the cut after that
+        // (shards of every rank to the core's store): kill the core at once, in the middle of it.
+        if (act.act == Act::kKillCoreInCut) {
+          request([job, beneficiary](service::ClientApi& api) { return api.preempt(job, beneficiary); });
+        } else {
+          std::optional<std::string> to;
+          if (node_no) to = node;
+          request([job, to](service::ClientApi& api) { return api.migrate(job, to); });
+        }
+        if (st.ok()) {
+          auto j = c.job(job);
+          const bool in_flight = j && (j->state == spec::JobState::kCheckpointing ||
+                                       j->state == spec::JobState::kMigrating);
+          c.kill_core();
+          if (in_flight) ++kills_in_flight;
+          std::printf("    core killed %s
+", in_flight ? "with the cut in flight" : "after the cut");
+          sleep_ms(act.ms);
+          RC_ASSERT(c.start_core(c.port()) == "");
+        }
+        break;
+      }
     }
     // A refused request says why; either way the core keeps serving.
     if (!st.ok()) {
@@ -261,10 +306,12 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
   int rc = std::system(cmd.c_str());
   if (rc != 0) std::printf("%s\n", read_file((dir / "replay.txt").string()).c_str());
   RC_ASSERT(rc == 0);
-  std::printf("  %zu jobs, all accounted for (%d preemptions, %d migrations, %d resizes, %d crashes, "
-              "%d node losses); journal replayed clean\n",
+  std::printf("  %zu jobs, all accounted for (%d preemptions, %d migrations, %d resizes, %d aborts, "
+              "%d crashes, %d node losses; %d core kills so far with a cut in flight); journal "
+              "replayed clean\n",
               accepted.size(), count_of(all, "-> Suspended"), count_of(all, "-> Migrating"),
-              count_of(all, ": Resize"), count_of(all, "WorkerCrash"), count_of(all, "NodeLoss"));
+              count_of(all, ": Resize"), count_of(all, ": Abort"), count_of(all, "WorkerCrash"),
+              count_of(all, "NodeLoss"), kills_in_flight);
   std::fflush(stdout);
   c.remove_dir_when_done();
 }

@@ -161,34 +161,127 @@ TEST_F(ServiceTest, LostNodeFailsOverFromTheLastCheckpointAndARestartedCoreRecon
   EXPECT_EQ((*js)[0].tenant, "vision");  // from the journal's Submit
 }
 
-TEST_F(ServiceTest, AStopAfterAStoredCheckpointNobodyAskedForResumesFromIt) {
-  // What a preemption cut requested before a core restart looks like to the restarted core.
+TEST_F(ServiceTest, ACoreRestartedDuringACutCommitsTheStoredCutOrAbortsIt) {
+  // A preemption is decided (Checkpointing, durable) and the node takes the cut; the core dies
+  // before it hears of it. After the restart the agent, its workers stopped after the cut,
+  // registers without them: the cut whole in the store is committed (Suspended); without one the
+  // cut is aborted (a new incarnation in place, from the last checkpoint). FIFO: no planner
+  // preempts or shrinks on its own here.
+  opts_.policy = "fifo";
   auto s = open(true);
   auto l1 = std::make_shared<RecordingLink>();
   auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
-  ASSERT_TRUE(s->submit(spec()).ok());
+  ASSERT_TRUE(n1.ok());
+  auto basic = spec();
+  basic.tier = spec::Tier::kBasic;
+  ASSERT_TRUE(s->submit(basic).ok());
   s->tick();
   ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 0)).ok());
+  ASSERT_TRUE(s->submit(spec()).ok());  // standard: waits (n2 is down)
+  s->tick();
+  ASSERT_EQ(s->core().state(1), spec::JobState::kQueued);
+  { auto st = s->preempt(0, 1); ASSERT_TRUE(st.ok()) << st.reason(); }
+  EXPECT_EQ(s->core().state(0), spec::JobState::kCheckpointing);
+  EXPECT_TRUE(l1->saw("checkpoint 0 epoch 1 stop"));
   upload(*s, *n1, 0, 1, 20, 0);
   upload(*s, *n1, 0, 1, 20, 1);
-  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kCheckpointed, 0, 1, 20)).ok());
-  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStopped, 0, 1, 20)).ok());
-  EXPECT_TRUE(l1->saw("launch 0 epoch 1 restore 20 devices 2")) << l1->log.back();
-  EXPECT_EQ(s->core().state(0), spec::JobState::kRunning);
+  s.reset();  // before the Checkpointed report
+
+  s = open(false);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->core().state(0), spec::JobState::kCheckpointing);
+  auto l2 = std::make_shared<RecordingLink>();
+  auto n2 = s->register_node("n2", {"host", 2, 256}, {}, l2);
+  ASSERT_TRUE(n2.ok()) << n2.reason();
+  auto l1b = std::make_shared<RecordingLink>();
+  auto n1b = s->register_node("n1", {"host", 2, 256}, {}, l1b);
+  ASSERT_TRUE(n1b.ok()) << n1b.reason();
+  EXPECT_EQ(s->core().state(0), spec::JobState::kSuspended);
+  EXPECT_EQ(s->core().cluster().jobs[0].ckpt, 20);
   EXPECT_EQ(s->core().cluster().jobs[0].failures, 0);
-  // Without a stored checkpoint at that step the stop is a crash.
-  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 20)).ok());
-  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStopped, 0, 1, 25)).ok());
-  EXPECT_EQ(s->core().state(0), spec::JobState::kQueued);
-  EXPECT_EQ(s->core().cluster().jobs[0].failures, 1);
+  s->tick();  // job 0 resumes on n2; n1's devices were reserved for job 1: it takes them
+  EXPECT_TRUE(l2->saw("launch 0 epoch 2 restore 20 devices 2"));
+  EXPECT_TRUE(l1b->saw("launch 1 epoch 1 restore -1 devices 2"));
+  ASSERT_TRUE(s->report(*n1b, rep(NodeReport::Kind::kStarted, 1, 1, 0)).ok());
+  ASSERT_TRUE(s->cancel(0).ok());
+
+  // Job 1 is migrated to n2, and the core dies before any shard is stored: when n1 comes back
+  // without the workers (stopped at the cut), the migration is aborted, not counted as a failure,
+  // and the job restarts where it was, from its last checkpoint (none: from the start).
+  ASSERT_TRUE(s->migrate(1, std::string("n2")).ok());
+  EXPECT_EQ(s->core().state(1), spec::JobState::kMigrating);
+  s.reset();
+  s = open(false);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->core().state(1), spec::JobState::kMigrating);
+  auto l2c = std::make_shared<RecordingLink>();
+  ASSERT_TRUE(s->register_node("n2", {"host", 2, 256}, {}, l2c).ok());
+  auto l1c = std::make_shared<RecordingLink>();
+  ASSERT_TRUE(s->register_node("n1", {"host", 2, 256}, {}, l1c).ok());
+  EXPECT_EQ(s->core().state(1), spec::JobState::kPlaced);
+  EXPECT_EQ(s->core().cluster().jobs[1].epoch, 2);
+  EXPECT_EQ(s->core().cluster().jobs[1].failures, 0);
+  EXPECT_TRUE(l1c->saw("launch 1 epoch 2 restore -1 devices 2")) << (l1c->log.empty() ? "" : l1c->log.back());
+}
+
+TEST_F(ServiceTest, ACutThatFailsOrTimesOutIsAbortedAndTheJobRestartsInPlace) {
+  opts_.cut_timeout_ms = 500;
+  auto s = open(true);
+  auto l1 = std::make_shared<RecordingLink>();
+  auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
+  auto l2 = std::make_shared<RecordingLink>();
+  auto n2 = s->register_node("n2", {"host", 2, 256}, {}, l2);
+  ASSERT_TRUE(n1.ok() && n2.ok());
+  ASSERT_TRUE(s->submit(spec()).ok());
+  s->tick();
+  ASSERT_TRUE(l1->saw("launch 0 epoch 1 restore -1 devices 2"));
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 0)).ok());
+  upload(*s, *n1, 0, 1, 10, 0);
+  upload(*s, *n1, 0, 1, 10, 1);
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kCheckpointed, 0, 1, 10)).ok());
+  ASSERT_EQ(s->core().cluster().jobs[0].ckpt, 10);
+
+  // The node refuses the migration's cut: Abort (runtime), a new incarnation in place from step 10.
+  ASSERT_TRUE(s->migrate(0, std::string("n2")).ok());
+  EXPECT_EQ(s->core().state(0), spec::JobState::kMigrating);
+  EXPECT_EQ(s->migrate(0, std::string("n2")).code(), StatusCode::kFailedPrecondition);  // busy
+  s->command_failed(*n1, 0, 1, "checkpoint refused: no safe point");
+  EXPECT_EQ(s->core().state(0), spec::JobState::kPlaced);
+  EXPECT_EQ(s->core().cluster().jobs[0].epoch, 2);
+  EXPECT_EQ(s->core().cluster().jobs[0].held, (std::vector<std::int32_t>{0, 1}));
+  EXPECT_TRUE(l1->saw("launch 0 epoch 2 restore 10 devices 2")) << l1->log.back();
+  EXPECT_EQ(s->core().cluster().jobs[0].failures, 0);
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 2, 10)).ok());
+  EXPECT_EQ(s->core().state(0), spec::JobState::kRunning);
+
+  // A cut nobody answers: the core's own timer aborts it after cut_timeout_ms.
+  ASSERT_TRUE(s->migrate(0, std::string("n2")).ok());
+  clock_.advance(400);
+  ASSERT_TRUE(s->heartbeat(*n1).ok() && s->heartbeat(*n2).ok());
+  s->tick();
+  EXPECT_EQ(s->core().state(0), spec::JobState::kMigrating);
+  clock_.advance(200);
+  ASSERT_TRUE(s->heartbeat(*n1).ok() && s->heartbeat(*n2).ok());
+  s->tick();
+  EXPECT_EQ(s->core().state(0), spec::JobState::kPlaced);
+  EXPECT_EQ(s->core().cluster().jobs[0].epoch, 3);
+  auto logs = s->logs(0, 100);
+  ASSERT_TRUE(logs.ok());
+  bool timed_out = false;
+  for (const auto& l : *logs) timed_out = timed_out || l.find("Migrating -> Placed: Abort job 0 (core timeout)") != std::string::npos;
+  EXPECT_TRUE(timed_out);
+  EXPECT_NE(s->metrics_text().find("orrery_operations_aborted_total 2"), std::string::npos);
+  // The old incarnation's late report is refused (stale epoch).
+  EXPECT_EQ(s->report(*n1, rep(NodeReport::Kind::kCheckpointed, 0, 2, 12)).code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TEST_F(ServiceTest, ThePlannerMovesAJobToAnotherRegionToMakeRoomForAGang) {
   // Two regions of one 4-device node: a gang never spans regions. A (2) on n1, B (3) on n2, C (1)
   // on n2 (best fit); B completes: 2 + 3 devices are free but neither region has 4 for D. Once D
-  // has waited as long as moving C costs, the planner migrates C to n1 (the Migrate committed
-  // once C's cut is stored, on the devices the planner chose while they are free), and D starts
-  // on n2.
+  // has waited as long as moving C costs, the planner migrates C to n1 (Migrating: the devices
+  // it chose are reserved for C while the cut is taken; the stored cut carries the move out), and
+  // D starts on n2.
   auto f = core::Fleet::parse(
       "region r0\ncluster c\nnode n1 host_mem_mib=4096\ndevices host count=4 mem_mib=256\n"
       "region r1\ncluster c\nnode n2 host_mem_mib=4096\ndevices host count=4 mem_mib=256\n");
@@ -223,10 +316,12 @@ TEST_F(ServiceTest, ThePlannerMovesAJobToAnotherRegionToMakeRoomForAGang) {
   clock_.advance(1000);
   s->tick();
   ASSERT_TRUE(l2->saw("checkpoint 2 epoch 1 stop")) << l2->log.back();
+  EXPECT_EQ(s->core().state(c), spec::JobState::kMigrating);
+  EXPECT_EQ(s->core().cluster().jobs[c].held, (std::vector<std::int32_t>{7}));  // not moved yet
   upload(*s, *n2, c, 1, 7, 0);
   ASSERT_TRUE(s->report(*n2, rep(NodeReport::Kind::kCheckpointed, c, 1, 7)).ok());
-  // The stored cut commits the Migrate: a new incarnation on the planner's devices.
-  EXPECT_EQ(s->core().state(c), spec::JobState::kMigrating);
+  // The stored cut carries the move out: a new incarnation on the planner's devices.
+  EXPECT_EQ(s->core().state(c), spec::JobState::kRestoring);
   EXPECT_EQ(s->core().cluster().jobs[c].held, (std::vector<std::int32_t>{2}));
   EXPECT_TRUE(l1->saw("launch 2 epoch 2 restore 7 devices 1")) << l1->log.back();
   s->tick();
