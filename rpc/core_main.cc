@@ -47,6 +47,16 @@ int main(int argc, char** argv) {
                         "a node silent this long is lost and its jobs fail over")
       ->check(CLI::Range(std::int64_t{50}, std::int64_t{3600000}))
       ->capture_default_str();
+  serve_cmd->add_option("--cut-timeout-ms", serve.cut_timeout_ms,
+                        "a preemption's, migration's or resize's cut not stored this long after it was "
+                        "decided is aborted: the job restarts in place from its last checkpoint")
+      ->check(CLI::Range(std::int64_t{100}, std::int64_t{86400000}))
+      ->capture_default_str();
+  serve_cmd->add_option("--launch-timeout-ms", serve.launch_timeout_ms,
+                        "a launch or restore not started on every node this long after it was "
+                        "decided is aborted: the job gives its devices back and waits again")
+      ->check(CLI::Range(std::int64_t{100}, std::int64_t{86400000}))
+      ->capture_default_str();
   serve_cmd->add_option("--policy", serve.policy,
                         "the planner: orrery, fifo or tiresias (docs/policies.md; the same code orrery-sim runs)")
       ->check(CLI::IsMember({"orrery", "fifo", "tiresias"}))

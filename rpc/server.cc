@@ -401,6 +401,8 @@ int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
   service::ServiceOptions so;
   so.data_dir = o.data_dir;
   so.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
+  so.cut_timeout_ms = o.cut_timeout_ms;
+  so.launch_timeout_ms = o.launch_timeout_ms;
   so.policy = o.policy;
   auto svc = Service::open(so, std::move(fleet), clock);
   if (!svc) {
