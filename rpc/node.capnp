@@ -83,10 +83,8 @@ interface NodeAgent {
   checkpoint @1 (job :Int32, epoch :Int64, atStep :Int64, thenStop :Bool) -> ();
   # Kill the incarnation's workers now, no checkpoint.
   stop @2 (job :Int32, epoch :Int64) -> ();
-  # Resize at fixed epoch: after a checkpoint-and-stop cut at `restoreStep`, relaunch this node's
-  # new share (possibly empty: the node leaves the job). Equivalent to launch with the same epoch,
-  # which the agent accepts because it is not older.
-  relaunch @3 (launch :Launch) -> ();
+  # (There is no relaunch: every (re)start of a job, a resize's too, is a launch of a new epoch,
+  # and a node the new placement leaves is told to stop the old one.)
 }
 
 # Bound to one registered node (one registration). Calls on a session the node has since

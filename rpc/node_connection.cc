@@ -22,8 +22,14 @@ namespace {
 class NodeAgentImpl final : public wire::NodeAgent::Server {
  public:
   explicit NodeAgentImpl(runtime::Agent& a) : a_(a) {}
-  kj::Promise<void> launch(LaunchContext ctx) override { return launch_(ctx.getParams().getLaunch(), false); }
-  kj::Promise<void> relaunch(RelaunchContext ctx) override { return launch_(ctx.getParams().getLaunch(), true); }
+  kj::Promise<void> launch(LaunchContext ctx) override {
+    auto l = launch_from_wire(ctx.getParams().getLaunch());
+    if (!l) return exception_of(l.status());
+    runtime::AgentCommand c;
+    c.kind = runtime::AgentCommand::Kind::kLaunch;
+    c.launch = std::move(*l);
+    return queue(std::move(c));
+  }
   kj::Promise<void> checkpoint(CheckpointContext ctx) override {
     runtime::AgentCommand c;
     c.kind = runtime::AgentCommand::Kind::kCheckpoint;
@@ -42,14 +48,6 @@ class NodeAgentImpl final : public wire::NodeAgent::Server {
   }
 
  private:
-  kj::Promise<void> launch_(wire::Launch::Reader r, bool relaunch) {
-    auto l = launch_from_wire(r);
-    if (!l) return exception_of(l.status());
-    runtime::AgentCommand c;
-    c.kind = relaunch ? runtime::AgentCommand::Kind::kRelaunch : runtime::AgentCommand::Kind::kLaunch;
-    c.launch = std::move(*l);
-    return queue(std::move(c));
-  }
   kj::Promise<void> queue(runtime::AgentCommand c) {
     auto paf = kj::newPromiseAndFulfiller<void>();
     auto f = std::make_shared<kj::Own<kj::PromiseFulfiller<void>>>(kj::mv(paf.fulfiller));

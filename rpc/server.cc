@@ -164,8 +164,11 @@ class RpcNodeLink final : public service::NodeLink, public kj::TaskSet::ErrorHan
   ~RpcNodeLink() noexcept override {}
   void set_session(service::NodeSession session) { session_ = session; }
 
-  void launch(const service::LaunchCommand& cmd) override { send_launch(cmd, false); }
-  void relaunch(const service::LaunchCommand& cmd) override { send_launch(cmd, true); }
+  void launch(const service::LaunchCommand& cmd) override {
+    auto req = agent_.launchRequest();
+    launch_to_wire(cmd, req.initLaunch());
+    track(req.send().ignoreResult(), cmd.job, cmd.epoch, "launch", true);
+  }
   void checkpoint(int job, std::int64_t epoch, std::int64_t at_step, bool then_stop) override {
     auto req = agent_.checkpointRequest();
     req.setJob(job);
@@ -186,17 +189,6 @@ class RpcNodeLink final : public service::NodeLink, public kj::TaskSet::ErrorHan
   }
 
  private:
-  void send_launch(const service::LaunchCommand& cmd, bool relaunch) {
-    if (relaunch) {
-      auto req = agent_.relaunchRequest();
-      launch_to_wire(cmd, req.initLaunch());
-      track(req.send().ignoreResult(), cmd.job, cmd.epoch, "relaunch", true);
-    } else {
-      auto req = agent_.launchRequest();
-      launch_to_wire(cmd, req.initLaunch());
-      track(req.send().ignoreResult(), cmd.job, cmd.epoch, "launch", true);
-    }
-  }
   void track(kj::Promise<void> p, int job, std::int64_t epoch, const char* what, bool fatal) {
     Service* s = &s_;
     auto session = session_;

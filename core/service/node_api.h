@@ -39,8 +39,8 @@ struct LaunchCommand {
   std::string workload;
   std::vector<std::string> args;  // the job's arguments plus "--steps=N"
   std::int64_t restore_step = -1;  // >= 0: restore from that step's shards in the store
-  std::string collective;          // "/orrery-<cluster id>-jobJ-epochE[-rK]": the same on every node of the
-                                   // incarnation (K: its relaunches at the same epoch)
+  std::string collective;          // "/orrery-<cluster id>-jobJ-epochE" (or tcp://HOST:PORT/...):
+                                   // the same on every node of the incarnation
 };
 
 struct NodeReport {
@@ -60,10 +60,9 @@ const char* report_kind_name(NodeReport::Kind k);
 class NodeLink {
  public:
   virtual ~NodeLink() = default;
+  // Every (re)start of a job is a new epoch: a launch of an epoch stops the job's older
+  // incarnations on the node; a node the new placement leaves gets a stop.
   virtual void launch(const LaunchCommand& cmd) = 0;
-  // Resize at a fixed epoch: this node's new share after a checkpoint-and-stop cut
-  // (cmd.local may be empty: the node leaves the job).
-  virtual void relaunch(const LaunchCommand& cmd) = 0;
   virtual void checkpoint(int job, std::int64_t epoch, std::int64_t at_step, bool then_stop) = 0;
   virtual void stop(int job, std::int64_t epoch) = 0;
 };

@@ -19,13 +19,13 @@ void Agent::drop_commands(const std::string& why) {
 
 bool Agent::runs(int job, std::int64_t epoch) const {
   for (auto& [j, e] : runtime_.running())
-    if (j == job && e / kGenerations == epoch) return true;
+    if (j == job && e == epoch) return true;
   return false;
 }
 
 std::vector<service::Incarnation> Agent::running() const {
   std::vector<service::Incarnation> out;
-  for (auto& [j, e] : runtime_.running()) out.push_back({j, e / kGenerations});
+  for (auto& [j, e] : runtime_.running()) out.push_back({j, e});
   // An incarnation that ended while the core was unreachable still has its last reports (e.g.
   // Completed) to deliver: registering it lets a restarted core adopt it and take them, instead of
   // declaring its workers lost.
@@ -45,22 +45,16 @@ Status Agent::check_epoch(int job, std::int64_t epoch) const {
   return Status::Ok();
 }
 
-Status Agent::launch(CoreLink& core, const service::LaunchCommand& c, bool relaunch) {
+Status Agent::launch(CoreLink& core, const service::LaunchCommand& c) {
   if (auto st = check_epoch(c.job, c.epoch); !st) return st;
-  // Launching a newer epoch stops every older incarnation of the job here; a relaunch (resize at
-  // a fixed epoch) replaces the same one.
-  if (!relaunch && runs(c.job, c.epoch)) {
+  // Launching a newer epoch stops every older incarnation of the job here.
+  if (runs(c.job, c.epoch)) {
     newest_[c.job] = c.epoch;
     return Status::Ok();  // sent again after a reconnect
   }
   for (auto& [j, e] : runtime_.running())
-    if (j == c.job && e / kGenerations <= c.epoch) (void)runtime_.stop(j, e);
+    if (j == c.job && e < c.epoch) (void)runtime_.stop(j, e);
   newest_[c.job] = c.epoch;
-  std::int64_t rt_epoch = c.epoch * kGenerations;
-  if (auto it = runtime_epoch_.find(c.job);
-      it != runtime_epoch_.end() && it->second / kGenerations == c.epoch)
-    rt_epoch = it->second + 1;  // a relaunch of the same epoch: the next generation
-  runtime_epoch_[c.job] = rt_epoch;
   if (c.local.empty()) {
     shares_.erase(c.job);
     return Status::Ok();
@@ -74,13 +68,13 @@ Status Agent::launch(CoreLink& core, const service::LaunchCommand& c, bool relau
       }
   LaunchSpec spec;
   spec.job = c.job;
-  spec.epoch = rt_epoch;
+  spec.epoch = c.epoch;
   spec.world = c.world;
   for (const auto& s : c.local) spec.local.push_back(LocalPlacement{s.device, s.ranks});
   spec.workload = c.workload;
   spec.args = c.args;
   spec.restore_step = c.restore_step;
-  spec.collective = c.collective;  // the core names each relaunch's group, the same on every node
+  spec.collective = c.collective;  // the core names the incarnation's group, the same on every node
   auto st = runtime_.launch(spec);
   if (!st) return st;
   shares_[c.job] = c;
@@ -90,22 +84,20 @@ Status Agent::launch(CoreLink& core, const service::LaunchCommand& c, bool relau
 Status Agent::execute(CoreLink& core, const AgentCommand& cmd) {
   switch (cmd.kind) {
     case AgentCommand::Kind::kLaunch:
-      return launch(core, cmd.launch, false);
-    case AgentCommand::Kind::kRelaunch:
-      return launch(core, cmd.launch, true);
+      return launch(core, cmd.launch);
     case AgentCommand::Kind::kCheckpoint: {
       if (auto st = check_epoch(cmd.job, cmd.epoch); !st) return st;
       if (!runs(cmd.job, cmd.epoch))
         return Status::NotFound("job " + std::to_string(cmd.job) + " epoch " + std::to_string(cmd.epoch) +
                                 " does not run on this node");
-      return runtime_.checkpoint(cmd.job, runtime_epoch_[cmd.job], cmd.at_step, cmd.then_stop);
+      return runtime_.checkpoint(cmd.job, cmd.epoch, cmd.at_step, cmd.then_stop);
     }
     case AgentCommand::Kind::kStop: {
       if (auto st = check_epoch(cmd.job, cmd.epoch); !st) return st;
       newest_[cmd.job] = std::max(newest_[cmd.job], cmd.epoch);
       Status out = Status::Ok();
       for (auto& [j, e] : runtime_.running())
-        if (j == cmd.job && e / kGenerations == cmd.epoch) out = runtime_.stop(j, e);
+        if (j == cmd.job && e == cmd.epoch) out = runtime_.stop(j, e);
       return out;
     }
   }
@@ -159,16 +151,10 @@ void Agent::pump(CoreLink& core) {
     auto [cmd, done] = std::move(queue_.front());
     queue_.pop_front();
     auto st = execute(core, cmd);
-    if (!st && st.reason().rfind("stale epoch", 0) == 0) ++stale_commands_;
+    if (!st && st.code() == StatusCode::kFailedPrecondition) ++stale_commands_;
     if (done) done(st);
   }
-  for (auto& e : runtime_.poll()) {
-    auto it = runtime_epoch_.find(e.job);
-    if (it != runtime_epoch_.end() && e.epoch != it->second && e.epoch / kGenerations == it->second / kGenerations)
-      continue;  // a generation this agent replaced (resize relaunch)
-    e.epoch /= kGenerations;
-    outbox_.push_back(std::move(e));
-  }
+  for (auto& e : runtime_.poll()) outbox_.push_back(std::move(e));
   while (!outbox_.empty() && core.connected()) {
     if (!forward(core, outbox_.front())) break;
     outbox_.pop_front();

@@ -6,11 +6,9 @@
 // epoch is refused ("stale epoch ..."), and launching a newer epoch first stops the older one, so
 // two incarnations of a job never run here at once.
 //
-// Resize at a fixed epoch. The spec keeps a job's epoch across ResizeUp/ResizeDown (the same
-// incarnation, re-spliced), while the NodeRuntime launches an epoch only once. The agent therefore
-// runs core epoch E as runtime epoch E * kGenerations + g, g counting the relaunches of E on this
-// node: the runtime's own fencing keeps working, and everything the core sees (reports, running())
-// carries E. Events of a generation the agent has replaced are dropped.
+// One epoch scheme: every (re)start of a job — placement, resume, migration, resize, an aborted
+// cut's restart in place — is a new epoch in the core, so the agent runs core epoch E as the
+// runtime's epoch E, and a launch of an epoch it already runs is a repeat after a reconnect.
 //
 // Threading: single-threaded. Commands arrive from event callbacks where blocking is not allowed,
 // so they are queued (enqueue) and carried out by pump(), which the connection calls from the top
@@ -45,8 +43,8 @@ class CoreLink {
 };
 
 struct AgentCommand {
-  enum class Kind { kLaunch, kRelaunch, kCheckpoint, kStop } kind = Kind::kLaunch;
-  service::LaunchCommand launch;  // kLaunch, kRelaunch
+  enum class Kind { kLaunch, kCheckpoint, kStop } kind = Kind::kLaunch;
+  service::LaunchCommand launch;  // kLaunch
   int job = -1;                   // kCheckpoint, kStop
   std::int64_t epoch = 0;
   std::int64_t at_step = -1;
@@ -55,8 +53,6 @@ struct AgentCommand {
 
 class Agent {
  public:
-  static constexpr std::int64_t kGenerations = 1 << 16;
-
   explicit Agent(NodeRuntime& runtime) : runtime_(runtime) {}
 
   // Queues a command from the core; `done` gets its outcome from the pump() that carries it out.
@@ -75,7 +71,7 @@ class Agent {
 
  private:
   Status execute(CoreLink& core, const AgentCommand& cmd);
-  Status launch(CoreLink& core, const service::LaunchCommand& c, bool relaunch);
+  Status launch(CoreLink& core, const service::LaunchCommand& c);
   Status check_epoch(int job, std::int64_t epoch) const;
   bool runs(int job, std::int64_t epoch) const;
   // false: the connection failed, keep the event.
@@ -86,7 +82,6 @@ class Agent {
   std::deque<JobEvent> outbox_;
   std::map<int, std::int64_t> newest_;                  // job -> newest epoch seen
   std::map<int, service::LaunchCommand> shares_;        // job -> this node's current share
-  std::map<int, std::int64_t> runtime_epoch_;           // job -> runtime epoch of the current run
   std::uint64_t stale_commands_ = 0;
 };
 

@@ -88,7 +88,6 @@ struct Command {
 struct Link final : service::NodeLink {
   Link(int node, std::deque<Command>* q) : node(node), q(q) {}
   void launch(const service::LaunchCommand& c) override { q->push_back({node, Command::kLaunch, c, c.job, c.epoch}); }
-  void relaunch(const service::LaunchCommand& c) override { launch(c); }
   void checkpoint(int job, std::int64_t epoch, std::int64_t, bool then_stop) override {
     q->push_back({node, Command::kCut, {}, job, epoch, then_stop});
   }

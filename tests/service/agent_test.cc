@@ -15,10 +15,8 @@
 namespace orrery::runtime {
 namespace {
 
-// "E.g": core epoch E, generation g (the agent's runtime epoch E * kGenerations + g).
-std::string gen(std::int64_t rt_epoch) {
-  return std::to_string(rt_epoch / Agent::kGenerations) + "." + std::to_string(rt_epoch % Agent::kGenerations);
-}
+// The runtime's epoch is the core's: every (re)start of a job is a new epoch.
+std::string gen(std::int64_t epoch) { return std::to_string(epoch); }
 
 class RecordingRuntime final : public NodeRuntime {
  public:
@@ -108,7 +106,7 @@ TEST(Agent, RefusesCommandsOfAnOlderEpochAndStopsOlderIncarnations) {
   EXPECT_FALSE(run_one(a, core, launch_cmd(0, 1)).ok());
   EXPECT_EQ(a.stale_commands(), 2u);
   ASSERT_TRUE(run_one(a, core, launch_cmd(0, 4, 100)).ok());
-  std::vector<std::string> want = {"launch 0/3.0 restore -1", "stop 0/3.0", "launch 0/4.0 restore 100"};
+  std::vector<std::string> want = {"launch 0/3 restore -1", "stop 0/3", "launch 0/4 restore 100"};
   EXPECT_EQ(rt.calls, want);
   // The restore's shards were fetched from the core before the launch.
   EXPECT_EQ(core.log.size(), 2u);
@@ -127,7 +125,7 @@ TEST(Agent, UploadsShardsBeforeReportingACheckpointAndKeepsReportsWhileDisconnec
   Agent a(rt);
   ASSERT_TRUE(run_one(a, core, launch_cmd(5, 1)).ok());
   core.up = false;
-  const std::int64_t e1 = 1 * Agent::kGenerations;
+  const std::int64_t e1 = 1;
   rt.write_shard(5, 40, 0);
   rt.write_shard(5, 40, 1);
   rt.events.push_back({JobEvent::Kind::kCheckpointed, 5, e1, 40, 0, ""});
@@ -149,21 +147,21 @@ TEST(Agent, UploadsShardsBeforeReportingACheckpointAndKeepsReportsWhileDisconnec
   EXPECT_EQ(core.log, crashed);
 }
 
-TEST(Agent, RelaunchAtTheSameEpochRunsTheNextGenerationAndDropsTheOldOnesEvents) {
+TEST(Agent, ALaunchSentAgainAfterAReconnectIsARepeatAndANewerEpochReplacesTheOld) {
   RecordingRuntime rt;
   RecordingCore core;
   Agent a(rt);
   ASSERT_TRUE(run_one(a, core, launch_cmd(2, 7)).ok());
-  auto re = launch_cmd(2, 7, 50);
-  re.kind = AgentCommand::Kind::kRelaunch;
-  ASSERT_TRUE(run_one(a, core, re).ok());
-  std::vector<std::string> want = {"launch 2/7.0 restore -1", "stop 2/7.0", "launch 2/7.1 restore 50"};
+  ASSERT_TRUE(run_one(a, core, launch_cmd(2, 7)).ok());  // the same incarnation: nothing to do
+  ASSERT_TRUE(run_one(a, core, launch_cmd(2, 8, 50)).ok());  // a resize's new incarnation
+  std::vector<std::string> want = {"launch 2/7 restore -1", "stop 2/7", "launch 2/8 restore 50"};
   EXPECT_EQ(rt.calls, want);
-  std::vector<service::Incarnation> running = {{2, 7}};
-  EXPECT_EQ(a.running(), running);  // the core sees its own epoch
+  std::vector<service::Incarnation> running = {{2, 8}};
+  EXPECT_EQ(a.running(), running);
+  // The replaced incarnation's last events still go out, carrying its own epoch (the core refuses
+  // them as stale); the new one's are reported as they come.
   core.log.clear();
-  rt.events.push_back({JobEvent::Kind::kStopped, 2, 7 * Agent::kGenerations, 50, 0, "old generation"});
-  rt.events.push_back({JobEvent::Kind::kStarted, 2, 7 * Agent::kGenerations + 1, 50, 0, ""});
+  rt.events.push_back({JobEvent::Kind::kStarted, 2, 8, 50, 0, ""});
   a.pump(core);
   std::vector<std::string> reports = {"report started step 50"};
   EXPECT_EQ(core.log, reports);

@@ -18,9 +18,6 @@ struct RecordingLink final : NodeLink {
     log.push_back("launch " + std::to_string(c.job) + " epoch " + std::to_string(c.epoch) + " restore " +
                   std::to_string(c.restore_step) + " devices " + std::to_string(c.local.size()));
   }
-  void relaunch(const LaunchCommand& c) override {
-    log.push_back("relaunch " + std::to_string(c.job) + " epoch " + std::to_string(c.epoch));
-  }
   void checkpoint(int job, std::int64_t epoch, std::int64_t, bool then_stop) override {
     log.push_back("checkpoint " + std::to_string(job) + " epoch " + std::to_string(epoch) +
                   (then_stop ? " stop" : ""));
