@@ -16,10 +16,10 @@ namespace orrery::proptest {
 
 using Cluster = spec::ClusterVars<spec::Concrete>;
 
-// JobVars is 16 integers and a device set today; a new member must be added to the comparison
-// below (and to the reference checks) before this compiles again.
+// JobVars is 17 integers and two device sets (held, target) today; a new member must be added to
+// the comparison below (and to the reference checks) before this compiles again.
 static_assert(sizeof(spec::JobVars<spec::Concrete>) ==
-                  16 * sizeof(std::int64_t) + sizeof(spec::Concrete::DevSet),
+                  17 * sizeof(std::int64_t) + 2 * sizeof(spec::Concrete::DevSet),
               "spec::JobVars changed: compare its new members in cluster_diff()");
 
 inline std::string show_devset(const spec::Concrete::DevSet& s) {
@@ -67,21 +67,26 @@ inline std::string cluster_diff(const Cluster& a, const Cluster& b) {
     if (a.jobs[j].held != b.jobs[j].held)
       o << "  j" << j << ".held: " << show_devset(a.jobs[j].held) << " vs "
         << show_devset(b.jobs[j].held) << "\n";
+    if (a.jobs[j].target != b.jobs[j].target)
+      o << "  j" << j << ".target: " << show_devset(a.jobs[j].target) << " vs "
+        << show_devset(b.jobs[j].target) << "\n";
   }
   return o.str();
 }
 
 // Device dev carries a live reservation, and for whom (-1: none), read off the core's raw fields
-// by the rule's prose: made for a job that still waits (Queued or Suspended), under the
-// reservation generation that job is at now. Deliberately not spec::reserved, so that a mistake
-// there shows as a disagreement with the reference model.
+// by the rule's prose: made for a job that still waits (Queued or Suspended) or is moving
+// (Migrating or Resizing: its target's devices), under the reservation generation that job is at
+// now. Deliberately not spec::reserved, so that a mistake there shows as a disagreement with the
+// reference model.
 inline int live_reservation(const Cluster& c, int dev) {
   const auto r = c.resv_for[static_cast<std::size_t>(dev)];
   if (r < 0 || r >= c.num_jobs()) return -1;
   const auto& job = c.jobs[static_cast<std::size_t>(r)];
   const auto st = static_cast<spec::JobState>(job.state);
-  const bool waiting = st == spec::JobState::kQueued || st == spec::JobState::kSuspended;
-  return waiting && c.resv_gen[static_cast<std::size_t>(dev)] == job.resv_gen
+  const bool reserving = st == spec::JobState::kQueued || st == spec::JobState::kSuspended ||
+                         st == spec::JobState::kMigrating || st == spec::JobState::kResizing;
+  return reserving && c.resv_gen[static_cast<std::size_t>(dev)] == job.resv_gen
              ? static_cast<int>(r)
              : -1;
 }

@@ -24,7 +24,7 @@ bool in(JobState s, std::initializer_list<JobState> states) {
 
 // The origin that decides event `e` in practice (the generator's own table, for steering only):
 // a planner for admission, placement, resizing and preemption, the runtime for its reports, an
-// operator for Submit, Cancel and Release (users go through one).
+// operator for Submit, Cancel and Release (users go through one). Abort has two (see pick_origin).
 spec::Origin natural_origin(EventKind e) {
   switch (e) {
     case EventKind::kAdmit:
@@ -46,22 +46,31 @@ spec::Origin natural_origin(EventKind e) {
 
 // The origin a decision claims: mostly its natural one, sometimes an operator (trusted with every
 // event), and one time in twenty a wrong one (a runtime Place or Cancel, a planner NodeLoss or
-// Complete, ...), which the core must reject before it looks at anything else. Shrinks towards
-// the natural origin.
+// Complete, the core's timers deciding anything but Abort, ...), which the core must reject before
+// it looks at anything else. An Abort comes from the runtime (a cut failed or was refused) or from
+// the core (a timeout, a move whose target no longer fits), sometimes from an operator, and one
+// time in ten from a planner, which may not decide it. Shrinks towards the natural origin.
 spec::Origin pick_origin(EventKind e) {
-  const spec::Origin natural = natural_origin(e);
   const int roll = uniform(0, 100);
+  if (e == EventKind::kAbort) {
+    if (roll < 45) return spec::Origin::kRuntime;
+    if (roll < 75) return spec::Origin::kCore;
+    if (roll < 90) return spec::Origin::kOperator;
+    return spec::Origin::kPlanner;
+  }
+  const spec::Origin natural = natural_origin(e);
   if (roll < 80) return natural;
   if (roll < 95) return spec::Origin::kOperator;
   switch (natural) {
     case spec::Origin::kPlanner:
-      return spec::Origin::kRuntime;
+      return *rc::gen::element(spec::Origin::kRuntime, spec::Origin::kCore);
     case spec::Origin::kRuntime:
-      return spec::Origin::kPlanner;
+      return *rc::gen::element(spec::Origin::kPlanner, spec::Origin::kCore);
     case spec::Origin::kOperator:
+    case spec::Origin::kCore:
       break;
   }
-  return *rc::gen::element(spec::Origin::kPlanner, spec::Origin::kRuntime);
+  return *rc::gen::element(spec::Origin::kPlanner, spec::Origin::kRuntime, spec::Origin::kCore);
 }
 
 // A target job: mostly one of `preferred` (where the event is legal or interesting), sometimes any,
@@ -96,7 +105,7 @@ bool available_to(const RefModel& m, int j, int dev) {
   return m.dev_type[dev] == m.jobs[j].dtype && m.holder_of(dev) < 0 &&
          (m.reserved_for[dev] < 0 || m.reserved_for[dev] == j);
 }
-// A free device of job j's type that another waiting job has a reservation on.
+// A free device of job j's type that another (waiting or moving) job has a reservation on.
 bool reserved_for_other(const RefModel& m, int j, int dev) {
   return m.dev_type[dev] == m.jobs[j].dtype && m.holder_of(dev) < 0 && m.reserved_for[dev] >= 0 &&
          m.reserved_for[dev] != j;
@@ -107,6 +116,33 @@ int available_count(const RefModel& m, int j) {
   return n;
 }
 bool running(const RefModel& m, int j) { return m.jobs[j].state == JobState::kRunning; }
+// The workers run (and report progress and checkpoints): Running, or a cut in flight.
+bool stepping(const RefModel& m, int j) {
+  return in(m.jobs[j].state, {JobState::kRunning, JobState::kCheckpointing, JobState::kMigrating,
+                              JobState::kResizing});
+}
+bool moving(const RefModel& m, int j) { return ref_moving(m.jobs[j].state); }
+// A moving job whose target still fits: its cut can be stored and the move carried out.
+bool move_fits(const RefModel& m, int j) {
+  return moving(m, j) && ref_gang_fits(m, j, m.jobs[j].target, m.jobs[j].tsplice);
+}
+// A moving job whose target no longer fits: its move can only be aborted.
+bool move_stuck(const RefModel& m, int j) { return moving(m, j) && !move_fits(m, j); }
+// A job with a cut or a restore in flight whose next failure is its last: the rows that fail such
+// a job for good (from Checkpointing, Migrating, Resizing, Restoring) are rare unless steered to.
+// (Not Placed: killing it there keeps it from reaching the others.)
+bool veteran(const RefModel& m, int j) {
+  return ref_in_flight(m.jobs[j].state) && m.jobs[j].state != JobState::kPlaced &&
+         m.jobs[j].failures >= kRefMaxRetries;
+}
+// One time in two, the jobs of `jobs` whose next failure is their last, when there are any: a
+// preemption, migration or resize of one of them makes a veteran.
+std::vector<int> prefer_worn(const RefModel& m, std::vector<int> jobs) {
+  std::vector<int> worn;
+  for (int j : jobs)
+    if (m.jobs[j].failures >= kRefMaxRetries) worn.push_back(j);
+  return !worn.empty() && uniform(0, 2) == 0 ? worn : jobs;
+}
 bool can_grow(const RefModel& m, int j) {
   if (!running(m, j)) return false;
   const auto held = static_cast<std::int64_t>(m.jobs[j].devices.size());
@@ -138,6 +174,16 @@ bool has_favoured(const RefModel& m, int v) {
 bool could_trespass(const RefModel& m, int j) {
   for (int dev = 0; dev < m.num_devices(); ++dev)
     if (reserved_for_other(m, j, dev)) return true;
+  return false;
+}
+// ... and j takes precedence over that job, so it may take the device (the reservation never keeps
+// a higher tier waiting): e.g. a queued premium job onto the target of a basic job's migration.
+bool may_override(const RefModel& m, int j, int dev) {
+  return reserved_for_other(m, j, dev) && ref_favoured(m, j, m.reserved_for[dev]);
+}
+bool could_override(const RefModel& m, int j) {
+  for (int dev = 0; dev < m.num_devices(); ++dev)
+    if (may_override(m, j, dev)) return true;
   return false;
 }
 
@@ -187,13 +233,18 @@ void pick_selection(const RefModel& m, std::int64_t j, SelKind kind, core::Decis
   if (roll < 78 && j >= 0 && j < m.num_jobs()) {
     const int jj = static_cast<int>(j);
     const RefJob& job = m.jobs[jj];
-    std::vector<int> own(job.devices.begin(), job.devices.end()), avail, mine, blocked;
+    std::vector<int> own(job.devices.begin(), job.devices.end()), avail, mine, blocked, over;
     for (int dev = 0; dev < m.num_devices(); ++dev) {
       if (available_to(m, jj, dev)) avail.push_back(dev);
       if (available_to(m, jj, dev) && m.reserved_for[dev] == jj) mine.push_back(dev);
       if (reserved_for_other(m, jj, dev)) blocked.push_back(dev);
+      if (may_override(m, jj, dev)) over.push_back(dev);
     }
-    const bool trespass = kind != SelKind::kShrink && !blocked.empty() && uniform(0, 4) == 0;
+    // Mostly onto the reservations j may override, when there are any (so that a job's
+    // reservations do get taken by one that outranks it), else onto any.
+    if (!over.empty() && uniform(0, 3) != 0) blocked = over;
+    const bool trespass = kind != SelKind::kShrink && !blocked.empty() &&
+                          uniform(0, over.empty() ? 4 : 2) == 0;
     const auto held = static_cast<std::int64_t>(own.size());
     const auto nfree = static_cast<std::int64_t>(avail.size() + (trespass ? blocked.size() : 0));
     std::vector<std::int64_t> counts;
@@ -394,10 +445,12 @@ core::Decision gen_start(const RefModel& m) {
   return d;
 }
 
+// Progress and periodic checkpoints: from running jobs and from jobs whose cut is in flight (the
+// workers run on until it is taken).
 core::Decision gen_progress(const RefModel& m) {
   core::Decision d;
   d.event = EventKind::kProgress;
-  d.job = pick_job(m, {JobState::kRunning});
+  d.job = pick_job(m, jobs_where(m, [&](int j) { return stepping(m, j); }));
   const auto p = progress_of(m, d.job);
   d.step = uniform(0, 10) == 9 ? p - 1 : p + uniform(0, 5);
   d.gpu_ms = uniform(0, 20) == 19 ? -1 : uniform(0, 400);
@@ -413,7 +466,7 @@ core::Decision gen_progress(const RefModel& m) {
 core::Decision gen_checkpoint(const RefModel& m) {
   core::Decision d;
   d.event = EventKind::kCheckpoint;
-  d.job = pick_job(m, {JobState::kRunning});
+  d.job = pick_job(m, jobs_where(m, [&](int j) { return stepping(m, j); }));
   const auto p = progress_of(m, d.job);
   const auto c = std::max<std::int64_t>(ckpt_of(m, d.job), 0);
   const int roll = uniform(0, 10);
@@ -424,15 +477,24 @@ core::Decision gen_checkpoint(const RefModel& m) {
 core::Decision gen_preempt(const RefModel& m) {
   core::Decision d;
   d.event = EventKind::kPreempt;
-  d.job = pick_job(m, jobs_where(m, [&](int j) { return running(m, j) && has_favoured(m, j); }));
+  d.job = pick_job(
+      m, prefer_worn(m, jobs_where(m, [&](int j) { return running(m, j) && has_favoured(m, j); })));
   d.beneficiary = pick_beneficiary(m, d.job);
   return d;
 }
 
+// The cut is stored: of a preemption (Checkpointing) or of a move (Migrating, Resizing), mostly
+// one whose target still fits, sometimes one whose target was lost (the core must refuse it).
 core::Decision gen_checkpoint_done(const RefModel& m) {
   core::Decision d;
   d.event = EventKind::kCheckpointDone;
-  d.job = pick_job(m, {JobState::kCheckpointing});
+  auto ready = jobs_where(m, [&](int j) {
+    return m.jobs[j].state == JobState::kCheckpointing || move_fits(m, j);
+  });
+  d.job = pick_job(m, !ready.empty() && uniform(0, 8) != 0
+                          ? ready
+                          : jobs_in(m, {JobState::kCheckpointing, JobState::kMigrating,
+                                        JobState::kResizing}));
   d.step = progress_of(m, d.job) +
            *rc::gen::weightedElement<std::int64_t>({{16, 0}, {1, -1}, {1, 1}});
   return d;
@@ -441,24 +503,43 @@ core::Decision gen_checkpoint_done(const RefModel& m) {
 core::Decision gen_restore_done(const RefModel& m) {
   core::Decision d;
   d.event = EventKind::kRestoreDone;
-  d.job = pick_job(m, {JobState::kRestoring, JobState::kMigrating});
+  d.job = pick_job(m, uniform(0, 10) != 0 ? jobs_in(m, {JobState::kRestoring})
+                                          : jobs_in(m, {JobState::kMigrating, JobState::kResizing}));
+  return d;
+}
+
+// An in-flight operation failed, was refused or timed out: a launch (Placed), a cut (Checkpointing,
+// Migrating, Resizing) or a restore (Restoring); more often a move whose target was lost, which
+// can end no other way. Sometimes a job with nothing in flight (no row). The origin is picked by
+// pick_origin (runtime, core, operator, or a planner, which may not).
+core::Decision gen_abort(const RefModel& m) {
+  core::Decision d;
+  d.event = EventKind::kAbort;
+  auto stuck = jobs_where(m, [&](int j) { return move_stuck(m, j); });
+  d.job = pick_job(m, !stuck.empty() && uniform(0, 2) == 0
+                          ? stuck
+                          : jobs_in(m, {JobState::kPlaced, JobState::kCheckpointing,
+                                        JobState::kMigrating, JobState::kResizing,
+                                        JobState::kRestoring}));
+  // Parameters an Abort does not read: they must not matter.
+  if (uniform(0, 4) == 0) d.step = uniform(-2, 30);
   return d;
 }
 
 core::Decision gen_migrate(const RefModel& m) {
   core::Decision d;
   d.event = EventKind::kMigrate;
-  d.job = pick_job(m, {JobState::kRunning});
+  d.job = pick_job(m, prefer_worn(m, jobs_in(m, {JobState::kRunning})));
   pick_selection(m, d.job, SelKind::kMigrate, d);
-  d.step = progress_of(m, d.job) +
-           *rc::gen::weightedElement<std::int64_t>({{16, 0}, {1, -1}, {1, 1}});
+  // A migration carries no step (the cut is taken later): whatever it says must not matter.
+  if (uniform(0, 4) == 0) d.step = progress_of(m, d.job) + uniform(-2, 3);
   return d;
 }
 
 core::Decision gen_resize_up(const RefModel& m) {
   core::Decision d;
   d.event = EventKind::kResizeUp;
-  d.job = pick_job(m, jobs_where(m, [&](int j) { return can_grow(m, j); }));
+  d.job = pick_job(m, prefer_worn(m, jobs_where(m, [&](int j) { return can_grow(m, j); })));
   pick_selection(m, d.job, SelKind::kGrow, d);
   return d;
 }
@@ -466,7 +547,9 @@ core::Decision gen_resize_up(const RefModel& m) {
 core::Decision gen_resize_down(const RefModel& m) {
   core::Decision d;
   d.event = EventKind::kResizeDown;
-  d.job = pick_job(m, jobs_where(m, [&](int j) { return can_shrink(m, j) && has_favoured(m, j); }));
+  d.job = pick_job(m, prefer_worn(m, jobs_where(m, [&](int j) {
+                        return can_shrink(m, j) && has_favoured(m, j);
+                      })));
   pick_selection(m, d.job, SelKind::kShrink, d);
   d.beneficiary = pick_beneficiary(m, d.job);
   return d;
@@ -482,8 +565,12 @@ core::Decision gen_complete(const RefModel& m) {
 core::Decision gen_worker_crash(const RefModel& m) {
   core::Decision d;
   d.event = EventKind::kWorkerCrash;
-  d.job = pick_job(m, {JobState::kPlaced, JobState::kRunning, JobState::kCheckpointing,
-                       JobState::kMigrating, JobState::kRestoring});
+  auto veterans = jobs_where(m, [&](int j) { return veteran(m, j); });
+  d.job = pick_job(m, !veterans.empty() && uniform(0, 2) == 0
+                          ? veterans
+                          : jobs_in(m, {JobState::kPlaced, JobState::kRunning,
+                                        JobState::kCheckpointing, JobState::kMigrating,
+                                        JobState::kResizing, JobState::kRestoring}));
   return d;
 }
 
@@ -497,7 +584,7 @@ core::Decision gen_cancel(const RefModel& m) {
   } else {
     d.job = pick_job(m, {JobState::kSubmitted, JobState::kQueued, JobState::kPlaced,
                          JobState::kRunning, JobState::kCheckpointing, JobState::kSuspended,
-                         JobState::kMigrating, JobState::kRestoring});
+                         JobState::kMigrating, JobState::kResizing, JobState::kRestoring});
   }
   return d;
 }
@@ -581,7 +668,20 @@ Step next_step(const RefModel& m) {
   int holding = 0, growable = 0, preemptible = 0, shrinkable = 0, placeable = 0, resumable = 0;
   int trespass_place = 0, trespass_resume = 0, trespass_running = 0;
   int owner_placeable = 0, owner_resumable = 0;  // with reservations of their own to consume
+  int override_place = 0, override_resume = 0;   // may take a reservation of a job they outrank
+  int cutting = 0, movable = 0, stuck = 0, in_flight = 0;
+  std::vector<int> veterans;
   for (int j = 0; j < m.num_jobs(); ++j) {
+    const JobState st = m.jobs[j].state;
+    if (veteran(m, j)) veterans.push_back(j);
+    cutting |= in(st, {JobState::kCheckpointing, JobState::kMigrating, JobState::kResizing}) ? 1 : 0;
+    movable |= move_fits(m, j) ? 1 : 0;
+    stuck |= move_stuck(m, j) ? 1 : 0;
+    in_flight |= ref_in_flight(st) ? 1 : 0;
+    if (could_override(m, j)) {
+      override_place |= st == JobState::kQueued ? 1 : 0;
+      override_resume |= st == JobState::kSuspended ? 1 : 0;
+    }
     placeable |= can_take(m, j, JobState::kQueued) ? 1 : 0;
     resumable |= can_take(m, j, JobState::kSuspended) ? 1 : 0;
     holding |= ref_holding(m.jobs[j].state) ? 1 : 0;
@@ -612,27 +712,35 @@ Step next_step(const RefModel& m) {
   const std::pair<int, std::function<void()>> table[] = {
       {submit, [&] { decide(&gen_submit); }},
       {2 + 12 * has(JobState::kSubmitted), [&] { decide(&gen_admit); }},
-      {2 + 3 * has(JobState::kQueued) + 14 * placeable + 4 * trespass_place + 10 * owner_placeable,
+      {2 + 3 * has(JobState::kQueued) + 14 * placeable + 4 * trespass_place + 10 * owner_placeable +
+           6 * override_place,
        [&] { decide([](const RefModel& mm) { return gen_acquire(mm, EventKind::kPlace); }); }},
       {1 + 12 * has(JobState::kPlaced), [&] { decide(&gen_start); }},
-      {1 + 7 * any_running, [&] { decide(&gen_progress); }},
-      {1 + 3 * any_running, [&] { decide(&gen_checkpoint); }},
+      {1 + 7 * any_running + 3 * cutting, [&] { decide(&gen_progress); }},
+      {1 + 3 * any_running + 2 * cutting, [&] { decide(&gen_checkpoint); }},
       {1 + 2 * (any_running & waiting) + 14 * preemptible, [&] { decide(&gen_preempt); }},
-      {1 + 14 * has(JobState::kCheckpointing), [&] { decide(&gen_checkpoint_done); }},
+      {1 + 14 * has(JobState::kCheckpointing) + 14 * movable + 2 * stuck,
+       [&] { decide(&gen_checkpoint_done); }},
       {1 + 3 * has(JobState::kSuspended) + 16 * resumable + 4 * trespass_resume +
-           10 * owner_resumable,
+           10 * owner_resumable + 6 * override_resume,
        [&] { decide([](const RefModel& mm) { return gen_acquire(mm, EventKind::kResume); }); }},
-      {1 + 12 * (has(JobState::kRestoring) | has(JobState::kMigrating)),
-       [&] { decide(&gen_restore_done); }},
+      {1 + 12 * has(JobState::kRestoring), [&] { decide(&gen_restore_done); }},
+      {1 + 3 * in_flight + 10 * stuck, [&] { decide(&gen_abort); }},
       {1 + 5 * any_running + 3 * trespass_running, [&] { decide(&gen_migrate); }},
       {1 + 14 * growable + 3 * trespass_running, [&] { decide(&gen_resize_up); }},
       {1 + 20 * shrinkable, [&] { decide(&gen_resize_down); }},
       {1 + 2 * any_running, [&] { decide(&gen_complete); }},
-      {1 + 2 * holding, [&] { decide(&gen_worker_crash); }},
-      {1 + 1 * holding,
+      {1 + 2 * holding + 16 * !veterans.empty(), [&] { decide(&gen_worker_crash); }},
+      {1 + 1 * holding + 16 * !veterans.empty(),
        [&] {
          step.kind = Step::Kind::kNodeLoss;
-         step.node = uniform(0, m.num_nodes());
+         // Mostly a node of a veteran's (see veteran()), when there is one; else any node.
+         if (!veterans.empty() && uniform(0, 3) != 0) {
+           const auto& held = m.jobs[*rc::gen::elementOf(veterans)].devices;
+           step.node = m.dev_node[*rc::gen::elementOf(std::vector<int>(held.begin(), held.end()))];
+         } else {
+           step.node = uniform(0, m.num_nodes());
+         }
          step.origin = pick_origin(EventKind::kNodeLoss);
        }},
       {2 + 2 * reservations, [&] { decide(&gen_cancel); }},

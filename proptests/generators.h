@@ -1,7 +1,9 @@
 // Random lifecycle steps for the property tests, steered by the reference model so that sequences
 // often reach the interesting parts of the lifecycle (running, preemption and suspension,
-// migration, resizing, reservations made, consumed, voided and trespassed on), while every event
-// keeps a small weight in every state, so illegal events are tried too.
+// migration and resizing decided, their cuts stored or aborted, launches and restores aborted,
+// progress and checkpoints while a cut is in flight, reservations made for waiting and for moving
+// jobs, consumed, voided, trespassed on and taken by a job that outranks their holder), while
+// every event keeps a small weight in every state, so illegal events are tried too.
 //
 // Shared by lifecycle_proptest (which compares the core with the model step by step) and
 // domain_equivalence_proptest (which only needs reachable states). Everything here draws its

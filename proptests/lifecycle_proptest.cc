@@ -1,19 +1,25 @@
 // Stateful property test of the scheduler core: random command sequences (submit, admit, place,
-// run, preempt, migrate, resize, fail, cancel, release, ...) are driven through the real
-// SchedulerCore and an independent reference model (proptests/reference_model.h). Each decision
-// claims an origin: mostly the one that decides its event in practice, sometimes an operator, and
-// about one in twenty an origin that may not decide it. After every decision:
+// run, preempt, migrate, resize, the cuts that carry them out, aborts of in-flight operations,
+// fail, cancel, release, ...) are driven through the real SchedulerCore and an independent
+// reference model (proptests/reference_model.h). Each decision claims an origin: mostly the one
+// that decides its event in practice (an Abort: the runtime or the core's timers), sometimes an
+// operator, and about one in twenty an origin that may not decide it. After every decision:
 //   - the core accepts exactly what the model accepts, and reports the same row source/target,
 //     sequence number and time; it rejects for the origin exactly when the model does (the origin
 //     is checked before the job and the parameters); when the model rejects a selection only
 //     because a device is reserved for another job, the core names that clause;
 //   - every job's variables (state, spec, devices, splice, epoch, progress, checkpoint, failures,
-//     attained service, the beneficiary of a preemption) and held set agree with the model; every
-//     device's owner and owner epoch, and whether it is live-reserved and for whom; and every
-//     counter (devices held and host memory used per node, admitted premium demand) against the
-//     model's own sums. A rejected decision leaves the whole cluster state untouched;
+//     attained service, the beneficiary of a preemption or shrink, a move's target set and its
+//     splice) and held set agree with the model; every device's owner and owner epoch, and
+//     whether it is live-reserved and for whom (a waiting job, or a moving one's target); and
+//     every counter (devices held and host memory used per node, admitted premium demand) against
+//     the model's own sums. A rejected decision leaves the whole cluster state untouched;
 //   - every state invariant holds on core.cluster(), and every step invariant on
 //     (state before, job, params_for(decision), state after).
+// At the end, with the default number of sequences or more, the run must have covered every
+// event, every lifecycle row, every origin (committed and refused for the origin), every origin
+// that may decide Abort, and the reservation paths of moves (see check_coverage): a generator
+// that stops reaching a part of the lifecycle fails the test instead of silently testing less.
 //
 // ORRERY_PROPTEST_SEQUENCES sets the number of sequences (default 10000); RC_PARAMS is passed on
 // to RapidCheck (e.g. RC_PARAMS="seed=42" or a "reproduce=..." string from a failure).
@@ -82,6 +88,11 @@ struct Stats {
   // failed too).
   std::uint64_t core_named_reservation = 0;
   std::uint64_t suspend_without_reservation = 0;
+  // Cuts of moves stored after their target was lost (rejected; the move must be aborted).
+  std::uint64_t move_target_lost = 0;
+  // Commits per event and origin; commits per target state.
+  std::array<std::array<std::uint64_t, spec::kNumOrigins>, spec::kNumEventKinds> by_origin{};
+  std::array<std::uint64_t, spec::kNumJobStates> entered{};
   std::uint64_t sequences_with_reservation = 0;
   std::uint64_t max_live_reservations = 0;  // devices live-reserved at once
 };
@@ -117,7 +128,10 @@ std::string show_cluster(const Cluster& c) {
       << " devices=" << job.devices << " " << show_devset(job.held) << " x" << job.splice
       << " epoch=" << job.epoch << " progress=" << job.progress << " ckpt=" << job.ckpt
       << " failures=" << job.failures << " attained=" << job.attained << " ben=" << job.ben
-      << " resv_gen=" << job.resv_gen << "\n";
+      << " resv_gen=" << job.resv_gen;
+    if (!job.target.empty() || job.tsplice != 0)
+      o << " target=" << show_devset(job.target) << " x" << job.tsplice;
+    o << "\n";
   }
   o << "    core devices:";
   for (int d = 0; d < c.num_devices(); ++d) {
@@ -207,11 +221,15 @@ void check_matches_model(const RefModel& m, const core::SchedulerCore& core,
     field("failures", k.failures, r.failures);
     field("attained", k.attained, r.attained);
     field("ben", k.ben, r.ben);
+    field("tsplice", k.tsplice, r.tsplice);
     // resv_gen is the core's bookkeeping for reservation liveness, compared below as liveness
     // per device (its monotonicity is INV-RESERVE's step part, checked after every decision).
     if (!std::equal(k.held.begin(), k.held.end(), r.devices.begin(), r.devices.end()))
       bad << "job " << j << " held: core " << show_devset(k.held) << ", model "
           << show_devset(spec::Concrete::DevSet(r.devices.begin(), r.devices.end())) << "\n";
+    if (!std::equal(k.target.begin(), k.target.end(), r.target.begin(), r.target.end()))
+      bad << "job " << j << " target: core " << show_devset(k.target) << ", model "
+          << show_devset(spec::Concrete::DevSet(r.target.begin(), r.target.end())) << "\n";
   }
   if (c.num_devices() == m.num_devices()) {
     for (int d = 0; d < m.num_devices(); ++d) {
@@ -324,6 +342,8 @@ void drive(RefModel& m, Sut& sut, const core::Decision& d) {
     g_stats.resv_overridden += static_cast<std::uint64_t>(want.resv_overridden);
     sut.reserved += static_cast<std::uint64_t>(want.resv_created);
     if (want.suspend_without_reservation) ++g_stats.suspend_without_reservation;
+    ++g_stats.by_origin[ev][origin];
+    ++g_stats.entered[static_cast<std::size_t>(want.to)];
     std::uint64_t live = 0;
     for (int r : m.reserved_for) live += r >= 0 ? 1 : 0;
     g_stats.max_live_reservations = std::max(g_stats.max_live_reservations, live);
@@ -332,6 +352,7 @@ void drive(RefModel& m, Sut& sut, const core::Decision& d) {
     ++g_stats.origin_rejected[origin];
     if (want.wrong_origin) ++g_stats.origin_wrong[origin];
     if (want.blocked_by_reservation) ++g_stats.blocked_by_reservation[ev];
+    if (want.move_target_lost) ++g_stats.move_target_lost;
     ++g_stats.reject_reasons[std::string(spec::event_name(d.event)) + ": " + want.why];
     if (!want.wrong_origin && d.event != EventKind::kSubmit &&
         (d.job < 0 || d.job >= pre.num_jobs()))
@@ -442,14 +463,25 @@ void print_stats(std::ostream& os) {
      << (s.decisions ? 100.0 * static_cast<double>(wrong) / static_cast<double>(s.decisions) : 0.0)
      << "%)\n" << std::defaultfloat;
   os << std::left << std::setw(16) << "event" << std::right << std::setw(11) << "committed"
-     << std::setw(11) << "rejected" << std::setw(22) << "sequences with >=1\n";
+     << std::setw(11) << "rejected" << std::setw(22) << "sequences with >=1"
+     << "   committed by planner/runtime/operator/core\n";
   for (int e = 0; e < spec::kNumEventKinds; ++e) {
     const auto ev = static_cast<std::size_t>(e);
+    std::ostringstream pct;
+    pct << s.sequences_with[ev] << " ("
+        << (s.sequences ? 100 * s.sequences_with[ev] / s.sequences : 0) << "%)";
     os << std::left << std::setw(16) << spec::event_name(static_cast<EventKind>(e)) << std::right
-       << std::setw(11) << s.committed[ev] << std::setw(11) << s.rejected[ev] << std::setw(12)
-       << s.sequences_with[ev] << " ("
-       << (s.sequences ? 100 * s.sequences_with[ev] / s.sequences : 0) << "%)\n";
+       << std::setw(11) << s.committed[ev] << std::setw(11) << s.rejected[ev] << std::setw(18)
+       << pct.str() << "   ";
+    for (int o = 0; o < spec::kNumOrigins; ++o)
+      os << (o ? "/" : "") << s.by_origin[ev][static_cast<std::size_t>(o)];
+    os << "\n";
   }
+  os << "commits by target state:";
+  for (int st = 0; st < spec::kNumJobStates; ++st)
+    os << " " << spec::state_name(static_cast<JobState>(st)) << "="
+       << s.entered[static_cast<std::size_t>(st)];
+  os << "\n";
 
   // Reservations, in devices.
   std::uint64_t created = 0, consumed = 0, voided = 0, blocked = 0;
@@ -465,7 +497,8 @@ void print_stats(std::ostream& os) {
      << (s.sequences ? 100 * s.sequences_with_reservation / s.sequences : 0)
      << "%), at most " << s.max_live_reservations << " live at once; "
      << s.suspend_without_reservation
-     << " preemption checkpoints committed after their beneficiary stopped waiting\n";
+     << " preemption checkpoints committed after their beneficiary stopped waiting; "
+     << s.move_target_lost << " cuts of moves refused because their target no longer fits\n";
   os << std::left << std::setw(16) << "event" << std::right << std::setw(11) << "created"
      << std::setw(11) << "consumed" << std::setw(11) << "voided"
      << "   rejected for another's reservation\n";
@@ -494,6 +527,51 @@ void print_stats(std::ostream& os) {
   }
 }
 
+// What a run of the default size must have exercised. Returns the gaps, one per line ("" when none).
+std::string coverage_gaps() {
+  const Stats& s = g_stats;
+  std::ostringstream gaps;
+  for (int e = 0; e < spec::kNumEventKinds; ++e)
+    if (!s.committed[static_cast<std::size_t>(e)])
+      gaps << "  event " << spec::event_name(static_cast<EventKind>(e)) << " never committed\n";
+  for (int st = 0; st < spec::kNumJobStates; ++st)
+    if (st != static_cast<int>(JobState::kNew) && !s.entered[static_cast<std::size_t>(st)])
+      gaps << "  state " << spec::state_name(static_cast<JobState>(st)) << " never entered\n";
+  for (const auto& r : core::job_rows())
+    if (!s.rows.count(r.index)) gaps << "  row " << r.label() << " never taken\n";
+  for (int o = 0; o < spec::kNumOrigins; ++o) {
+    const auto oi = static_cast<std::size_t>(o);
+    const auto name = spec::origin_name(static_cast<spec::Origin>(o));
+    if (!s.origin_committed[oi]) gaps << "  nothing committed from origin " << name << "\n";
+    // Operators may decide anything: nothing is ever refused for being theirs.
+    if (o != static_cast<int>(spec::Origin::kOperator) && !s.origin_wrong[oi])
+      gaps << "  nothing refused for origin " << name << "\n";
+  }
+  // Abort: from each origin that may decide it.
+  const auto abort = static_cast<std::size_t>(EventKind::kAbort);
+  for (auto o : {spec::Origin::kRuntime, spec::Origin::kCore, spec::Origin::kOperator})
+    if (!s.by_origin[abort][static_cast<std::size_t>(o)])
+      gaps << "  no Abort committed from origin " << spec::origin_name(o) << "\n";
+  // Reservations of moves: made when a migration or growth is decided, consumed when it is
+  // carried out, voided when it is aborted; a mover's reservation taken by a job that outranks it,
+  // and the cut then refused; reservations for a shrink's beneficiary.
+  auto need = [&](std::uint64_t n, const char* what) {
+    if (!n) gaps << "  never: " << what << "\n";
+  };
+  auto at = [](const auto& a, EventKind e) { return a[static_cast<std::size_t>(e)]; };
+  need(at(s.resv_created, EventKind::kMigrate), "devices reserved by a Migrate");
+  need(at(s.resv_created, EventKind::kResizeUp), "devices reserved by a ResizeUp");
+  need(at(s.resv_consumed, EventKind::kCheckpointDone), "reservations consumed by a move's cut");
+  need(at(s.resv_created, EventKind::kCheckpointDone), "devices reserved by a stored cut");
+  need(at(s.resv_voided, EventKind::kAbort), "reservations voided by an Abort");
+  need(at(s.resv_created, EventKind::kWorkerCrash) + at(s.resv_created, EventKind::kNodeLoss),
+       "devices reserved for a beneficiary by a failure");
+  need(s.resv_overridden, "a reservation taken by a job that outranks its holder");
+  need(s.move_target_lost, "a move's cut refused because its target no longer fits");
+  need(at(s.blocked_by_reservation, EventKind::kPlace), "a Place refused for a reservation");
+  return gaps.str();
+}
+
 }  // namespace orrery::proptest
 
 int main(int argc, char** argv) {
@@ -512,5 +590,18 @@ int main(int argc, char** argv) {
 
   int rc = RUN_ALL_TESTS();
   orrery::proptest::print_stats(std::cout);
+  // Coverage is a property of a full-size run: a smaller one (or one that reproduces a failure,
+  // or runs only some tests) is not held to it.
+  const bool full = *sequences >= 10000 && params.find("reproduce") == std::string::npos &&
+                    ::testing::GTEST_FLAG(filter) == "*";
+  if (full && rc == 0) {
+    if (auto gaps = orrery::proptest::coverage_gaps(); !gaps.empty()) {
+      std::cout << "\nFAILED: coverage: the run left parts of the lifecycle unexercised:\n" << gaps;
+      rc = 1;
+    } else {
+      std::cout << "coverage: every event, state, row, origin and move reservation path "
+                   "exercised\n";
+    }
+  }
   return rc;
 }

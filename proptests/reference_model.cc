@@ -105,6 +105,7 @@ bool ref_holding(JobState s) {
     case JobState::kRunning:
     case JobState::kCheckpointing:
     case JobState::kMigrating:
+    case JobState::kResizing:
     case JobState::kRestoring:
       return true;
     default:
@@ -113,6 +114,14 @@ bool ref_holding(JobState s) {
 }
 
 bool ref_waiting(JobState s) { return s == JobState::kQueued || s == JobState::kSuspended; }
+
+bool ref_moving(JobState s) { return s == JobState::kMigrating || s == JobState::kResizing; }
+
+// A launch (Placed), a cut (Checkpointing, Migrating, Resizing) or a restore (Restoring).
+bool ref_in_flight(JobState s) {
+  return s == JobState::kPlaced || s == JobState::kCheckpointing || ref_moving(s) ||
+         s == JobState::kRestoring;
+}
 
 bool ref_admitted(JobState s) {
   return s == JobState::kQueued || s == JobState::kSuspended || ref_holding(s);
@@ -142,6 +151,15 @@ std::string describe_job(const RefJob& j) {
   o << "} x" << j.splice << " epoch=" << j.epoch << " progress=" << j.progress << " ckpt=" << j.ckpt
     << " failures=" << j.failures << " attained=" << j.attained;
   if (j.ben >= 0) o << " ben=" << j.ben;
+  if (!j.target.empty() || j.tsplice != 0) {
+    o << " target={";
+    first = true;
+    for (int d : j.target) {
+      o << (first ? "" : ",") << d;
+      first = false;
+    }
+    o << "} x" << j.tsplice;
+  }
   return o.str();
 }
 
@@ -224,34 +242,38 @@ bool ref_gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int6
 
 namespace {
 
-// Who may decide what. One row per event; an event without a row, or an origin outside the three,
+// Who may decide what. One row per event; an event without a row, or an origin outside the four,
 // may not be decided at all.
 struct Authority {
   EventKind event;
   bool planner;
   bool runtime;
-  bool op;  // operator
+  bool op;    // operator
+  bool core;  // the core's own timers
 };
 constexpr Authority kAuthority[] = {
-    //                            planner runtime operator
-    {EventKind::kSubmit,          false,  false,  true},  // users, through an operator
-    {EventKind::kAdmit,           true,   false,  true},
-    {EventKind::kPlace,           true,   false,  true},
-    {EventKind::kStart,           false,  true,   true},
-    {EventKind::kProgress,        false,  true,   true},
-    {EventKind::kCheckpoint,      false,  true,   true},
-    {EventKind::kResizeUp,        true,   false,  true},
-    {EventKind::kResizeDown,      true,   false,  true},
-    {EventKind::kPreempt,         true,   false,  true},
-    {EventKind::kCheckpointDone,  false,  true,   true},
-    {EventKind::kResume,          true,   false,  true},
-    {EventKind::kRestoreDone,     false,  true,   true},
-    {EventKind::kMigrate,         true,   false,  true},
-    {EventKind::kComplete,        false,  true,   true},
-    {EventKind::kWorkerCrash,     false,  true,   true},
-    {EventKind::kNodeLoss,        false,  true,   true},
-    {EventKind::kCancel,          false,  false,  true},  // users and operators only
-    {EventKind::kRelease,         false,  false,  true},  // an operator gives up a reservation
+    //                            planner runtime operator core
+    {EventKind::kSubmit,          false,  false,  true,    false},  // users, through an operator
+    {EventKind::kAdmit,           true,   false,  true,    false},
+    {EventKind::kPlace,           true,   false,  true,    false},
+    {EventKind::kStart,           false,  true,   true,    false},
+    {EventKind::kProgress,        false,  true,   true,    false},
+    {EventKind::kCheckpoint,      false,  true,   true,    false},
+    {EventKind::kResizeUp,        true,   false,  true,    false},
+    {EventKind::kResizeDown,      true,   false,  true,    false},
+    {EventKind::kPreempt,         true,   false,  true,    false},
+    {EventKind::kCheckpointDone,  false,  true,   true,    false},
+    {EventKind::kResume,          true,   false,  true,    false},
+    {EventKind::kRestoreDone,     false,  true,   true,    false},
+    {EventKind::kMigrate,         true,   false,  true,    false},
+    {EventKind::kComplete,        false,  true,   true,    false},
+    {EventKind::kWorkerCrash,     false,  true,   true,    false},
+    {EventKind::kNodeLoss,        false,  true,   true,    false},
+    {EventKind::kCancel,          false,  false,  true,    false},  // users and operators only
+    {EventKind::kRelease,         false,  false,  true,    false},  // an operator gives up a reservation
+    // A cut refused or failed on a node (the runtime), an operation past its timeout or a move
+    // whose target no longer fits (the core's timers); never a planner's to decide.
+    {EventKind::kAbort,           false,  true,   true,    true},
 };
 
 }  // namespace
@@ -263,6 +285,7 @@ bool ref_may_decide(spec::Origin o, EventKind e) {
       case spec::Origin::kPlanner: return a.planner;
       case spec::Origin::kRuntime: return a.runtime;
       case spec::Origin::kOperator: return a.op;
+      case spec::Origin::kCore: return a.core;
     }
     return false;
   }
@@ -342,6 +365,37 @@ int void_reservations(RefModel& m, int j) {
     }
   return n;
 }
+
+// Job j (running) decides a move to `sel` with `splice` workers per device: it keeps its devices
+// and its incarnation, remembers where it goes (and, for a shrink, whom the devices it gives up
+// are for), and the target devices it does not hold are reserved for it. Whatever was reserved
+// for it before ends (it is running: nothing should be). Returns how many devices it reserved;
+// adds the ended reservations to `voided`.
+int plan_move(RefModel& m, int j, const std::set<int>& sel, std::int64_t splice,
+              std::int64_t ben, int& voided) {
+  voided += void_reservations(m, j);
+  RefJob& job = m.jobs[j];
+  int made = 0;
+  for (int dev : sel)
+    if (!job.devices.count(dev)) {
+      m.reserved_for[dev] = j;
+      ++made;
+    }
+  job.target = sel;
+  job.tsplice = splice;
+  job.ben = ben;
+  return made;
+}
+
+// The move in flight (target, its splice) and the beneficiary are forgotten.
+void forget_move(RefJob& job) {
+  job.target.clear();
+  job.tsplice = 0;
+  job.ben = -1;
+}
+
+// Progress goes back to the last committed checkpoint, or to the start without one.
+void roll_back(RefJob& job) { job.progress = job.ckpt >= 0 ? job.ckpt : 0; }
 
 }  // namespace
 
@@ -433,7 +487,8 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       to = JobState::kRunning;
       break;
     case EventKind::kProgress:
-      if (s != JobState::kRunning) break;
+      // Running, and while a cut is in flight: the workers run on until it is taken.
+      if (s != JobState::kRunning && s != JobState::kCheckpointing && !ref_moving(s)) break;
       if (d.step < job.progress || d.gpu_ms < 0) {
         why = "step backwards or negative gpu time";
         break;
@@ -443,18 +498,18 @@ Prediction predict(RefModel& m, const core::Decision& d) {
         break;
       }
       ok = true;
-      to = JobState::kRunning;
+      to = s;
       job.progress = d.step;
       job.attained += d.gpu_ms;
       break;
     case EventKind::kCheckpoint:
-      if (s != JobState::kRunning) break;
+      if (s != JobState::kRunning && s != JobState::kCheckpointing && !ref_moving(s)) break;
       if (d.step < 0 || d.step < job.ckpt || d.step > job.progress) {
         why = "checkpoint step out of [max(ckpt, 0), progress]";
         break;
       }
       ok = true;
-      to = JobState::kRunning;
+      to = s;
       job.ckpt = d.step;
       break;
     case EventKind::kResizeUp: {
@@ -471,8 +526,8 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       }
       if (!gang_fits(m, j, sel, d.splice, why)) break;
       ok = true;
-      to = JobState::kRunning;
-      take(m, j, sel, d.splice);
+      to = JobState::kResizing;
+      p.resv_created = plan_move(m, j, sel, d.splice, -1, p.resv_voided);
       break;
     }
     case EventKind::kResizeDown: {
@@ -497,15 +552,10 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       }
       if (!gang_fits(m, j, sel, d.splice, why)) break;
       ok = true;
-      to = JobState::kRunning;
-      // The devices given up are reserved for the (waiting) beneficiary.
-      for (int dev : job.devices)
-        if (!sel.count(dev)) {
-          m.reserved_for[dev] = static_cast<int>(d.beneficiary);
-          ++p.resv_created;
-        }
-      job.devices = sel;
-      job.splice = d.splice;
+      to = JobState::kResizing;
+      // Nothing is given up yet: the devices go (reserved for the beneficiary, if it still waits
+      // then) when the cut is stored. A subset reserves nothing.
+      p.resv_created = plan_move(m, j, sel, d.splice, d.beneficiary, p.resv_voided);
       break;
     }
     case EventKind::kPreempt:
@@ -523,31 +573,62 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       job.ben = d.beneficiary;
       break;
     case EventKind::kCheckpointDone:
-      if (s != JobState::kCheckpointing) break;
+      if (s == JobState::kCheckpointing) {
+        if (d.step != job.progress) {
+          why = "cut not at the current step";
+          break;
+        }
+        ok = true;
+        to = JobState::kSuspended;
+        job.ckpt = d.step;
+        // The beneficiary may have been placed or cancelled since: then nothing is reserved.
+        p.suspend_without_reservation =
+            !(job.ben >= 0 && job.ben < m.num_jobs() && ref_waiting(m.jobs[job.ben].state));
+        p.resv_created = release(m, j, job.ben);
+        job.ben = -1;
+        break;
+      }
+      if (!ref_moving(s)) break;
+      // A migration's or resize's cut is stored: the move is carried out if its target still
+      // fits now (a job that outranks this one may have taken a device reserved for it).
+      if (!gang_fits(m, j, job.target, job.tsplice, why)) {
+        p.move_target_lost = true;
+        why = "move target no longer fits: " + why;
+        break;
+      }
       if (d.step != job.progress) {
         why = "cut not at the current step";
         break;
       }
-      ok = true;
-      to = JobState::kSuspended;
-      job.ckpt = d.step;
-      // The beneficiary may have been placed or cancelled since: then nothing is reserved.
-      p.suspend_without_reservation =
-          !(job.ben >= 0 && job.ben < m.num_jobs() && ref_waiting(m.jobs[job.ben].state));
-      p.resv_created = release(m, j, job.ben);
-      job.ben = -1;
+      {
+        ok = true;
+        to = JobState::kRestoring;
+        job.ckpt = d.step;
+        ++job.epoch;  // a new incarnation on the target
+        // The devices left behind go back, reserved for a shrink's beneficiary if it still waits.
+        const bool for_ben = job.ben >= 0 && job.ben < m.num_jobs() &&
+                             ref_waiting(m.jobs[static_cast<std::size_t>(job.ben)].state);
+        for (int dev : job.devices)
+          if (!job.target.count(dev) && for_ben) {
+            m.reserved_for[dev] = static_cast<int>(job.ben);
+            ++p.resv_created;
+          }
+        const std::set<int> target = job.target;
+        const std::int64_t tsplice = job.tsplice;
+        p.resv_consumed = take(m, j, target, tsplice, &p.resv_overridden);
+        // The job is no longer moving: nothing stays reserved for it.
+        p.resv_voided = void_reservations(m, j);
+        forget_move(job);
+      }
       break;
     case EventKind::kRestoreDone:
-      if (s != JobState::kRestoring && s != JobState::kMigrating) break;
+      if (s != JobState::kRestoring) break;
       ok = true;
       to = JobState::kRunning;
       break;
     case EventKind::kMigrate:
+      // No step: the cut is taken later, at whatever step the job has reached then.
       if (s != JobState::kRunning) break;
-      if (d.step != job.progress) {
-        why = "cut not at the current step";
-        break;
-      }
       if (sel.size() < job.devices.size()) {
         why = "fewer devices than now";
         break;
@@ -555,9 +636,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       if (!gang_fits(m, j, sel, d.splice, why)) break;
       ok = true;
       to = JobState::kMigrating;
-      job.ckpt = d.step;
-      ++job.epoch;
-      take(m, j, sel, d.splice);
+      p.resv_created = plan_move(m, j, sel, d.splice, -1, p.resv_voided);
       break;
     case EventKind::kComplete:
       if (s != JobState::kRunning) break;
@@ -570,11 +649,34 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       if (!ref_holding(s)) break;
       ok = true;
       to = job.failures < kRefMaxRetries ? JobState::kQueued : JobState::kFailed;
-      // A preemption cut short by the failure still leaves the devices to the job it was for.
+      // A preemption or a shrink cut short by the failure still leaves the devices (all of them)
+      // to the job it was for; a move in flight is forgotten, its target's reservations end.
       p.resv_created = release(m, j, job.ben);
-      job.ben = -1;
-      job.progress = job.ckpt >= 0 ? job.ckpt : 0;
+      p.resv_voided = void_reservations(m, j);
+      forget_move(job);
+      roll_back(job);
       ++job.failures;
+      break;
+    case EventKind::kAbort:
+      if (s == JobState::kPlaced || s == JobState::kRestoring) {
+        // A launch or a restore that did not happen: the devices go back (reserved for nobody),
+        // the job waits again from its last checkpoint. Not the job's fault: no failure counted.
+        ok = true;
+        to = JobState::kQueued;
+        p.resv_created = release(m, j);
+        p.resv_voided = void_reservations(m, j);
+        forget_move(job);
+        roll_back(job);
+      } else if (s == JobState::kCheckpointing || ref_moving(s)) {
+        // A cut that failed, was refused or timed out: the job restarts where it is, on the same
+        // devices, as a new incarnation, from its last checkpoint; the decision is forgotten.
+        ok = true;
+        to = JobState::kPlaced;
+        ++job.epoch;
+        p.resv_voided = void_reservations(m, j);
+        forget_move(job);
+        roll_back(job);
+      }
       break;
     case EventKind::kCancel:
       if (s == JobState::kNew || s == JobState::kCompleted || s == JobState::kFailed ||
@@ -583,8 +685,8 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       ok = true;
       to = JobState::kCancelled;
       p.resv_created = release(m, j, job.ben);  // as for a failure while checkpointing
-      job.ben = -1;
       p.resv_voided = void_reservations(m, j);
+      forget_move(job);
       break;
     case EventKind::kRelease:
       if (!ref_waiting(s)) break;
@@ -594,7 +696,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       break;
   }
   if (!ok) {
-    p.blocked_by_reservation = why == "device reserved for another job";
+    p.blocked_by_reservation = why.ends_with("device reserved for another job");
     return reject(why);
   }
   job.state = to;

@@ -67,9 +67,14 @@ struct RefJob {
   std::int64_t ckpt = -1;
   std::int64_t failures = 0;
   std::int64_t attained = 0;
-  // While Checkpointing for a preemption: the job the preemption is for (else -1); the devices
-  // the checkpoint frees are reserved for it if it is still waiting then.
+  // While Checkpointing for a preemption, or Resizing to fewer devices: the job the decision is
+  // for (else -1); the devices the job gives up are reserved for it if it is still waiting then.
   std::int64_t ben = -1;
+  // While Migrating or Resizing: where the job goes once its cut is stored (the devices it does
+  // not hold are reserved for it meanwhile) and the workers per device there; empty and 0
+  // otherwise.
+  std::set<int> target;
+  std::int64_t tsplice = 0;
 };
 
 struct RefModel {
@@ -85,9 +90,11 @@ struct RefModel {
   // Jobs and counters.
   std::vector<RefJob> jobs;
   // Device -> the job it is reserved for, -1 when none. Only *live* reservations are kept: a
-  // reservation is recorded when a shrink or a preemption frees the device for a waiting job, and
-  // erased as soon as it ends (the device is taken, or the job is placed, resumed, cancelled or
-  // releases its reservations). The core's generations are its own bookkeeping for the same thing.
+  // reservation is recorded when a shrink or a preemption frees the device for a waiting job, or
+  // when a migration or growth is decided (its target devices the job does not hold, for the
+  // moving job), and erased as soon as it ends (the device is taken, or the job is placed,
+  // resumed, cancelled, fails, aborts, carries its move out or releases its reservations). The
+  // core's generations are its own bookkeeping for the same thing.
   std::vector<int> reserved_for;
   std::int64_t now_ms = 0;
   std::uint64_t committed = 0;
@@ -124,6 +131,10 @@ struct Prediction {
   int resv_overridden = 0;
   // A preemption checkpoint committed while its beneficiary no longer waits: nothing reserved.
   bool suspend_without_reservation = false;
+  // The cut of a migration or resize was stored but its target no longer fits (a device of it
+  // was taken by a job that outranks the mover, or is reserved for another job now): rejected,
+  // the move is to be aborted.
+  bool move_target_lost = false;
 };
 
 // Predicts what the core does with `d`, and applies it to `m` (counters included). The origin is
@@ -131,19 +142,24 @@ struct Prediction {
 // rejected whatever its job and parameters.
 Prediction predict(RefModel& m, const core::Decision& d);
 
-// Who may decide event `e`: the model's own table, from design.md's prose (planners place,
-// resize, preempt and release reservations; the runtime reports progress, completion and
-// failures; operators anything), not spec::may_decide.
+// Who may decide event `e`: the model's own table, from design.md's and docs/spec.md's prose
+// (planners place, resize, migrate and preempt; the runtime reports progress, cuts, completion,
+// failures and aborted operations; the core's own timers decide Abort and nothing else; operators
+// anything), not spec::may_decide.
 bool ref_may_decide(spec::Origin o, spec::EventKind e);
 
 // Helpers the command generators use too.
 bool ref_holding(spec::JobState s);
 bool ref_waiting(spec::JobState s);
 bool ref_admitted(spec::JobState s);
+bool ref_moving(spec::JobState s);     // Migrating, Resizing: a move decided, its cut in flight
+bool ref_in_flight(spec::JobState s);  // the runtime is carrying a decision out: Abort applies
 // May waiting job b take resources from job v (the tier / fair-share rule)?
 bool ref_favoured(const RefModel& m, std::int64_t b, int v);
 // Does job j's gang fit on `sel` with `splice` workers per device (count, split, type,
-// exclusivity, reservations, node capacity, host memory), given every other job?
+// exclusivity, reservations, node capacity, host memory), given every other job? (All nodes are
+// Up in the model.) For a moving job, `ref_gang_fits(m, j, job.target, job.tsplice)` is whether
+// its move can still be carried out.
 bool ref_gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int64_t splice);
 // Device counts c in [min, max] with world == c * splice for a splice within the limit.
 std::vector<std::int64_t> ref_feasible_counts(const RefJob& job);
