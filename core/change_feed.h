@@ -3,8 +3,10 @@
 // commit — a planner's own, an operator's, a runtime report's — without rescanning the fleet.
 //
 // Every job commit whose effect changed the job's held device set records each device the job
-// held before and holds after (a superset of the devices whose owner or reservation changed: the
-// effects change owners and reservations only on those); a job commit that changed the job's
+// held before and holds after, and one that changed its move's target (a Migrate or resize
+// reserving the target's new devices) each device targeted before and after (together a superset
+// of the devices whose owner or reservation changed: the effects change owners and reservations
+// only on those); a job commit that changed the job's
 // reservation generation records the job (the reservations made for it ended: spec::reserved
 // changes on devices no commit touched); every node commit records its node.
 // Entries are numbered from 0 in commit order. A reader remembers end() after it has read the

@@ -211,6 +211,7 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
     }
   }
   held_before_.assign(cluster_.jobs[j].held.begin(), cluster_.jobs[j].held.end());
+  target_before_.assign(cluster_.jobs[j].target.begin(), cluster_.jobs[j].target.end());
   const auto resv_gen_before = cluster_.jobs[j].resv_gen;
   FireContext ctx{&cluster_, j, &p};
   machine_.position(from);
@@ -218,10 +219,15 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
   // The guard was just checked on the same state: the machine must take the same row.
   if (!fired.ok() || machine_.state() != row->dst) std::abort();  // a bug, not bad input
   cluster_.jobs[j].state = static_cast<std::int64_t>(machine_.state());
-  // Effects change owners and reservations only on devices the job held or now holds.
+  // Effects change owners and reservations only on devices the job held, holds, or targets (a
+  // move's decision reserves its target's new devices without changing what the job holds).
   if (cluster_.jobs[j].held != held_before_) {
     for (auto dev : held_before_) changes_.device(dev);
     for (auto dev : cluster_.jobs[j].held) changes_.device(dev);
+  }
+  if (cluster_.jobs[j].target != target_before_) {
+    for (auto dev : target_before_) changes_.device(dev);
+    for (auto dev : cluster_.jobs[j].target) changes_.device(dev);
   }
   if (cluster_.jobs[j].resv_gen != resv_gen_before) changes_.job(j);
   Committed c = count_committed(time_ms, row->index);

@@ -163,7 +163,8 @@ class SchedulerCore {
   std::uint64_t committed_ = 0;
   std::uint64_t rejected_ = 0;
   ChangeFeed changes_;
-  std::vector<std::int32_t> held_before_;  // apply()'s scratch: the job's devices before the effect
+  std::vector<std::int32_t> held_before_;    // apply()'s scratch: the job's devices before the effect
+  std::vector<std::int32_t> target_before_;  // ... and its move's target
 };
 
 template <class OnReplayed>

@@ -242,8 +242,7 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
                                        j->state == spec::JobState::kMigrating);
           c.kill_core();
           if (in_flight) ++kills_in_flight;
-          std::printf("    core killed %s
-", in_flight ? "with the cut in flight" : "after the cut");
+          std::printf("    core killed %s\n", in_flight ? "with the cut in flight" : "after the cut");
           sleep_ms(act.ms);
           RC_ASSERT(c.start_core(c.port()) == "");
         }
