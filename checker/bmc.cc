@@ -62,21 +62,28 @@ class Run {
   // submitted) in slot order: job slots are interchangeable in the initial state and in every
   // guard, effect and invariant (job ids are only compared), so every run is a permutation of one
   // that submits in slot order, and checking those finds every violation (symmetry reduction).
-  void extend(bool slot_order = false) {
+  //
+  // With `only` >= 0 the step is that one choice (job * rows + row, or after those node * node
+  // rows + row): the same constraints as the whole table's step with the choice fixed, without
+  // the other choices' branches.
+  void extend(bool slot_order = false, int only = -1) {
     const int nrows = static_cast<int>(rows_.size());
     const int t = static_cast<int>(states_.size());
     const auto& pre = states_.back();
     auto post = make_cluster(d_, shape_, name_ + std::to_string(t) + ".", &states_[0]);
     auto p = make_params(d_, pre.num_devices(), "p" + name_ + std::to_string(t) + ".");
     auto c = d_.ctx->int_const(("choice" + name_ + std::to_string(t)).c_str());
-    constraints.push_back(d_.k(0) <= c && c < d_.k(choices()));
+    constraints.push_back(only >= 0 ? c == d_.k(only) : d_.k(0) <= c && c < d_.k(choices()));
+    auto considered = [&](int choice) { return only < 0 || choice == only; };
     // Per variable of the next state, the choices that change it.
     auto pre_vars = state_refs(const_cast<SymCluster&>(pre));
     auto post_vars = state_refs(post);
     std::vector<std::vector<std::pair<z3::expr, z3::expr>>> changes(pre_vars.size());
     auto step_ok = d_.b(true);
     for (int j = 0; j < shape_.jobs; ++j) {
+      if (only >= 0 && (only < j * nrows || only >= (j + 1) * nrows)) continue;
       for (int r = 0; r < nrows; ++r) {
+        if (!considered(j * nrows + r)) continue;
         const auto& row = rows_[r];
         auto chosen = c == d_.k(j * nrows + r);
         auto fired = fire(d_, row, pre, j, p);
@@ -103,12 +110,15 @@ class Run {
     // Node rows: choice jobs * nrows + n * nnode + r. No job acts; the step invariants are asked
     // with job 0 in the acting job's place (a node row changes no job).
     const int nnode = static_cast<int>(node_rows_.size());
+    const bool node_considered = only < 0 || only >= shape_.jobs * nrows;
     auto node_step = d_.b(true);
-    for (auto inv : spec::kAllInvariants)
-      if (spec::has_step_part(inv))
-        node_step = node_step && spec::step_invariant(d_, inv, pre, 0, p, post);
+    if (node_considered)
+      for (auto inv : spec::kAllInvariants)
+        if (spec::has_step_part(inv))
+          node_step = node_step && spec::step_invariant(d_, inv, pre, 0, p, post);
     for (int n = 0; n < shape_.nodes; ++n)
       for (int r = 0; r < nnode; ++r) {
+        if (!considered(shape_.jobs * nrows + n * nnode + r)) continue;
         const auto& row = node_rows_[r];
         auto chosen = c == d_.k(shape_.jobs * nrows + n * nnode + r);
         auto enabled = pre.node_state[n] == d_.k(static_cast<std::int64_t>(row.src));
@@ -120,7 +130,7 @@ class Run {
           if (!z3::eq(*fired_vars[v], *pre_vars[v]))
             changes[v].emplace_back(chosen, *fired_vars[v]);
       }
-    if (nnode > 0)
+    if (nnode > 0 && node_considered)
       step_ok = step_ok && z3::implies(d_.k(shape_.jobs * nrows) <= c, node_step);
     for (std::size_t v = 0; v < pre_vars.size(); ++v)
       constraints.push_back(define(*post_vars[v], *pre_vars[v], changes[v]));
@@ -210,12 +220,12 @@ z3::solver preprocessing_solver(z3::context& ctx, unsigned timeout_ms) {
 }  // namespace
 
 BmcReport bmc(const std::vector<SymRow>& rows, const Shape& shape, int depth, int unroll,
-              unsigned timeout_ms) {
-  return bmc(rows, node_lifecycle_rows(), shape, depth, unroll, timeout_ms);
+              unsigned timeout_ms, bool every_path) {
+  return bmc(rows, node_lifecycle_rows(), shape, depth, unroll, timeout_ms, every_path);
 }
 
 BmcReport bmc(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>& node_rows,
-              const Shape& shape, int depth, int unroll, unsigned timeout_ms) {
+              const Shape& shape, int depth, int unroll, unsigned timeout_ms, bool every_path) {
   auto t0 = Clock::now();
   z3::context ctx;
   Z3Domain d{&ctx};
@@ -223,6 +233,13 @@ BmcReport bmc(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>& no
   report.shape = shape;
   report.depth = depth;
   report.unroll = std::min(unroll, depth);
+  auto fail = [&](std::string why, bool unknown) {
+    report.ok = false;
+    report.unknown = unknown;
+    report.counterexample = std::move(why);
+    report.seconds = seconds_since(t0);
+    return report;
+  };
 
   // 1. The base case: runs from the initial state, the initial state itself first.
   Run run(d, rows, node_rows, shape, "t");
@@ -232,114 +249,152 @@ BmcReport bmc(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>& no
     for (const auto& c : run.constraints) solver.add(c);
     solver.add(!run.invariants(0));
     auto r = solver.check();
-    if (r != z3::unsat) {
-      report.ok = false;
-      report.unknown = r == z3::unknown;
-      if (r == z3::sat) {
-        auto mdl = solver.get_model();
-        report.counterexample = run.show(mdl);
-      } else {
-        report.counterexample = "solver returned unknown on the initial state (" +
-                                solver.reason_unknown() + ")";
-      }
-      report.seconds = seconds_since(t0);
-      return report;
+    if (r == z3::sat) {
+      auto mdl = solver.get_model();
+      return fail(run.show(mdl), false);
     }
+    if (r == z3::unknown)
+      return fail("solver returned unknown on the initial state (" + solver.reason_unknown() + ")",
+                  true);
     run.constraints.push_back(run.invariants(0));
   }
+
+  // 2. One step from any state satisfying the invariants, per choice (job x row, node x node row):
+  // the induction step of length 1, split into its cases. A choice for which it is unsat
+  // ("closed") can break nothing after any run whose states satisfy the invariants, so the base
+  // case's query for that choice as the last step, at any depth, is unsat too: its constraints
+  // contain this query's (the invariants of the state before the last step are a proved lemma
+  // there, the fleet is the same, the last step the same). The base case asks the solver only
+  // about the choices that are not closed; every depth is still decided for every choice.
+  const int choices = run.choices();
+  report.choices = choices;
+  std::vector<bool> closed(static_cast<std::size_t>(choices), false);
+  std::string one_step_why;  // the first choice that does not close, as a run of one step
+  {
+    auto t1 = Clock::now();
+    Run base(d, rows, node_rows, shape, "c");
+    base.constraints.push_back(spec::fleet_wellformed(d, base.state(0)));
+    base.constraints.push_back(base.invariants(0));
+    for (int c = 0; c < choices; ++c) {
+      Run one = base;
+      one.extend(/*slot_order=*/false, /*only=*/c);
+      auto solver = preprocessing_solver(ctx, timeout_ms);
+      for (const auto& constraint : one.constraints) solver.add(constraint);
+      solver.add(!(one.invariants(1) && one.step_invariants(1)));
+      auto r = solver.check();
+      closed[static_cast<std::size_t>(c)] = r == z3::unsat;
+      if (r == z3::unsat) ++report.closed;
+      if (!one_step_why.empty()) continue;
+      if (r == z3::sat) {
+        auto mdl = solver.get_model();
+        one_step_why = "the induction step of length 1 does not close (its states need not be "
+                       "reachable):\n" + one.show(mdl);
+      } else if (r == z3::unknown) {
+        one_step_why = "solver returned unknown in the induction step of length 1 (" +
+                       solver.reason_unknown() + ")";
+      }
+    }
+    report.one_step_seconds = seconds_since(t1);
+  }
+  std::vector<int> open;  // the choices the base case asks about
+  for (int c = 0; c < choices; ++c)
+    if (!closed[static_cast<std::size_t>(c)] || every_path) open.push_back(c);
+
   for (int t = 1; t <= report.unroll; ++t) {
     auto td = Clock::now();
     run.extend(/*slot_order=*/true);
     auto property = run.invariants(t) && run.step_invariants(t);
     auto r = z3::unsat;
     z3::solver solver(ctx);
-    if (t < kSplitFromDepth) {
+    int queries = 0;
+    if (open.empty()) {
+      // Every choice is closed: no run of t steps breaks an invariant (see above).
+    } else if (t < kSplitFromDepth) {
       solver = preprocessing_solver(ctx, timeout_ms);
       for (const auto& constraint : run.constraints) solver.add(constraint);
+      auto some_open = d.b(false);
+      for (int c : open) some_open = some_open || run.last_choice() == d.k(c);
+      solver.add(some_open);
       solver.add(!property);
       r = solver.check();
+      ++queries;
     } else {
       // One query per choice of the last step, as in the induction step below: each query then
       // grows about twice per depth instead of eight times, at a fixed cost that pays off from
       // this depth on.
-      const int choices = run.choices();
-      for (int c = 0; c < choices && r == z3::unsat; ++c) {
+      for (std::size_t i = 0; i < open.size() && r == z3::unsat; ++i) {
         solver = preprocessing_solver(ctx, timeout_ms);
         for (const auto& constraint : run.constraints) solver.add(constraint);
-        solver.add(run.last_choice() == d.k(c));
+        solver.add(run.last_choice() == d.k(open[i]));
         solver.add(!property);
         r = solver.check();
+        ++queries;
       }
     }
     report.seconds_per_depth.push_back(seconds_since(td));
+    report.queries_per_depth.push_back(queries);
     if (r == z3::sat) {
       auto mdl = solver.get_model();
-      report.ok = false;
-      report.counterexample = run.show(mdl);
-      report.seconds = seconds_since(t0);
-      return report;
+      return fail(run.show(mdl), false);
     }
-    if (r == z3::unknown) {
-      report.ok = false;
-      report.unknown = true;
-      report.counterexample = "solver returned unknown at depth " + std::to_string(t) + " (" +
-                              solver.reason_unknown() + ")";
-      report.seconds = seconds_since(t0);
-      return report;
-    }
+    if (r == z3::unknown)
+      return fail("solver returned unknown at depth " + std::to_string(t) + " (" +
+                      solver.reason_unknown() + ")",
+                  true);
     // No run of t steps breaks an invariant: every state reachable in t steps satisfies them, a
     // proven fact that is sound to assert for the deeper queries.
     run.constraints.push_back(property);
     report.unrolled = report.depth_checked = t;
   }
 
-  // 2. The induction step, for k = 1 .. the depth unrolled + 1: k states satisfying every
+  // 3. The induction step, for k = 1 .. the depth unrolled + 1: k states satisfying every
   // invariant, linked by steps satisfying the step invariants, then one more step of the whole
-  // table. The base case covers depths 0 .. k-1, which is what a step of length k needs.
+  // table. The base case covers depths 0 .. k-1, which is what a step of length k needs. Length 1
+  // is the one-step queries above; a longer one is asked only of the choices they left open (a
+  // closed choice's query at length k contains the one-step query).
   if (report.unrolled < depth) {
     auto ti = Clock::now();
-    std::string why;
-    for (int k = 1; k <= report.unrolled + 1 && report.induction_k == 0; ++k) {
+    std::string why = one_step_why;
+    std::vector<int> unclosed;
+    for (int c = 0; c < choices; ++c)
+      if (!closed[static_cast<std::size_t>(c)]) unclosed.push_back(c);
+    if (unclosed.empty()) report.induction_k = 1;
+    for (int k = 2; k <= report.unrolled + 1 && report.induction_k == 0; ++k) {
       Run free(d, rows, node_rows, shape, "k" + std::to_string(k) + "s");
       free.constraints.push_back(spec::fleet_wellformed(d, free.state(0)));
       free.constraints.push_back(free.invariants(0));
-      for (int i = 1; i <= k; ++i) {
+      for (int i = 1; i < k; ++i) {
         free.extend();
-        if (i < k) free.constraints.push_back(free.invariants(i) && free.step_invariants(i));
+        free.constraints.push_back(free.invariants(i) && free.step_invariants(i));
       }
-      // One query per choice of the last step (job x row): the same statement as one query over
-      // the disjunction of all choices, split into its cases. With the choice fixed, the
-      // preprocessing drops every other choice's branch, and the cases together are faster.
+      // One query per open choice of the last step.
       auto r = z3::unsat;
-      z3::solver solver(ctx);  // the query that decided (for its model or reason)
-      const int choices = free.choices();
-      for (int c = 0; c < choices && r == z3::unsat; ++c) {
-        solver = preprocessing_solver(ctx, timeout_ms);
-        for (const auto& constraint : free.constraints) solver.add(constraint);
-        solver.add(free.last_choice() == d.k(c));
-        solver.add(!(free.invariants(k) && free.step_invariants(k)));
+      for (std::size_t i = 0; i < unclosed.size() && r == z3::unsat; ++i) {
+        Run last = free;
+        last.extend(/*slot_order=*/false, /*only=*/unclosed[i]);
+        auto solver = preprocessing_solver(ctx, timeout_ms);
+        for (const auto& constraint : last.constraints) solver.add(constraint);
+        solver.add(!(last.invariants(k) && last.step_invariants(k)));
         r = solver.check();
+        if (r == z3::sat) {
+          auto mdl = solver.get_model();
+          why = "the induction step of length " + std::to_string(k) +
+                " does not close (its states need not be reachable):\n" + last.show(mdl);
+        } else if (r == z3::unknown) {
+          why = "solver returned unknown in the induction step of length " + std::to_string(k) +
+                " (" + solver.reason_unknown() + ")";
+        }
       }
-      if (r == z3::unsat) {
-        report.induction_k = k;
-      } else if (r == z3::sat) {
-        auto mdl = solver.get_model();
-        why = "the induction step of length " + std::to_string(k) +
-              " does not close (its states need not be reachable):\n" + free.show(mdl);
-      } else {
-        why = "solver returned unknown in the induction step of length " + std::to_string(k) +
-              " (" + solver.reason_unknown() + ")";
-      }
+      if (r == z3::unsat) report.induction_k = k;
     }
-    report.induction_seconds = seconds_since(ti);
+    report.induction_seconds = report.one_step_seconds + seconds_since(ti);
     if (report.induction_k > 0) {
       report.all_depths = true;
       report.depth_checked = depth;
     } else {
-      report.ok = false;
-      report.unknown = true;
-      report.counterexample = "depth " + std::to_string(depth) + " not established: unrolled to " +
-                              std::to_string(report.unrolled) + "; " + why;
+      return fail("depth " + std::to_string(depth) + " not established: unrolled to " +
+                      std::to_string(report.unrolled) + "; " + why,
+                  true);
     }
   }
   report.seconds = seconds_since(t0);

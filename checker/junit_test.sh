@@ -48,6 +48,10 @@ case $case_name in
       "$(grep '"invariants":' junit-proved.json | grep -o '"INV-' | wc -l)"
     expect "DELTA obligations" 'count(//testcase[substring-after(@name, " :: ") = "DELTA"])' \
       "$(grep -o '"delta_obligations": [0-9]*' junit-proved.json | grep -o '[0-9]*$')"
+    # ORDER (job ids compared only for equality): one testcase, counted in the JSON too.
+    expect "ORDER obligation" 'count(//testcase[substring-after(@name, " :: ") = "ORDER"])' 1
+    expect "ORDER in the JSON" 'string(1)' \
+      "$(grep -o '"order_obligations": [0-9]*' junit-proved.json | grep -o '[0-9]*$')"
     ;;
   dropped-guard)
     # Row #9 (Preempt) without its guard: exit 2, a failure for INV-TIER at #9, with the

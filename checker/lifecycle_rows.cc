@@ -14,4 +14,12 @@ std::vector<NodeSymRow> node_lifecycle_rows() {
   return core::node_rows_of<Z3Domain, core::NodeFront::transition_table>();
 }
 
+std::vector<OrdRow> lifecycle_order_rows() {
+  return core::rows_of<IdOrderDomain, core::JobFront::transition_table>();
+}
+
+std::vector<OrdNodeRow> node_lifecycle_order_rows() {
+  return core::node_rows_of<IdOrderDomain, core::NodeFront::transition_table>();
+}
+
 }  // namespace orrery::checker

@@ -15,6 +15,7 @@
 
 #include "checker/bmc.h"
 #include "checker/bounds.h"
+#include "checker/id_order.h"
 #include "checker/lifecycle_rows.h"
 #include "checker/prover.h"
 #include "checker/replay.h"
@@ -89,6 +90,11 @@ int main(int argc, char** argv) {
                  "bounded model check), whatever the outcome")
       ->type_name("FILE");
   app.add_flag("--no-bmc", no_bmc, "skip the bounded model check");
+  bool every_path = false;
+  app.add_flag("--bmc-every-path", every_path,
+               "in the bounded model check's base case, ask the solver about runs ending in every "
+               "choice at every depth, also those one step from any invariant state closes "
+               "(slow: a cross-check)");
   app.add_option("--bmc-depth", depth, "override bmc_depth from the bounds config")
       ->check(CLI::Range(0, 64));
   app.add_option("--drop-guard", drop_guard,
@@ -171,6 +177,7 @@ int main(int argc, char** argv) {
   run.bmc_depth_asked = bounds->bmc_depth;
   try {
     auto rows = lifecycle_rows();
+    auto order_rows = lifecycle_order_rows();
     if (drop_guard > 0) {
       if (drop_guard > static_cast<int>(rows.size()))
         return give_up("orrery-check.proof",
@@ -181,6 +188,8 @@ int main(int argc, char** argv) {
       if (!json) std::cerr << "dropping the guard of " << row.label() << "\n";
       row.guard = nullptr;
       row.guard_name = "GUARD DROPPED";
+      order_rows[drop_guard - 1].guard = nullptr;
+      order_rows[drop_guard - 1].guard_name = "GUARD DROPPED";
     }
     if (!json)
       std::cerr << "proving " << rows.size() << " job rows and " << node_lifecycle_rows().size()
@@ -188,13 +197,17 @@ int main(int argc, char** argv) {
                 << " invariants on " << bounds->proof.jobs << " jobs, " << bounds->proof.nodes
                 << " nodes x " << bounds->proof.devices_per_node << " devices ...\n";
     run.proof = prove(rows, bounds->proof, bounds->timeout_ms);
+    // ORDER: what makes proving each row with job 0 acting (and the BMC's slot order) sound.
+    add_obligation(run.proof, id_order_obligation(check_id_order(
+                                  order_rows, node_lifecycle_order_rows(), bounds->proof)));
     if (!no_bmc) {
       if (!json)
         std::cerr << "bounded model check to depth " << bounds->bmc_depth << " on "
                   << bounds->bmc.jobs << " jobs, " << bounds->bmc.nodes << " nodes x "
                   << bounds->bmc.devices_per_node << " devices ...\n";
       run.bmc_ran = true;
-      run.bmc = bmc(rows, bounds->bmc, bounds->bmc_depth, bounds->bmc_unroll, bounds->timeout_ms);
+      run.bmc = bmc(rows, bounds->bmc, bounds->bmc_depth, bounds->bmc_unroll, bounds->timeout_ms,
+                    every_path);
     }
   } catch (const std::exception& e) {
     // Z3 failing (z3::exception is a std::exception) proves nothing: like a solver that gives up.

@@ -161,8 +161,15 @@ std::string obligation_name(const Obligation& ob) {
     case ObligationKind::kDelta: return "DELTA";
     case ObligationKind::kEnabled: return "ENABLED";
     case ObligationKind::kDeterministic: return "DETERMINISTIC";
+    case ObligationKind::kIdOrder: return "ORDER";
   }
   return "?";
+}
+
+void add_obligation(ProofReport& r, Obligation ob) {
+  (ob.proved ? r.proved : r.failed)++;
+  r.seconds += ob.ms / 1000.0;
+  r.obligations.push_back(std::move(ob));
 }
 
 bool unbounded(const ProofReport& r, spec::Inv inv) {

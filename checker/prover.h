@@ -2,7 +2,8 @@
 // every invariant, Init => Inv; for every row and every invariant,
 //   Fleet /\ Local(s) /\ state_j(s) = Source /\ Guard(s, j, p) /\ s' = Effect(s, j, p)
 //     => Inv_state(s') /\ Inv_step(s, j, p, s')
-// with j = job 0 (job slots are symmetric) and every other value symbolic. Local(s) is every
+// with j = job 0 and every other value symbolic. Job slots are interchangeable because no formula
+// orders job ids (the ORDER obligation, checker/id_order.h, checks it) and FRAME below. Local(s) is every
 // invariant *without* the sums of INV-INDEX and without INV-EXCL's count of holders per device
 // (which the per-element part of INV-INDEX implies): what each obligation may assume is about
 // single jobs, single devices, single nodes and the counters, never a sum over jobs. Together with FRAME and
@@ -36,7 +37,11 @@ namespace orrery::checker {
 //  - DETERMINISTIC, per pair of rows with the same source and event: their guards never both hold
 //    (in a state satisfying the invariants), so the core and Boost.MSM, which try such rows in
 //    opposite orders, always take the same row.
-enum class ObligationKind { kInvariant, kFrame, kDelta, kEnabled, kDeterministic };
+// and one about the formulas, not asked of the solver (checker/id_order.h): ORDER, no guard,
+// effect or invariant orders job ids or computes with them, which is what makes "job 0 acts" (and
+// the BMC's slot-order reduction) sound. prove() does not add it; orrery-check does
+// (add_obligation).
+enum class ObligationKind { kInvariant, kFrame, kDelta, kEnabled, kDeterministic, kIdOrder };
 
 struct Obligation {
   ObligationKind kind = ObligationKind::kInvariant;
@@ -55,7 +60,7 @@ struct Obligation {
   std::string counterexample;  // when not proved
 };
 
-// "INV-GANG", "FRAME", "DELTA", "ENABLED" or "DETERMINISTIC".
+// "INV-GANG", "FRAME", "DELTA", "ENABLED", "DETERMINISTIC" or "ORDER".
 std::string obligation_name(const Obligation& ob);
 
 struct ProofReport {
@@ -66,6 +71,9 @@ struct ProofReport {
   int failed = 0;
   double seconds = 0;
 };
+
+// Appends an obligation decided outside prove() (ORDER), counting it as proved or failed.
+void add_obligation(ProofReport& r, Obligation ob);
 
 // Whether an invariant is proved for any fleet size (by the argument of docs/spec.md, which this
 // does not check): every obligation of the run is proved — FRAME, DELTA and ENABLED included —

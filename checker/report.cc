@@ -274,12 +274,16 @@ void print_table(std::ostream& out, const CheckRun& run) {
     double ms = 0;
   };
   std::map<int, Line> by_row;
-  std::vector<const Obligation*> det;
+  std::vector<const Obligation*> det, order;
   bool any_needs_sums = false, any_unknown = false;
   for (const auto& ob : p.obligations) {
     any_unknown |= ob.unknown;
     if (ob.kind == ObligationKind::kDeterministic) {
       det.push_back(&ob);
+      continue;
+    }
+    if (ob.kind == ObligationKind::kIdOrder) {
+      order.push_back(&ob);
       continue;
     }
     auto& line = by_row[ob.row];
@@ -337,6 +341,10 @@ void print_table(std::ostream& out, const CheckRun& run) {
   for (const auto* ob : det) det_ok += ob->proved ? 1 : 0;
   out << "\ndeterminism: " << det_ok << " of " << det.size()
       << " pairs of rows sharing (source, event) have disjoint guards\n";
+  for (const auto* ob : order)
+    out << ob->row_label << " (ORDER): " << (ob->proved ? "ok" : "VIOLATED") << " ("
+        << static_cast<int>(ob->ms + 0.5) << " ms; it is why each row is proved with job 0 "
+        << "acting)\n";
   out << "inductive proof: " << p.proved << " of " << p.obligations.size()
       << " obligations proved, " << p.failed << " failed (" << std::fixed << std::setprecision(2)
       << p.seconds << " s)\n";
@@ -346,10 +354,15 @@ void print_table(std::ostream& out, const CheckRun& run) {
         << shape_text(b.shape) << ", "
         << (b.ok ? "no violation" : b.unknown ? "INCONCLUSIVE" : "VIOLATION") << " (" << b.seconds
         << " s)\n";
+    out << "  one step from any state satisfying the invariants keeps them for " << b.closed
+        << " of " << b.choices << " choices (job x row, node x node row; " << b.one_step_seconds
+        << " s)\n";
     out << "  unrolled from the initial state to depth " << b.unrolled << " (";
     for (std::size_t i = 0; i < b.seconds_per_depth.size(); ++i)
       out << (i ? ", " : "") << b.seconds_per_depth[i];
-    out << " s per depth)";
+    out << " s per depth; solver queries per depth:";
+    for (int q : b.queries_per_depth) out << " " << q;
+    out << ")";
     if (b.induction_k > 0)
       out << "; the induction step of length " << b.induction_k
           << " over the whole table closes every deeper depth (" << b.induction_seconds << " s)";
@@ -381,7 +394,7 @@ void print_json(std::ostream& out, const CheckRun& run) {
       << ",\n  \"invariants\": [";
   for (std::size_t i = 0; i < spec::kAllInvariants.size(); ++i)
     out << (i ? ", " : "") << json_escape(std::string(spec::inv_id(spec::kAllInvariants[i])));
-  int n_inv = 0, n_frame = 0, n_delta = 0, n_enabled = 0, n_det = 0;
+  int n_inv = 0, n_frame = 0, n_delta = 0, n_enabled = 0, n_det = 0, n_order = 0;
   for (const auto& ob : p.obligations) {
     switch (ob.kind) {
       case ObligationKind::kInvariant: ++n_inv; break;
@@ -389,13 +402,15 @@ void print_json(std::ostream& out, const CheckRun& run) {
       case ObligationKind::kDelta: ++n_delta; break;
       case ObligationKind::kEnabled: ++n_enabled; break;
       case ObligationKind::kDeterministic: ++n_det; break;
+      case ObligationKind::kIdOrder: ++n_order; break;
     }
   }
   out << "],\n  \"obligations\": " << p.obligations.size()
       << ",\n  \"invariant_obligations\": " << n_inv << ",\n  \"frame_obligations\": " << n_frame
       << ",\n  \"delta_obligations\": " << n_delta
       << ",\n  \"enabled_obligations\": " << n_enabled
-      << ",\n  \"determinism_obligations\": " << n_det << ",\n  \"proved\": " << p.proved
+      << ",\n  \"determinism_obligations\": " << n_det
+      << ",\n  \"order_obligations\": " << n_order << ",\n  \"proved\": " << p.proved
       << ",\n  \"failed\": " << p.failed << ",\n  \"proof_seconds\": " << p.seconds;
   const auto& ps = run.proof_shape;
   out << ",\n  \"proof_shape\": {\"jobs\": " << ps.jobs << ", \"nodes\": " << ps.nodes
@@ -425,6 +440,14 @@ void print_json(std::ostream& out, const CheckRun& run) {
     for (std::size_t i = 0; i < run.bmc.seconds_per_depth.size(); ++i)
       out << (i ? ", " : "") << run.bmc.seconds_per_depth[i];
   out << "]";
+  out << ",\n  \"bmc_queries_per_depth\": [";
+  if (run.bmc_ran)
+    for (std::size_t i = 0; i < run.bmc.queries_per_depth.size(); ++i)
+      out << (i ? ", " : "") << run.bmc.queries_per_depth[i];
+  out << "]";
+  out << ",\n  \"bmc_choices\": " << (run.bmc_ran ? run.bmc.choices : 0);
+  out << ",\n  \"bmc_closed_choices\": " << (run.bmc_ran ? run.bmc.closed : 0);
+  out << ",\n  \"bmc_one_step_seconds\": " << (run.bmc_ran ? run.bmc.one_step_seconds : 0.0);
   out << ",\n  \"bmc_induction_k\": " << (run.bmc_ran ? run.bmc.induction_k : 0);
   out << ",\n  \"bmc_induction_seconds\": " << (run.bmc_ran ? run.bmc.induction_seconds : 0.0);
   out << ",\n  \"bmc_all_depths\": " << (run.bmc_ran && run.bmc.all_depths ? "true" : "false");
@@ -476,6 +499,8 @@ void write_junit(std::ostream& out, const CheckRun& run) {
         c.type = "counterexample";
         c.message = ob.kind == ObligationKind::kDeterministic
                         ? "both guards can hold: " + ob.row_label
+                    : ob.kind == ObligationKind::kIdOrder
+                        ? "a formula orders job ids (ORDER): job slots are not interchangeable"
                     : ob.kind == ObligationKind::kEnabled
                         ? "the row can never fire on this shape: " + ob.row_label
                         : obligation_name(ob) + " violated at " + ob.row_label;
@@ -500,9 +525,13 @@ void write_junit(std::ostream& out, const CheckRun& run) {
     const auto& b = run.bmc;
     bmc.seconds = c.seconds = b.seconds;
     std::ostringstream so;
-    so << "depth " << b.depth_checked << " of " << b.depth << " established; unrolled to depth "
-       << b.unrolled << ", seconds per depth:";
+    so << "depth " << b.depth_checked << " of " << b.depth << " established; one step keeps the "
+       << "invariants for " << b.closed << " of " << b.choices << " choices ("
+       << seconds_text(b.one_step_seconds) << " s); unrolled to depth " << b.unrolled
+       << ", seconds per depth:";
     for (double s : b.seconds_per_depth) so << " " << seconds_text(s);
+    so << ", solver queries per depth:";
+    for (int q : b.queries_per_depth) so << " " << q;
     if (b.induction_k > 0)
       so << "; induction step of length " << b.induction_k << " closes every deeper depth ("
          << seconds_text(b.induction_seconds) << " s)";

@@ -20,6 +20,7 @@
 
 #include "tests/temp_dir.h"
 #include "checker/bmc.h"
+#include "checker/id_order.h"
 #include "checker/lifecycle_rows.h"
 #include "checker/prover.h"
 #include "checker/replay.h"
@@ -85,22 +86,22 @@ void ExpectDecided(const ProofReport& r) {
 TEST(ProverTest, RealLifecycleTableIsProved) {
   const auto rows = lifecycle_rows();
   const auto node_rows = node_lifecycle_rows();
-  ASSERT_EQ(rows.size(), 45u);
+  ASSERT_EQ(rows.size(), 62u);
   ASSERT_EQ(node_rows.size(), 8u);
   constexpr std::size_t kInvs = spec::kAllInvariants.size();
   constexpr std::size_t kPerRow = kInvs + 3;      // every invariant, FRAME, DELTA, ENABLED
   constexpr std::size_t kPerNodeRow = kInvs + 2;  // every invariant, FRAME, ENABLED
   auto r = prove(rows, kProofShape, kTimeoutMs);
-  EXPECT_EQ(r.rows, 45);
+  EXPECT_EQ(r.rows, 62);
   EXPECT_EQ(r.node_rows, 8);
   EXPECT_EQ(r.failed, 0);
-  // Init x 12 invariants, then per job row 12 invariants, FRAME, DELTA and ENABLED, per node row
-  // 12 invariants, FRAME and ENABLED (no node rows share a source and an event), then one
-  // DETERMINISTIC per pair of job rows sharing (source, event): the 5 failure sources x 2 failure
-  // events.
+  // Init x 13 invariants, then per job row 13 invariants, FRAME, DELTA and ENABLED, per node row
+  // 13 invariants, FRAME and ENABLED (no node rows share a source and an event), then one
+  // DETERMINISTIC per pair of job rows sharing (source, event): the 6 holding sources a job fails
+  // from (Placed, Running, Checkpointing, Migrating, Restoring, Resizing) x 2 failure events.
   const std::size_t job_end = kInvs + rows.size() * kPerRow;
   const std::size_t node_end = job_end + node_rows.size() * kPerNodeRow;
-  EXPECT_EQ(r.obligations.size(), node_end + 10);
+  EXPECT_EQ(r.obligations.size(), node_end + 12);
   EXPECT_EQ(r.proved, static_cast<int>(r.obligations.size()));
   for (const auto& ob : r.obligations) {
     EXPECT_TRUE(ob.proved) << ob.row_label << " " << obligation_name(ob) << "\n"
@@ -110,7 +111,7 @@ TEST(ProverTest, RealLifecycleTableIsProved) {
     EXPECT_TRUE(ob.local) << ob.row_label << " " << obligation_name(ob);
   }
   for (auto inv : spec::kAllInvariants) EXPECT_TRUE(unbounded(r, inv)) << spec::inv_id(inv);
-  ASSERT_EQ(r.obligations.size(), node_end + 10);
+  ASSERT_EQ(r.obligations.size(), node_end + 12);
   // Init first, then every job row in table order: every invariant, then FRAME, DELTA, ENABLED;
   // then every node row, numbered after the job rows: every invariant, FRAME, ENABLED.
   for (std::size_t i = 0; i < node_end; ++i) {
@@ -168,9 +169,11 @@ TEST(ProverTest, NodeFailoverWithoutItsGuardBreaksNodeInvariant) {
     if (!ob.proved) failed.push_back(ob.row_label + " " + obligation_name(ob));
   ASSERT_EQ(failed.size(), 1u) << ::testing::PrintToString(failed);
   EXPECT_EQ(failed[0], "node #8 Lost --FailedOver--> Down [none] INV-NODE");
-  for (const auto& ob : r.obligations)
-    if (!ob.proved) EXPECT_NE(ob.counterexample.find("owner=job"), std::string::npos)
-                        << ob.counterexample;
+  for (const auto& ob : r.obligations) {
+    if (!ob.proved) {
+      EXPECT_NE(ob.counterexample.find("owner=job"), std::string::npos) << ob.counterexample;
+    }
+  }
   EXPECT_FALSE(unbounded(r, spec::Inv::kNode));
 }
 
@@ -369,16 +372,28 @@ TEST_P(GuardRemovedTest, FailsOnThatRowNamingTheInvariant) {
   switch (row.event) {
     case EventKind::kPreempt:
     case EventKind::kResizeDown:
+      // A preemption or a shrink decided for a job that is not favoured.
       EXPECT_TRUE(failed.count(Inv::kTier)) << ids(failed);
       break;
     case EventKind::kCheckpointDone:
+      // A cut committed at another step than the current one.
       EXPECT_TRUE(failed.count(Inv::kCkpt)) << ids(failed);
+      if (row.src != spec::JobState::kCheckpointing) {
+        // A migration or resize carried out on a target that no longer fits: devices another job
+        // holds, or of the wrong type.
+        EXPECT_TRUE(failed.count(Inv::kGang)) << ids(failed);
+        EXPECT_TRUE(failed.count(Inv::kExcl)) << ids(failed);
+      }
       break;
     case EventKind::kResume:
-    case EventKind::kResizeUp:
-    case EventKind::kMigrate:
       EXPECT_TRUE(failed.count(Inv::kGang)) << ids(failed);
       EXPECT_TRUE(failed.count(Inv::kExcl)) << ids(failed);
+      break;
+    case EventKind::kResizeUp:
+    case EventKind::kMigrate:
+      // The decision only records the target (the devices are taken when the cut is stored, under
+      // GuardMove): without its guard the target need not be a gang of the job.
+      EXPECT_TRUE(failed.count(Inv::kSplice)) << ids(failed);
       break;
     default:
       break;
@@ -396,8 +411,9 @@ INSTANTIATE_TEST_SUITE_P(PreemptionResizeMigrationRows, GuardRemovedTest,
                          });
 
 TEST(GuardRemovedSetTest, CoversEveryPreemptionResizeAndMigrationRow) {
-  // Preempt, CheckpointDone, Resume, ResizeUp, ResizeDown, Migrate: one row each in the real table.
-  EXPECT_EQ(guarded_rows(), (std::vector<int>{7, 8, 9, 10, 11, 13}));
+  // ResizeUp, ResizeDown, Preempt, CheckpointDone from Checkpointing, Resume, Migrate, and
+  // CheckpointDone from Migrating and from Resizing.
+  EXPECT_EQ(guarded_rows(), (std::vector<int>{7, 8, 9, 10, 11, 13, 14, 15}));
 }
 
 // The same at the MSM type level: the real table with the shrink row's guard replaced by
@@ -409,19 +425,21 @@ using MainRowsShrinkUnguarded = mpl::vector<
     lc::Row<lc::Placed, lc::Start, lc::Running>,
     lc::Row<lc::Running, lc::Progress, lc::Running, lc::Do<spec::EffectProgress>, lc::If<spec::GuardProgress>>,
     lc::Row<lc::Running, lc::Checkpoint, lc::Running, lc::Do<spec::EffectCheckpoint>, lc::If<spec::GuardCheckpoint>>,
-    lc::Row<lc::Running, lc::ResizeUp, lc::Running, lc::Do<spec::EffectGrow>, lc::If<spec::GuardGrow>>,
-    lc::Row<lc::Running, lc::ResizeDown, lc::Running, lc::Do<spec::EffectShrink>, boost::msm::front::none>,
+    lc::Row<lc::Running, lc::ResizeUp, lc::Resizing, lc::Do<spec::EffectPlanMove>, lc::If<spec::GuardGrow>>,
+    lc::Row<lc::Running, lc::ResizeDown, lc::Resizing, lc::Do<spec::EffectPlanShrink>, boost::msm::front::none>,
     lc::Row<lc::Running, lc::Preempt, lc::Checkpointing, lc::Do<spec::EffectPreempt>, lc::If<spec::GuardPreempt>>,
     lc::Row<lc::Checkpointing, lc::CheckpointDone, lc::Suspended, lc::Do<spec::EffectSuspend>, lc::If<spec::GuardCut>>,
     lc::Row<lc::Suspended, lc::Resume, lc::Restoring, lc::Do<spec::EffectAcquire>, lc::If<spec::GuardGang>>,
     lc::Row<lc::Restoring, lc::RestoreDone, lc::Running>,
-    lc::Row<lc::Running, lc::Migrate, lc::Migrating, lc::Do<spec::EffectMigrate>, lc::If<spec::GuardMigrate>>,
-    lc::Row<lc::Migrating, lc::RestoreDone, lc::Running>,
+    lc::Row<lc::Running, lc::Migrate, lc::Migrating, lc::Do<spec::EffectPlanMove>, lc::If<spec::GuardMigrate>>,
+    lc::Row<lc::Migrating, lc::CheckpointDone, lc::Restoring, lc::Do<spec::EffectMove>, lc::If<spec::GuardMove>>,
+    lc::Row<lc::Resizing, lc::CheckpointDone, lc::Restoring, lc::Do<spec::EffectMove>, lc::If<spec::GuardMove>>,
     lc::Row<lc::Running, lc::Complete, lc::Completed, lc::Do<spec::EffectComplete>>,
     lc::Row<lc::Queued, lc::Release, lc::Queued, lc::Do<spec::EffectUnreserve>>,
     lc::Row<lc::Suspended, lc::Release, lc::Suspended, lc::Do<spec::EffectUnreserve>>>;
 using ShrinkUnguardedTable =
-    mpl::joint_view<mpl::joint_view<MainRowsShrinkUnguarded, lc::FailureRows>, lc::CancelRows>;
+    mpl::joint_view<mpl::joint_view<MainRowsShrinkUnguarded, lc::InFlightRows>,
+                    mpl::joint_view<lc::FailureRows, lc::CancelRows>>;
 
 TEST(ProverTest, MsmTableWithAGuardReplacedByNoneFailsNamingThatRow) {
   auto rows = core::rows_of<Z3Domain, ShrinkUnguardedTable>();
@@ -431,7 +449,8 @@ TEST(ProverTest, MsmTableWithAGuardReplacedByNoneFailsNamingThatRow) {
     if (i == 7) continue;
     EXPECT_EQ(rows[i].label(), real[i].label());  // the copy is faithful but for row 8
   }
-  EXPECT_EQ(rows[7].label(), "#8 Running --ResizeDown--> Running [none / resplice_reserve_freed]");
+  EXPECT_EQ(rows[7].label(),
+            "#8 Running --ResizeDown--> Resizing [none / record_target_beneficiary]");
   auto r = prove(rows, kProofShape, kTimeoutMs);
   ExpectDecided(r);
   EXPECT_GT(r.failed, 0);
@@ -489,13 +508,12 @@ std::map<std::string_view, EffectFn> effects_without_counters() {
   std::map<std::string_view, EffectFn> m;
   add_without_counters<spec::EffectAdmit>(m);
   add_without_counters<spec::EffectAcquire>(m);
-  add_without_counters<spec::EffectMigrate>(m);
-  add_without_counters<spec::EffectGrow>(m);
-  add_without_counters<spec::EffectShrink>(m);
+  add_without_counters<spec::EffectMove>(m);
   add_without_counters<spec::EffectSuspend>(m);
   add_without_counters<spec::EffectComplete>(m);
   add_without_counters<spec::EffectCancel>(m);
   add_without_counters<spec::EffectRequeue>(m);
+  add_without_counters<spec::EffectRequeueNoFault>(m);
   add_without_counters<spec::EffectGiveUp>(m);
   return m;
 }
@@ -515,9 +533,10 @@ TEST(ProverTest, EffectWithoutItsCounterUpdateFailsDeltaAndIndexOnItsRow) {
     if (!(row.src == spec::JobState::kSubmitted && row.event == EventKind::kCancel))
       expected.insert(row.index);
   }
-  // Every row but Submit, Start, Progress, Checkpoint, Preempt, the two RestoreDone, the two
-  // Release rows, and #38.
-  EXPECT_EQ(expected.size(), 35u);
+  // Every row but Submit, Start, Progress and Checkpoint (#19-#24 too), the decisions that only
+  // record a target or a beneficiary (ResizeUp, ResizeDown, Preempt, Migrate), RestoreDone, the
+  // two Release rows, the three Abort rows that restart in place (#26-#28), and #54.
+  EXPECT_EQ(expected.size(), 41u);
   auto r = prove(rows, kProofShape, kTimeoutMs);
   ExpectDecided(r);
   EXPECT_EQ(failing_rows(r), expected);
@@ -563,12 +582,29 @@ TEST(ProverTest, PlacementWithoutTheReservationClauseFailsReserveOnItsRow) {
   rows[7].guard = &WithoutReservationClause<spec::GuardShrink>::clauses<Z3Domain>;   // #8 ResizeDown
   rows[10].guard = &WithoutReservationClause<spec::GuardGang>::clauses<Z3Domain>;    // #11 Resume
   rows[12].guard = &WithoutReservationClause<spec::GuardMigrate>::clauses<Z3Domain>; // #13 Migrate
+  rows[13].guard = &WithoutReservationClause<spec::GuardMove>::clauses<Z3Domain>;    // #14 Migrating
+  rows[14].guard = &WithoutReservationClause<spec::GuardMove>::clauses<Z3Domain>;    // #15 Resizing
+  for (int i : {13, 14}) ASSERT_EQ(rows[i].event, EventKind::kCheckpointDone);
   auto r = prove(rows, kProofShape, kTimeoutMs);
   ExpectDecided(r);
-  // A shrink keeps a subset of the job's own devices, never reserved ones (a reserved device is
-  // free): there the clause is redundant. Everywhere else a job could take another's reservation.
-  EXPECT_EQ(failing_rows(r), (std::set<int>{3, 7, 11, 13}));
-  for (int index : {3, 7, 11, 13}) {
+  // Devices change hands where a job takes them: placement, resume, and a migration or resize
+  // carried out when its cut is stored. A shrink keeps a subset of the job's own devices, never
+  // reserved ones (a reserved device is free): there the clause is redundant.
+  //
+  // Not caught, and reported to the spec's owner: without the clause, the decision of a grow (#7)
+  // or a migration (#13) may target a device reserved for a waiting job it does not outrank, and
+  // plan_move then re-reserves it for itself: the other job's reservation is replaced, not taken,
+  // and no step invariant speaks of a reservation being replaced (INV-RESERVE (a) is about a
+  // reserved device being *taken*). When the cut is stored the device is reserved for the mover,
+  // so #14/#15 take it legally. The real guards keep the clause; the invariant does not require
+  // it. Once INV-RESERVE says that a live reservation is replaced only by a job that outranks the
+  // one it is for, #7 and #13 belong in this set.
+  const std::set<int> expected{3, 11, 14, 15};
+  std::cout << "[ reservation clause removed ] failing rows:";
+  for (int index : failing_rows(r)) std::cout << " #" << index << " (" << ids(failed_on(r, index)) << ")";
+  std::cout << "\n";
+  EXPECT_EQ(failing_rows(r), expected);
+  for (int index : expected) {
     EXPECT_TRUE(failed_on(r, index).count(Inv::kReserve)) << ids(failed_on(r, index));
     const auto* ob = find_obligation(r, index, Inv::kReserve);
     ASSERT_NE(ob, nullptr);
@@ -603,29 +639,66 @@ struct WithoutNewGeneration {
 
 TEST(ProverTest, EffectsWithoutTheirReservationClausesFailReserveOnTheirRows) {
   auto rows = lifecycle_rows();
-  rows[6].effect = &WithoutReservationWrites<spec::EffectGrow>::apply<Z3Domain>;      // #7
-  rows[7].effect = &WithoutReservationWrites<spec::EffectShrink>::apply<Z3Domain>;    // #8
-  rows[9].effect = &WithoutReservationWrites<spec::EffectSuspend>::apply<Z3Domain>;   // #10
-  rows[12].effect = &WithoutReservationWrites<spec::EffectMigrate>::apply<Z3Domain>;  // #13
-  rows[2].effect = &WithoutNewGeneration<spec::EffectAcquire>::apply<Z3Domain>;       // #3
-  rows[10].effect = &WithoutNewGeneration<spec::EffectAcquire>::apply<Z3Domain>;      // #11
+  auto at = [&](int index, spec::JobState src, EventKind event) -> SymRow& {
+    auto& row = rows[index - 1];
+    EXPECT_EQ(row.src, src) << row.label();
+    EXPECT_EQ(row.event, event) << row.label();
+    return row;
+  };
+  using spec::JobState;
+  at(7, JobState::kRunning, EventKind::kResizeUp).effect =
+      &WithoutReservationWrites<spec::EffectPlanMove>::apply<Z3Domain>;
+  at(8, JobState::kRunning, EventKind::kResizeDown).effect =
+      &WithoutReservationWrites<spec::EffectPlanShrink>::apply<Z3Domain>;
+  at(10, JobState::kCheckpointing, EventKind::kCheckpointDone).effect =
+      &WithoutReservationWrites<spec::EffectSuspend>::apply<Z3Domain>;
+  at(13, JobState::kRunning, EventKind::kMigrate).effect =
+      &WithoutReservationWrites<spec::EffectPlanMove>::apply<Z3Domain>;
+  at(14, JobState::kMigrating, EventKind::kCheckpointDone).effect =
+      &WithoutReservationWrites<spec::EffectMove>::apply<Z3Domain>;
+  at(15, JobState::kResizing, EventKind::kCheckpointDone).effect =
+      &WithoutReservationWrites<spec::EffectMove>::apply<Z3Domain>;
+  at(3, JobState::kQueued, EventKind::kPlace).effect =
+      &WithoutNewGeneration<spec::EffectAcquire>::apply<Z3Domain>;
+  at(11, JobState::kSuspended, EventKind::kResume).effect =
+      &WithoutNewGeneration<spec::EffectAcquire>::apply<Z3Domain>;
   for (auto& row : rows)
     if (row.event == EventKind::kCancel)
       row.effect = &WithoutNewGeneration<spec::EffectCancel>::apply<Z3Domain>;
-  // A preemption victim that fails or is cancelled before its checkpoint is committed: the
-  // devices it gives up must still be reserved for the job the preemption was for.
-  rows[25].effect = &WithoutReservationWrites<spec::EffectRequeue>::apply<Z3Domain>;  // #26
-  rows[26].effect = &WithoutReservationWrites<spec::EffectGiveUp>::apply<Z3Domain>;   // #27
-  rows[27].effect = &WithoutReservationWrites<spec::EffectRequeue>::apply<Z3Domain>;  // #28
-  rows[28].effect = &WithoutReservationWrites<spec::EffectGiveUp>::apply<Z3Domain>;   // #29
-  rows[41].effect = &WithoutReservationWrites<spec::EffectCancel>::apply<Z3Domain>;   // #42
-  for (int i : {25, 26, 27, 28, 41}) ASSERT_EQ(rows[i].src, spec::JobState::kCheckpointing);
+  // A preemption victim, or a job shrinking for a beneficiary, that fails or is cancelled before
+  // its cut is stored: the devices it gives up must still be reserved for the job they were for.
+  for (int index : {42, 44}) {
+    EXPECT_EQ(rows[index - 1].src, JobState::kCheckpointing);
+    rows[index - 1].effect = &WithoutReservationWrites<spec::EffectRequeue>::apply<Z3Domain>;
+  }
+  for (int index : {43, 45}) {
+    EXPECT_EQ(rows[index - 1].src, JobState::kCheckpointing);
+    rows[index - 1].effect = &WithoutReservationWrites<spec::EffectGiveUp>::apply<Z3Domain>;
+  }
+  for (int index : {30, 32}) {
+    EXPECT_EQ(rows[index - 1].src, JobState::kResizing);
+    rows[index - 1].effect = &WithoutReservationWrites<spec::EffectRequeue>::apply<Z3Domain>;
+  }
+  for (int index : {31, 33}) {
+    EXPECT_EQ(rows[index - 1].src, JobState::kResizing);
+    rows[index - 1].effect = &WithoutReservationWrites<spec::EffectGiveUp>::apply<Z3Domain>;
+  }
+  at(58, JobState::kCheckpointing, EventKind::kCancel).effect =
+      &WithoutReservationWrites<spec::EffectCancel>::apply<Z3Domain>;
+  at(62, JobState::kResizing, EventKind::kCancel).effect =
+      &WithoutReservationWrites<spec::EffectCancel>::apply<Z3Domain>;
   auto r = prove(rows, kProofShape, kTimeoutMs);
   ExpectDecided(r);
-  // Cancellation must void the reservations of a job that is waiting (#39 from Queued, #43 from
+  std::cout << "[ reservation writes removed ] failing rows:";
+  for (int index : failing_rows(r)) std::cout << " #" << index << " (" << ids(failed_on(r, index)) << ")";
+  std::cout << "\n";
+  // Cancellation must void the reservations of a job that is waiting (#55 from Queued, #59 from
   // Suspended); from any other state the job has no live reservation and the new generation is
-  // redundant (#42 fails for the reservation writes removed there).
-  const std::set<int> expected{3, 7, 8, 10, 11, 13, 26, 27, 28, 29, 39, 42, 43};
+  // redundant (#58 and #62 fail for the reservation writes removed there). A move's decision
+  // (#7, #13) that does not reserve its target breaks no invariant: the target is checked again
+  // when the cut is stored (GuardMove), so the reservation is for progress, not for safety; a
+  // shrink (#8) targets devices the job holds, which are never reserved.
+  const std::set<int> expected{3, 10, 11, 14, 15, 30, 31, 32, 33, 42, 43, 44, 45, 55, 58, 59, 62};
   EXPECT_EQ(failing_rows(r), expected);
   for (int index : expected) {
     SCOPED_TRACE(rows[index - 1].label());
@@ -634,6 +707,266 @@ TEST(ProverTest, EffectsWithoutTheirReservationClausesFailReserveOnTheirRows) {
     ASSERT_NE(ob, nullptr);
     EXPECT_TRUE(contains(ob->counterexample, "violates INV-RESERVE")) << ob->counterexample;
   }
+}
+
+// ---- INV-SPLICE: a move never swaps a device within one incarnation ---------------------------
+
+// GuardShrink without "keeps a subset of the held devices": a shrink may name a target with a
+// device the job does not hold.
+struct ShrinkWithoutSubset {
+  static constexpr std::string_view name = "shrinks_anywhere";
+  template <class D>
+  static spec::Clauses<D> clauses(const D& d, const spec::ClusterVars<D>& s, int j,
+                                  const spec::Params<D>& p) {
+    auto cs = spec::GuardShrink::clauses(d, s, j, p);
+    const auto n = cs.size();
+    cs.erase(std::remove_if(cs.begin(), cs.end(),
+                            [](const auto& c) {
+                              return c.name == "keeps a subset of the held devices";
+                            }),
+             cs.end());
+    if (cs.size() + 1 != n) std::abort();  // the clause must exist, once
+    return cs;
+  }
+};
+
+// The real table with the shrink row's guard replaced, at the MSM type level.
+using MainRowsShrinkAnywhere = mpl::vector<
+    lc::Row<lc::New, lc::Submit, lc::Submitted, lc::Do<spec::EffectSubmit>, lc::If<spec::GuardSubmit>>,
+    lc::Row<lc::Submitted, lc::Admit, lc::Queued, lc::Do<spec::EffectAdmit>, lc::If<spec::GuardAdmit>>,
+    lc::Row<lc::Queued, lc::Place, lc::Placed, lc::Do<spec::EffectAcquire>, lc::If<spec::GuardGang>>,
+    lc::Row<lc::Placed, lc::Start, lc::Running>,
+    lc::Row<lc::Running, lc::Progress, lc::Running, lc::Do<spec::EffectProgress>, lc::If<spec::GuardProgress>>,
+    lc::Row<lc::Running, lc::Checkpoint, lc::Running, lc::Do<spec::EffectCheckpoint>, lc::If<spec::GuardCheckpoint>>,
+    lc::Row<lc::Running, lc::ResizeUp, lc::Resizing, lc::Do<spec::EffectPlanMove>, lc::If<spec::GuardGrow>>,
+    lc::Row<lc::Running, lc::ResizeDown, lc::Resizing, lc::Do<spec::EffectPlanShrink>, lc::If<ShrinkWithoutSubset>>,
+    lc::Row<lc::Running, lc::Preempt, lc::Checkpointing, lc::Do<spec::EffectPreempt>, lc::If<spec::GuardPreempt>>,
+    lc::Row<lc::Checkpointing, lc::CheckpointDone, lc::Suspended, lc::Do<spec::EffectSuspend>, lc::If<spec::GuardCut>>,
+    lc::Row<lc::Suspended, lc::Resume, lc::Restoring, lc::Do<spec::EffectAcquire>, lc::If<spec::GuardGang>>,
+    lc::Row<lc::Restoring, lc::RestoreDone, lc::Running>,
+    lc::Row<lc::Running, lc::Migrate, lc::Migrating, lc::Do<spec::EffectPlanMove>, lc::If<spec::GuardMigrate>>,
+    lc::Row<lc::Migrating, lc::CheckpointDone, lc::Restoring, lc::Do<spec::EffectMove>, lc::If<spec::GuardMove>>,
+    lc::Row<lc::Resizing, lc::CheckpointDone, lc::Restoring, lc::Do<spec::EffectMove>, lc::If<spec::GuardMove>>,
+    lc::Row<lc::Running, lc::Complete, lc::Completed, lc::Do<spec::EffectComplete>>,
+    lc::Row<lc::Queued, lc::Release, lc::Queued, lc::Do<spec::EffectUnreserve>>,
+    lc::Row<lc::Suspended, lc::Release, lc::Suspended, lc::Do<spec::EffectUnreserve>>>;
+using ShrinkAnywhereTable =
+    mpl::joint_view<mpl::joint_view<MainRowsShrinkAnywhere, lc::InFlightRows>,
+                    mpl::joint_view<lc::FailureRows, lc::CancelRows>>;
+
+// A shrink that may let a new device in (a target that is not a subset of the held devices) is
+// a swap within one incarnation: INV-SPLICE fails on the shrink row, and only there.
+TEST(ProverTest, ShrinkGuardLettingANewDeviceInFailsSplice) {
+  auto rows = core::rows_of<Z3Domain, ShrinkAnywhereTable>();
+  const auto real = lifecycle_rows();
+  ASSERT_EQ(rows.size(), real.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i == 7) continue;
+    EXPECT_EQ(rows[i].label(), real[i].label());  // faithful but for row 8
+  }
+  EXPECT_EQ(rows[7].label(),
+            "#8 Running --ResizeDown--> Resizing [shrinks_anywhere / record_target_beneficiary]");
+  auto r = prove(rows, kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  EXPECT_EQ(failing_rows(r), std::set<int>{8});
+  const auto failed = failed_on(r, 8);
+  std::cout << "[ shrink without its subset clause ] " << rows[7].label() << " fails: "
+            << ids(failed) << "\n";
+  EXPECT_TRUE(failed.count(Inv::kSplice)) << ids(failed);
+  const auto* ob = find_obligation(r, 8, Inv::kSplice);
+  ASSERT_NE(ob, nullptr);
+  EXPECT_TRUE(contains(ob->counterexample, "violates INV-SPLICE")) << ob->counterexample;
+  EXPECT_TRUE(contains(ob->counterexample, "ResizeDown")) << ob->counterexample;
+  EXPECT_FALSE(unbounded(r, Inv::kSplice));
+}
+
+// Progress that also moves the job onto as many selected devices, keeping its epoch: nothing but
+// INV-SPLICE's step part (an epoch never swaps a device) forbids it — the devices are taken under
+// the job's own epoch (INV-EPOCH holds), the gang fits (INV-GANG, INV-EXCL, INV-CAP hold), the
+// job keeps its device count (INV-TIER: nothing is taken from it).
+struct ProgressAndSwap {
+  static constexpr std::string_view name = "advance_and_swap_same_epoch";
+  template <class D>
+  static void apply(const D& d, spec::ClusterVars<D>& s, int j, const spec::Params<D>& p) {
+    spec::EffectProgress::apply(d, s, j, p);
+    spec::move_to_selected(d, s, j, p, s.jobs[j].epoch);
+  }
+};
+struct ProgressOnAGang {
+  static constexpr std::string_view name = "monotone_step_gang_fits";
+  template <class D>
+  static spec::Clauses<D> clauses(const D& d, const spec::ClusterVars<D>& s, int j,
+                                  const spec::Params<D>& p) {
+    auto cs = spec::GuardGang::clauses(d, s, j, p);
+    for (auto& c : spec::GuardProgress::clauses(d, s, j, p)) cs.push_back(c);
+    // As many devices as now: a swap, not a shrink (which INV-TIER would refuse as preemptive).
+    cs.push_back({"as many devices as now", d.size(p.sel) == s.jobs[j].devices});
+    return cs;
+  }
+};
+using SwapAtTheSameEpochTable = mpl::vector<lc::Row<lc::Running, lc::Progress, lc::Running,
+                                                    lc::Do<ProgressAndSwap>, lc::If<ProgressOnAGang>>>;
+
+TEST(ProverTest, EffectSwappingADeviceAtTheSameEpochFailsSpliceStep) {
+  auto rows = core::rows_of<Z3Domain, SwapAtTheSameEpochTable>();
+  auto r = prove(rows, kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  const auto failed = failed_on(r, 1);
+  std::cout << "[ swap at the same epoch ] " << rows[0].label() << " fails: " << ids(failed)
+            << "\n";
+  EXPECT_EQ(failed, std::set<Inv>{Inv::kSplice}) << ids(failed);
+  const auto* ob = find_obligation(r, 1, Inv::kSplice);
+  ASSERT_NE(ob, nullptr);
+  EXPECT_TRUE(contains(ob->counterexample, "violates INV-SPLICE")) << ob->counterexample;
+}
+
+// ---- ORDER: job ids are compared only for equality --------------------------------------------
+
+TEST(IdOrderTest, RealTablesCompareIdsOnlyForEquality) {
+  const auto rows = lifecycle_order_rows();
+  ASSERT_EQ(rows.size(), lifecycle_rows().size());
+  auto r = check_id_order(rows, node_lifecycle_order_rows(), kProofShape);
+  EXPECT_TRUE(r.ok()) << ::testing::PrintToString(r.violations);
+  std::cout << "[ ORDER ] " << r.formulas << " evaluations, " << r.ms << " ms\n";
+  // 2 clusters x (13 invariants' parts, the initial state, the fleet; then per row and acting
+  // job: guard, effect, 8 step parts, DELTA, 13 invariants after; node guards).
+  EXPECT_GT(r.formulas, 2 * 62 * 3 * 20);
+  const auto ob = id_order_obligation(r);
+  EXPECT_EQ(ob.kind, ObligationKind::kIdOrder);
+  EXPECT_EQ(obligation_name(ob), "ORDER");
+  EXPECT_TRUE(ob.proved);
+  EXPECT_TRUE(ob.counterexample.empty()) << ob.counterexample;
+}
+
+// Preemption only of jobs whose id is below the beneficiary's. With job 0 acting that clause
+// always holds (a beneficiary is another job, so its id is at least 1): the inductive proof, which
+// fixes the acting job at index 0, proves the row; yet job 2 could never be preempted for jobs 0
+// or 1. ORDER is what refuses it.
+struct PreemptLowerIdsOnly {
+  static constexpr std::string_view name = "favoured_and_higher_id";
+  template <class D>
+  static spec::Clauses<D> clauses(const D& d, const spec::ClusterVars<D>& s, int j,
+                                  const spec::Params<D>& p) {
+    auto cs = spec::GuardPreempt::clauses(d, s, j, p);
+    cs.push_back({"victim's id below the beneficiary's", d.k(j) <= p.beneficiary});
+    return cs;
+  }
+};
+using OrderedIdGuardTable =
+    mpl::vector<lc::Row<lc::Running, lc::Preempt, lc::Checkpointing, lc::Do<spec::EffectPreempt>,
+                        lc::If<PreemptLowerIdsOnly>>>;
+
+TEST(IdOrderTest, GuardComparingIdsWithLessEqualFailsOrderButNotTheProof) {
+  // The proof with job 0 acting does not see it.
+  auto proof = prove(core::rows_of<Z3Domain, OrderedIdGuardTable>(), {}, kProofShape, kTimeoutMs);
+  ExpectDecided(proof);
+  EXPECT_EQ(proof.failed, 0);
+  // ORDER does, naming the guard, the row and the operator.
+  auto r = check_id_order(core::rows_of<IdOrderDomain, OrderedIdGuardTable>(), {}, kProofShape);
+  ASSERT_FALSE(r.ok());
+  bool ordered = false;
+  for (const auto& v : r.violations) {
+    EXPECT_TRUE(contains(v, "the guard favoured_and_higher_id of #1 Running --Preempt--> "
+                            "Checkpointing"))
+        << v;
+    ordered |= contains(v, "a job id takes part in `<=`");
+  }
+  EXPECT_TRUE(ordered) << ::testing::PrintToString(r.violations);
+  const auto ob = id_order_obligation(r);
+  EXPECT_FALSE(ob.proved);
+  EXPECT_FALSE(ob.unknown);
+  EXPECT_TRUE(contains(ob.counterexample, "favoured_and_higher_id")) << ob.counterexample;
+  ProofReport report;
+  add_obligation(report, ob);
+  EXPECT_EQ(report.failed, 1);
+}
+
+// A job id made from the acting job's index by arithmetic: the preemption remembers "the next
+// slot" as its beneficiary. The sum is written where an id belongs, so its operands are ids, and
+// they took part in `+`.
+struct PreemptForTheNextSlot {
+  static constexpr std::string_view name = "remember_next_slot";
+  template <class D>
+  static void apply(const D& d, spec::ClusterVars<D>& s, int j, const spec::Params<D>&) {
+    s.jobs[j].ben = d.k(j) + d.k(1);
+  }
+};
+// A guard that orders an index literal which is also used as an id (compared with owners).
+struct GangForLowSlots {
+  static constexpr std::string_view name = "gang_fits_low_slots";
+  template <class D>
+  static spec::Clauses<D> clauses(const D& d, const spec::ClusterVars<D>& s, int j,
+                                  const spec::Params<D>& p) {
+    auto cs = spec::GuardGang::clauses(d, s, j, p);
+    const auto me = d.k(j);
+    auto mine = d.b(true);
+    d.members(p.sel, [&](int dev, const typename D::Bool& in) {
+      mine = mine && d.implies(in, s.owner[dev] == me || s.owner[dev] == d.k(-1));
+    });
+    cs.push_back({"selection free or mine", mine});
+    cs.push_back({"a low slot", me < d.k(2)});
+    return cs;
+  }
+};
+using IdArithmeticTable = mpl::vector<
+    lc::Row<lc::Running, lc::Preempt, lc::Checkpointing, lc::Do<PreemptForTheNextSlot>,
+            lc::If<spec::GuardPreempt>>,
+    lc::Row<lc::Queued, lc::Place, lc::Placed, lc::Do<spec::EffectAcquire>, lc::If<GangForLowSlots>>>;
+
+TEST(IdOrderTest, IdsMadeFromJobIndicesAreTrackedThroughTheirUse) {
+  auto r = check_id_order(core::rows_of<IdOrderDomain, IdArithmeticTable>(), {}, kProofShape);
+  ASSERT_FALSE(r.ok());
+  bool effect = false, guard = false;
+  for (const auto& v : r.violations) {
+    if (contains(v, "the effect remember_next_slot of #1") && contains(v, "`+`")) effect = true;
+    if (contains(v, "the guard gang_fits_low_slots of #2") && contains(v, "`<`")) guard = true;
+    // Nothing else of these rows orders ids: not the real GuardPreempt, GuardGang, EffectAcquire,
+    // nor any invariant over their steps.
+    EXPECT_TRUE(contains(v, "remember_next_slot") || contains(v, "gang_fits_low_slots")) << v;
+  }
+  EXPECT_TRUE(effect) << ::testing::PrintToString(r.violations);
+  EXPECT_TRUE(guard) << ::testing::PrintToString(r.violations);
+}
+
+// What the domain cannot see, plain C++ on slot indices, renaming the jobs does: a guard that
+// reads job 0's tier whoever acts, and one that lets only the first two slots grow.
+struct GrowUnlessJob0IsPremium {
+  static constexpr std::string_view name = "grows_unless_job0_premium";
+  template <class D>
+  static spec::Clauses<D> clauses(const D& d, const spec::ClusterVars<D>& s, int j,
+                                  const spec::Params<D>& p) {
+    auto cs = spec::GuardGrow::clauses(d, s, j, p);
+    cs.push_back({"job 0 not premium", !spec::is(d, s.jobs[0].tier, spec::Tier::kPremium)});
+    return cs;
+  }
+};
+struct ShrinkInLowSlots {
+  static constexpr std::string_view name = "shrinks_in_low_slots";
+  template <class D>
+  static spec::Clauses<D> clauses(const D& d, const spec::ClusterVars<D>& s, int j,
+                                  const spec::Params<D>& p) {
+    auto cs = spec::GuardShrink::clauses(d, s, j, p);
+    cs.push_back({"a low slot", d.b(j < 2)});
+    return cs;
+  }
+};
+using SlotIndexTable = mpl::vector<
+    lc::Row<lc::Running, lc::ResizeUp, lc::Resizing, lc::Do<spec::EffectPlanMove>,
+            lc::If<GrowUnlessJob0IsPremium>>,
+    lc::Row<lc::Running, lc::ResizeDown, lc::Resizing, lc::Do<spec::EffectPlanShrink>,
+            lc::If<ShrinkInLowSlots>>>;
+
+TEST(IdOrderTest, FormulasThatSingleOutASlotFailRenaming) {
+  auto r = check_id_order(core::rows_of<IdOrderDomain, SlotIndexTable>(), {}, kProofShape);
+  ASSERT_FALSE(r.ok());
+  bool job0 = false, low = false;
+  for (const auto& v : r.violations) {
+    EXPECT_TRUE(contains(v, "renaming the jobs")) << v;  // no id value is ordered
+    job0 |= contains(v, "changes the guard grows_unless_job0_premium of #1");
+    low |= contains(v, "changes the guard shrinks_in_low_slots of #2");
+  }
+  EXPECT_TRUE(job0) << ::testing::PrintToString(r.violations);
+  EXPECT_TRUE(low) << ::testing::PrintToString(r.violations);
 }
 
 // ---- Bounded model checking ------------------------------------------------------------------
@@ -654,6 +987,10 @@ TEST(BmcTest, FindsARunBreakingAnInvariant) {
   EXPECT_TRUE(contains(r.counterexample, "step 1: Submit job0")) << r.counterexample;
   EXPECT_TRUE(contains(r.counterexample, "step 2: Start job0")) << r.counterexample;
   EXPECT_TRUE(contains(r.counterexample, "Submitted --Start--> Running")) << r.counterexample;
+  // Start is the one choice one step does not close (Submit and the 8 node rows are closed): the
+  // run is found by asking about runs that end in it.
+  EXPECT_EQ(r.choices, 2 + 8);
+  EXPECT_EQ(r.closed, r.choices - 1);
   std::cout << "[ bmc counterexample ]\n" << r.counterexample;
   // With two slots, submitted in slot order (the symmetry reduction), the same run is found.
   auto two = bmc(rows, Shape{2, 1, 1}, 3, 3, kTimeoutMs);
@@ -670,6 +1007,20 @@ TEST(BmcTest, RealTableHasNoShortViolation) {
   EXPECT_EQ(r.unrolled, 3);
   EXPECT_EQ(r.seconds_per_depth.size(), 3u);
   EXPECT_FALSE(r.all_depths);  // all three depths unrolled: no induction needed
+  // One step keeps the invariants whatever the choice: no run needs a query.
+  EXPECT_EQ(r.choices, 62 + 8);
+  EXPECT_EQ(r.closed, r.choices);
+  EXPECT_EQ(r.queries_per_depth, (std::vector<int>{0, 0, 0}));
+}
+
+// The shortcut cross-checked: asking the solver about runs ending in every choice, closed or not,
+// gives the same verdict on the real table.
+TEST(BmcTest, EveryPathAgreesWithTheOneStepShortcut) {
+  auto r = bmc(lifecycle_rows(), Shape{2, 1, 2}, 3, 3, kTimeoutMs, /*every_path=*/true);
+  EXPECT_TRUE(r.ok) << r.counterexample;
+  EXPECT_EQ(r.depth_checked, 3);
+  EXPECT_EQ(r.closed, r.choices);
+  EXPECT_EQ(r.queries_per_depth, (std::vector<int>{1, 1, 1}));
 }
 
 // Unrolled to 2, the induction step closes depth 12 and every other.
@@ -680,6 +1031,7 @@ TEST(BmcTest, InductionStepClosesTheDepthsBeyondTheUnrolledOnes) {
   EXPECT_EQ(r.induction_k, 1);
   EXPECT_TRUE(r.all_depths);
   EXPECT_EQ(r.depth_checked, 12);
+  EXPECT_EQ(r.choices, 2 * 62 + 8);
 }
 
 // A machine whose bad state is reachable only after two steps: unrolling one step finds nothing,
@@ -704,7 +1056,7 @@ class ReplayTest : public ::testing::Test {
   // The node decisions write_journal() starts with (2 nodes: Register, Ready), and its job
   // decisions.
   static constexpr std::uint64_t kNodeDecisions = 4;
-  static constexpr std::uint64_t kJobDecisions = 14;
+  static constexpr std::uint64_t kJobDecisions = 16;
 
   // A short run of the core on the default fleet, journaled; returns the decisions committed.
   std::uint64_t write_journal() {
@@ -753,16 +1105,20 @@ class ReplayTest : public ::testing::Test {
     prog.step = 4;
     prog.gpu_ms = 40;
     commit(prog);
+    // The shrink is decided (Resizing), carried out when its cut is stored (a new incarnation
+    // restores on device 0; device 1 is reserved for job 1), and the job runs again.
     auto shrink = ev(EventKind::kResizeDown, 0);
     shrink.devices = {0};
     shrink.splice = 4;
     shrink.beneficiary = 1;
     commit(shrink);
+    auto done = ev(EventKind::kCheckpointDone, 0);
+    done.step = 4;
+    commit(done);
+    commit(ev(EventKind::kRestoreDone, 0));
     auto pre = ev(EventKind::kPreempt, 0);
     pre.beneficiary = 1;
     commit(pre);
-    auto done = ev(EventKind::kCheckpointDone, 0);
-    done.step = 4;
     commit(done);
     auto place_b = ev(EventKind::kPlace, 1);
     place_b.devices = {4, 5};
@@ -794,9 +1150,9 @@ TEST_F(ReplayTest, JournalOfACoreRunReplaysCleanly) {
   EXPECT_TRUE(r.violations.empty()) << r.violations.front();
   EXPECT_EQ(r.records, n + 1);
   EXPECT_EQ(r.decisions, n);
-  // 12 state checks for the initial state and after each decision, 7 step checks per job
+  // 13 state checks for the initial state and after each decision, 8 step checks per job
   // decision.
-  EXPECT_EQ(r.checks, 12 * (n + 1) + 7 * kJobDecisions);
+  EXPECT_EQ(r.checks, 13 * (n + 1) + 8 * kJobDecisions);
   EXPECT_TRUE(r.clean_tail);
   EXPECT_TRUE(r.tail_error.empty());
 }
@@ -818,7 +1174,7 @@ TEST_F(ReplayTest, FullAndSampledChecksAgreeOnAGoodJournal) {
   auto s = replay_journal(path_, ends);
   EXPECT_TRUE(s.ok) << s.error;
   EXPECT_EQ(s.full_checks, 2u);
-  EXPECT_EQ(s.checked_decisions, n / 3);  // the 3rd, 6th, 9th and 12th
+  EXPECT_EQ(s.checked_decisions, n / 3);  // every third
   EXPECT_EQ(s.decisions, n);
 }
 
