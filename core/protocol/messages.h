@@ -11,8 +11,13 @@
 namespace orrery::protocol {
 
 // One command to one node for one incarnation (job, epoch). A command that carries out a committed
-// decision goes out only once that decision is durable (`after_seq` <= the core's durable_seq());
-// a stop for an incarnation the core no longer knows (a refused report) needs nothing durable.
+// decision goes out only once that decision is durable (`after_seq` <= the core's durable_seq()).
+// A command that follows from a job's state rather than from one decision (the stop of an
+// incarnation a refused report names, what an agent's registration leads to) waits for the
+// decisions it rests on: a stop for the one that ended the incarnation (a Cancel, a newer epoch),
+// else the job's latest. A crash could lose them, and recovery would make a stopped incarnation
+// current again, or hand a launched epoch to another one. Only a periodic cut carries out no
+// decision (after_seq 0).
 struct Command {
   enum class Kind {
     kLaunch,  // start this node's share of the incarnation; restore_step >= 0: from that cut

@@ -143,9 +143,35 @@ void Protocol::begin_incarnation(int job, Track& t, std::uint64_t seq, std::int6
   for (int n : t.nodes) send(Command::Kind::kLaunch, n, job, t.epoch, seq, restore);
 }
 
+std::uint64_t Protocol::latest_decision(int job) const {
+  auto it = undurable_.find(job);
+  return it == undurable_.end() || it->second.empty() ? 0 : it->second.back().seq;
+}
+
+std::uint64_t Protocol::ended_by(int job, std::int64_t epoch) const {
+  auto it = undurable_.find(job);
+  if (it == undurable_.end()) return 0;
+  for (const auto& u : it->second)
+    if (u.held_before && u.epoch_before == epoch && (u.epoch_after != epoch || !u.holds_after))
+      return u.seq;
+  return 0;
+}
+
 void Protocol::committed(const core::Committed& c, const core::Decision& d, std::int64_t now_ms) {
   if (c.job < 0) return;
   const int j = c.job;
+  {
+    // Every new incarnation (the rows into Placed or Restoring from elsewhere) takes the next
+    // epoch; no other row changes it.
+    Undurable u;
+    u.seq = c.seq;
+    u.epoch_after = core_.cluster().jobs[j].epoch;
+    u.epoch_before = launching(c.to) && c.from != c.to ? u.epoch_after - 1 : u.epoch_after;
+    u.held_before = holds(c.from);
+    u.holds_after = holds(c.to);
+    undurable_[j].push_back(u);
+    undurable_order_.emplace_back(c.seq, j);
+  }
   auto& t = track(j);
   const JobState from = c.from, to = c.to;
   if (launching(to) && from != to) {
@@ -168,8 +194,12 @@ void Protocol::committed(const core::Committed& c, const core::Decision& d, std:
     return;
   }
   if (holds(from) && !holds(to)) {
-    // Suspended: the cut stopped the workers. Completed: they exited. Otherwise they are told to.
-    if (to != JobState::kSuspended && to != JobState::kCompleted) stop_all(j, t, c.seq);
+    // The workers are told to stop, whatever the reason. Suspended (the cut stopped them) and
+    // Completed (they exited) included: a node may run the incarnation still (its then_stop cut
+    // failed while an earlier periodic cut completed the preemption; it relaunched its share after
+    // a core restart before the completion was known), on devices the core has just freed. A stop
+    // of an incarnation a node does not run costs it nothing.
+    stop_all(j, t, c.seq);
     if (to == JobState::kSuspended) note(j, "suspended at step " + std::to_string(d.step));
     t.nodes.clear();
     t.started.clear();
@@ -276,7 +306,10 @@ Status Protocol::report(const Report& r, std::int64_t now_ms) {
   const auto& jv = core_.cluster().jobs[r.job];
   const auto s = state(r.job);
   auto refuse = [&](const std::string& why) {
-    if (r.node >= 0) send(Command::Kind::kStop, r.node, r.job, r.epoch, 0);
+    // The incarnation is not current because of a decision of the job's (a newer epoch, a cancel,
+    // a move off the node), which may not be durable yet: a crash could bring the incarnation back
+    // as current. So the stop waits for that decision (ended_by).
+    if (r.node >= 0) send(Command::Kind::kStop, r.node, r.job, r.epoch, ended_by(r.job, r.epoch));
     return Status::FailedPrecondition(why);
   };
   if (r.epoch != jv.epoch)
@@ -345,13 +378,16 @@ Status Protocol::report(const Report& r, std::int64_t now_ms) {
 }
 
 void Protocol::node_registered(int node, const std::vector<Running>& running, std::int64_t) {
+  // What is sent here follows from the jobs' states, which may rest on decisions not durable yet
+  // (a Cancel, a Place, a Preempt): a stop waits for the decision that ended the incarnation, a
+  // launch or a cut for the job's latest decision.
   std::set<int> runs_current;
   for (const auto& inc : running) {
     const bool current = inc.job >= 0 && inc.job < core_.num_jobs() &&
                          inc.epoch == core_.cluster().jobs[inc.job].epoch && holds(state(inc.job));
     auto nodes = current ? placement_nodes(inc.job) : std::vector<int>{};
     if (!current || !std::binary_search(nodes.begin(), nodes.end(), node)) {
-      send(Command::Kind::kStop, node, inc.job, inc.epoch, 0);
+      send(Command::Kind::kStop, node, inc.job, inc.epoch, ended_by(inc.job, inc.epoch));
       continue;
     }
     runs_current.insert(inc.job);
@@ -362,7 +398,8 @@ void Protocol::node_registered(int node, const std::vector<Running>& running, st
     }
     t.started.insert(node);
     // A cut asked for before the agent reconnected may never have reached it: ask again.
-    if (cutting(state(inc.job))) send(Command::Kind::kCut, node, inc.job, inc.epoch, 0, -1, true);
+    if (cutting(state(inc.job)))
+      send(Command::Kind::kCut, node, inc.job, inc.epoch, latest_decision(inc.job), -1, true);
   }
   const auto& nd = core_.fleet().nodes[static_cast<std::size_t>(node)];
   std::set<int> held_here;
@@ -380,7 +417,8 @@ void Protocol::node_registered(int node, const std::vector<Running>& running, st
     if (s == JobState::kRunning) {
       crash(job, "node " + nd.name + " registered without its workers");
     } else if (launching(s)) {
-      send(Command::Kind::kLaunch, node, job, jv.epoch, 0, jv.ckpt >= 0 ? jv.ckpt : -1);
+      send(Command::Kind::kLaunch, node, job, jv.epoch, latest_decision(job),
+           jv.ckpt >= 0 ? jv.ckpt : -1);
     } else if (cutting(s)) {
       // The workers are gone (stopped after the cut, or lost with the agent). A stored cut is
       // reported by whoever keeps the shards (CutStored); without one this restarts in place.
@@ -464,6 +502,16 @@ std::vector<core::Decision> Protocol::take_proposals() {
 }
 
 std::vector<Command> Protocol::take_commands(std::uint64_t durable_seq) {
+  // Forget the decisions that are durable now (each job's list is short: its decisions since the
+  // last sync).
+  while (!undurable_order_.empty() && undurable_order_.front().first <= durable_seq) {
+    auto it = undurable_.find(undurable_order_.front().second);
+    undurable_order_.pop_front();
+    if (it == undurable_.end()) continue;
+    auto& v = it->second;
+    v.erase(v.begin(), std::find_if(v.begin(), v.end(), [&](const Undurable& u) { return u.seq > durable_seq; }));
+    if (v.empty()) undurable_.erase(it);
+  }
   std::vector<Command> out, keep;
   for (auto& c : commands_) (c.after_seq <= durable_seq ? out : keep).push_back(std::move(c));
   commands_ = std::move(keep);

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -104,6 +105,14 @@ class Protocol {
   void begin_incarnation(int job, Track& t, std::uint64_t seq, std::int64_t now_ms);
   void send(Command::Kind kind, int node, int job, std::int64_t epoch, std::uint64_t seq,
             std::int64_t restore_step = -1, bool then_stop = false);
+  // Commands that follow from a job's state rather than from one decision (a stop for a refused
+  // report, what a registration leads to) wait for the decisions of the job's they rest on, which
+  // may not be durable yet (a job's epoch, placement and holding state are functions of its own
+  // decisions only). latest_decision: the seq of the job's latest decision that may not be durable
+  // (0: none). ended_by: of the one that ended the incarnation (job, epoch) (left the epoch or
+  // gave the devices up), if it may not be durable (0: none, or it is durable).
+  std::uint64_t latest_decision(int job) const;
+  std::uint64_t ended_by(int job, std::int64_t epoch) const;
   void stop_all(int job, const Track& t, std::uint64_t seq);
   void propose(core::Decision d);
   core::Decision runtime_decision(spec::EventKind e, int job) const;
@@ -120,6 +129,15 @@ class Protocol {
   const core::SchedulerCore& core_;
   Timeouts timeouts_;
   std::unordered_map<int, Track> tracks_;
+  // The decisions that may not be durable yet, per job in commit order and for all jobs in commit
+  // order (to forget them once take_commands() learns they are durable).
+  struct Undurable {
+    std::uint64_t seq = 0;
+    std::int64_t epoch_before = 0, epoch_after = 0;
+    bool held_before = false, holds_after = false;
+  };
+  std::unordered_map<int, std::vector<Undurable>> undurable_;
+  std::deque<std::pair<std::uint64_t, int>> undurable_order_;
   std::set<int> watched_;  // jobs with an in-flight operation, a periodic cut or a policy
   std::vector<core::Decision> proposals_;
   std::vector<Command> commands_;
