@@ -19,7 +19,7 @@
 //    each: request -> victim Suspended (its devices released), -> beneficiary Running; then the
 //    beneficiary is cancelled and the victim resumes from its checkpoint (cancel -> Running).
 // 2. migration, n2 up: a standard job moves back and forth between n1 and n2,
-//    `migrate(job, other node)` -> Migrating (cut stored) -> Running on the other node.
+//    `migrate(job, other node)` -> Migrating -> Restoring (cut stored) -> Running on the other node.
 // 3. the raw cost of the same bytes in this process: memcpy, write+fdatasync into a new file in
 //    the data directory, read it back.
 #include <fcntl.h>
@@ -77,7 +77,7 @@ const char* kUsage =
     "  preemption: request (client preempt for a queued basic job, or a premium job's submit)\n"
     "              -> victim Suspended (devices released) -> beneficiary Running; and the victim's\n"
     "              resume from its checkpoint once the beneficiary is cancelled;\n"
-    "  migration:  client migrate to the other node -> Migrating (cut stored) -> Running there;\n"
+    "  migration:  client migrate to the other node -> Migrating -> Restoring (cut stored) -> Running there;\n"
     "  raw:        memcpy, write+fdatasync, read of the same number of bytes.\n"
     "Prints the median and the maximum over the repetitions, in ms.\n"
     "\n"
@@ -199,7 +199,7 @@ class Timeline {
 };
 
 // A committed transition of `job`: `change` is "-> Suspended" (from any state) or
-// "Migrating -> Running" (timeline text: "job 3 NAME Migrating -> Running: RestoreDone job 3").
+// "Restoring -> Running" (timeline text: "job 3 NAME Restoring -> Running: RestoreDone job 3").
 auto into(int job, const std::string& change) {
   return [job, needle = " " + change + ":"](const ClusterEvent& e) {
     return e.seq != 0 && e.job == job && e.text.find(needle) != std::string::npos;
@@ -564,8 +564,11 @@ void Bench::migration(SizeResult& r) {
     const auto t0 = Clock::now();
     if (auto st = api().migrate(id, to); !st.ok())
       die("migrate job " + std::to_string(id) + " to " + to + " was refused: " + st.reason(), id);
-    const auto mig = expect(id, "-> Migrating", from, "migration");
-    const auto run = expect(id, "Migrating -> Running", from, "migration");
+    // Decided (-> Migrating), the cut stored and the move carried out (Migrating -> Restoring:
+    // CheckpointDone ckpt@S), then running on the target (Restoring -> Running).
+    expect(id, "-> Migrating", from, "migration");
+    const auto mig = expect(id, "Migrating -> Restoring", from, "migration");
+    const auto run = expect(id, "Restoring -> Running", from, "migration");
     r.mig_cut.push_back(ms_between(t0, mig.at));
     r.mig_run.push_back(ms_between(t0, run.at));
     j = job(id);
@@ -675,9 +678,9 @@ void Bench::print(const std::vector<SizeResult>& rs) const {
   }
   std::printf("\nmigration (standard job, W=%d, from n1 to n2 and back; client migrate to the other node)\n",
               kWorld);
-  std::printf("%-8s %9s |%s\n", "", "", head({"-> Migrating", "-> Running", "of which"}).c_str());
+  std::printf("%-8s %9s |%s\n", "", "", head({"-> Restoring", "-> Running", "of which"}).c_str());
   std::printf("%-8s %9s |%s\n", "size", "state MiB",
-              head({"(cut stored)", "on the other", "Migr.->Running"}).c_str());
+              head({"(cut stored)", "on the other", "Rest.->Running"}).c_str());
   for (const auto& r : rs) {
     std::vector<double> restore;
     for (std::size_t i = 0; i < r.mig_run.size(); ++i) restore.push_back(r.mig_run[i] - r.mig_cut[i]);

@@ -181,15 +181,34 @@ Result<DemoSummary> run_demo_scenario(SchedulerCore& core, ManualClock& clock, s
     out << "  rejected (policy bug counted): " << f.reason() << "\n";
   }
 
-  s.note("the premium job completes; the standard job is migrated and resized to 4 devices");
+  s.note("the premium job completes; the standard job is migrated: decided (its target reserved), "
+         "carried out when the cut is stored (a new incarnation restores it there)");
   if (auto st = s.simple(EventKind::kComplete, p); !st) return st;
   if (auto st = s.gang(EventKind::kMigrate, st_job); !st) return st;
+  if (auto st = s.simple(EventKind::kCheckpointDone, st_job, core.cluster().jobs[st_job].progress); !st)
+    return st;
   if (auto st = s.simple(EventKind::kRestoreDone, st_job); !st) return st;
 
-  s.note("the basic job resumes from its checkpoint on 2 devices, then grows to 4");
+  s.note("the standard job is to move again, but its cut is not stored in time: the core aborts "
+         "the migration (a new incarnation in place, from the last checkpoint, not counted as a "
+         "failure; the devices reserved for the move are free again)");
+  if (auto st = s.gang(EventKind::kMigrate, st_job); !st) return st;
+  {
+    Decision abort;
+    abort.event = EventKind::kAbort;
+    abort.origin = spec::Origin::kCore;
+    abort.job = st_job;
+    if (auto c = s.commit(abort); !c) return c.status();
+  }
+  if (auto st = s.simple(EventKind::kStart, st_job); !st) return st;
+
+  s.note("the basic job resumes from its checkpoint on 2 devices, then grows to 4 (a resize is a "
+         "cut and a new incarnation on the larger set)");
   if (auto st = s.gang(EventKind::kResume, b, /*want=*/2); !st) return st;
   if (auto st = s.simple(EventKind::kRestoreDone, b); !st) return st;
   if (auto st = s.gang(EventKind::kResizeUp, b); !st) return st;
+  if (auto st = s.simple(EventKind::kCheckpointDone, b, core.cluster().jobs[b].progress); !st) return st;
+  if (auto st = s.simple(EventKind::kRestoreDone, b); !st) return st;
   if (auto st = s.simple(EventKind::kProgress, b, 180, 300000); !st) return st;
 
   s.note("a worker of the basic job crashes: back to its last checkpoint, placed again");

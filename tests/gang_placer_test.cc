@@ -731,8 +731,17 @@ struct RandomRun {
               pick(0, 3) == 0 ? pick(1, 8) : -1);
     } else if (op == 6) {
       for (int j : jobs_in({JobState::kPlaced})) w->must(World::ev(EventKind::kStart, j));
-      for (int j : jobs_in({JobState::kRestoring, JobState::kMigrating}))
-        w->must(World::ev(EventKind::kRestoreDone, j));
+      // A move's stored cut carries it out, unless its target was taken meanwhile (by a job that
+      // outranks it) or left Up: then the move is aborted.
+      for (int j : jobs_in({JobState::kMigrating, JobState::kResizing})) {
+        Decision done = World::ev(EventKind::kCheckpointDone, j);
+        done.step = core().cluster().jobs[static_cast<std::size_t>(j)].progress;
+        if (w->commit(done).ok()) continue;
+        Decision abort = World::ev(EventKind::kAbort, j);
+        abort.origin = spec::Origin::kCore;
+        w->must(abort);
+      }
+      for (int j : jobs_in({JobState::kRestoring})) w->must(World::ev(EventKind::kRestoreDone, j));
     } else if (op == 7) {
       int j = any(jobs_in({JobState::kRunning}));
       if (j >= 0) w->must(World::ev(EventKind::kComplete, j));
