@@ -241,9 +241,8 @@ int one_session(const NodeConnectionOptions& o, runtime::Agent& agent, const std
   if (disconnected) return 0;
   if (!refused.ok()) {
     // A node being failed over may register again shortly (kUnavailable); anything else is
-    // final. The text check covers a core that sends that refusal without its code.
-    if (refused.code() == StatusCode::kUnavailable ||
-        refused.reason().find("register again shortly") != std::string::npos) {
+    // final.
+    if (refused.code() == StatusCode::kUnavailable) {
       out << "orrery-node: " << refused.reason() << std::endl;
       return 0;
     }

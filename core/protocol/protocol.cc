@@ -227,7 +227,6 @@ void Protocol::refused(const core::Decision& d, const Status& why, std::int64_t)
     // The cut is stored but the target no longer fits (a job that outranks this one took a
     // reserved device, or a target node left Up): keep the cut as the checkpoint, and restart in
     // place from it.
-    auto& t = track(j);
     const auto& jv = core_.cluster().jobs[j];
     if (d.step > jv.ckpt && d.step <= jv.progress) {
       auto ck = runtime_decision(EventKind::kCheckpoint, j);
