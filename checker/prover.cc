@@ -1,7 +1,12 @@
 #include "checker/prover.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <functional>
 #include <sstream>
+#include <thread>
 
 #include "checker/lifecycle_rows.h"
 
@@ -186,58 +191,58 @@ ProofReport prove(const std::vector<SymRow>& rows, const Shape& shape, unsigned 
   return prove(rows, node_lifecycle_rows(), shape, timeout_ms);
 }
 
-ProofReport prove(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>& node_rows,
-                  const Shape& shape, unsigned timeout_ms) {
-  auto t0 = Clock::now();
-  z3::context ctx;
-  Z3Domain d{&ctx};
-  ProofReport report;
-  report.rows = static_cast<int>(rows.size());
-  report.node_rows = static_cast<int>(node_rows.size());
+namespace {
 
-  z3::params params(ctx);
-  params.set("timeout", timeout_ms);
+// One prover's solver context and symbolic state. Z3 contexts are not shared between threads: each
+// thread of prove() has its own, with the same shape and names, so every obligation is asked the
+// same question whichever thread asks it.
+class RowProver {
+ public:
+  RowProver(const Shape& shape, unsigned timeout_ms)
+      : d_{&ctx_}, params_(ctx_), pre_(make_cluster(d_, shape, "s.")),
+        p_(make_params(d_, pre_.num_devices(), "p.")), local_pre_(local_invariants(d_, pre_)),
+        sums_pre_(spec::index_sums(d_, pre_)) {
+    params_.set("timeout", timeout_ms);
+  }
 
   // Init => Inv.
-  {
-    auto s = make_cluster(d, shape, "s.");
-    z3::solver solver(ctx);
-    solver.set(params);
-    solver.add(spec::init_state(d, s));
+  void init(const Shape& shape, std::vector<Obligation>& out) {
+    auto s = make_cluster(d_, shape, "s.");
+    z3::solver solver(ctx_);
+    solver.set(params_);
+    solver.add(spec::init_state(d_, s));
     for (auto inv : spec::kAllInvariants) {
       Obligation ob;
       ob.row_label = "Init";
       ob.inv = inv;
-      decide(solver, !spec::state_invariant(d, inv, s), ob, [&](z3::model& mdl) {
+      decide(solver, !spec::state_invariant(d_, inv, s), ob, [&](z3::model& mdl) {
         return "    initial state: " + show_cluster(mdl, s) + "    violates " +
                std::string(spec::inv_id(inv)) + "\n";
       });
       ob.local = ob.proved;  // the initial state is given whole: nothing to assume
-      report.obligations.push_back(ob);
+      out.push_back(ob);
     }
   }
 
-  // Every row, every invariant.
-  auto pre = make_cluster(d, shape, "s.");
-  auto p = make_params(d, pre.num_devices(), "p.");
-  const auto local_pre = local_invariants(d, pre);
-  const auto sums_pre = spec::index_sums(d, pre);
-  const int j = 0;
-  for (const auto& row : rows) {
-    z3::solver solver(ctx);
-    solver.set(params);
-    solver.add(local_pre);
-    solver.add(pre.jobs[j].state == d.k(static_cast<std::int64_t>(row.src)));
-    if (row.guard) solver.add(spec::all_of(d, row.guard(d, pre, j, p)));
-    auto post = fire(d, row, pre, j, p);
+  // A job row, job 0 acting: every invariant, FRAME, DELTA, ENABLED.
+  void job_row(const SymRow& row, std::vector<Obligation>& out) {
+    const auto& d = d_;
+    const auto& pre = pre_;
+    const auto& p = p_;
+    z3::solver solver(ctx_);
+    solver.set(params_);
+    solver.add(local_pre_);
+    solver.add(pre.jobs[kJ].state == d.k(static_cast<std::int64_t>(row.src)));
+    if (row.guard) solver.add(spec::all_of(d, row.guard(d, pre, kJ, p)));
+    auto post = fire(d, row, pre, kJ, p);
     auto explain_for = [&](const std::string& what) {
       return [&, what](z3::model& mdl) {
-        std::ostringstream out;
-        out << "    before: " << show_cluster(mdl, pre);
-        out << "    event:  " << show_event(mdl, row, j, p) << "\n";
-        out << "    after:  " << show_cluster(mdl, post);
-        out << "    " << what << "\n";
-        return out.str();
+        std::ostringstream o;
+        o << "    before: " << show_cluster(mdl, pre);
+        o << "    event:  " << show_event(mdl, row, kJ, p) << "\n";
+        o << "    after:  " << show_cluster(mdl, post);
+        o << "    " << what << "\n";
+        return o.str();
       };
     };
     // The row can fire at all: its other obligations are not vacuous.
@@ -245,49 +250,49 @@ ProofReport prove(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>
     for (auto inv : spec::kAllInvariants) {
       auto holds = inv == spec::Inv::kIndex ? spec::index_local(d, post)
                                             : spec::state_invariant(d, inv, post);
-      if (spec::has_step_part(inv)) holds = holds && spec::step_invariant(d, inv, pre, j, p, post);
-      report.obligations.push_back(invariant_obligation(d, solver, inv, row.index, row.label(),
-                                                        holds, post, sums_pre, explain_for));
+      if (spec::has_step_part(inv)) holds = holds && spec::step_invariant(d, inv, pre, kJ, p, post);
+      out.push_back(invariant_obligation(d, solver, inv, row.index, row.label(), holds, post,
+                                         sums_pre_, explain_for));
     }
     Obligation fr;
     fr.kind = ObligationKind::kFrame;
     fr.row = row.index;
     fr.row_label = row.label();
-    decide(solver, !frame(d, pre, j, p, row.event, post), fr,
+    decide(solver, !frame(d, pre, kJ, p, row.event, post), fr,
            explain_for("the effect changed another job, the fleet, or a device the row does not "
                        "name"));
     fr.local = fr.proved;
-    report.obligations.push_back(fr);
+    out.push_back(fr);
     Obligation de;
     de.kind = ObligationKind::kDelta;
     de.row = row.index;
     de.row_label = row.label();
-    decide(solver, !spec::counters_follow_shares(d, pre, j, post), de,
+    decide(solver, !spec::counters_follow_shares(d, pre, kJ, post), de,
            explain_for("a counter did not change by exactly the acting job's change of share"));
     de.local = de.proved;
-    report.obligations.push_back(de);
-    report.obligations.push_back(en);
+    out.push_back(de);
+    out.push_back(en);
   }
 
-  // Every node row, node 0 acting: every invariant, FRAME and ENABLED.
-  const int base = static_cast<int>(rows.size());
-  const int n = 0;
-  for (const auto& row : node_rows) {
+  // A node row, node 0 acting: every invariant, FRAME and ENABLED.
+  void node_row(const NodeSymRow& row, int base, std::vector<Obligation>& out) {
+    const auto& d = d_;
+    auto& pre = pre_;
     const int index = base + row.index;
-    z3::solver solver(ctx);
-    solver.set(params);
-    solver.add(local_pre);
-    solver.add(pre.node_state[n] == d.k(static_cast<std::int64_t>(row.src)));
-    if (row.guard) solver.add(spec::all_of(d, row.guard(d, pre, n)));
-    auto post = fire_node(d, row, pre, n);
+    z3::solver solver(ctx_);
+    solver.set(params_);
+    solver.add(local_pre_);
+    solver.add(pre.node_state[kN] == d.k(static_cast<std::int64_t>(row.src)));
+    if (row.guard) solver.add(spec::all_of(d, row.guard(d, pre, kN)));
+    auto post = fire_node(d, row, pre, kN);
     auto explain_for = [&](const std::string& what) {
       return [&, what](z3::model& mdl) {
-        std::ostringstream out;
-        out << "    before: " << show_cluster(mdl, pre);
-        out << "    event:  " << show_node_event(row, n) << "\n";
-        out << "    after:  " << show_cluster(mdl, post);
-        out << "    " << what << "\n";
-        return out.str();
+        std::ostringstream o;
+        o << "    before: " << show_cluster(mdl, pre);
+        o << "    event:  " << show_node_event(row, kN) << "\n";
+        o << "    after:  " << show_cluster(mdl, post);
+        o << "    " << what << "\n";
+        return o.str();
       };
     };
     auto en = enabled_obligation(solver, index, row.label());
@@ -296,72 +301,142 @@ ProofReport prove(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>
       // row leaves unchanged like every other job.
       auto holds = inv == spec::Inv::kIndex ? spec::index_local(d, post)
                                             : spec::state_invariant(d, inv, post);
-      if (spec::has_step_part(inv)) holds = holds && spec::step_invariant(d, inv, pre, 0, p, post);
-      report.obligations.push_back(invariant_obligation(d, solver, inv, index, row.label(), holds,
-                                                        post, sums_pre, explain_for));
+      if (spec::has_step_part(inv)) holds = holds && spec::step_invariant(d, inv, pre, 0, p_, post);
+      out.push_back(invariant_obligation(d, solver, inv, index, row.label(), holds, post, sums_pre_,
+                                         explain_for));
     }
     Obligation fr;
     fr.kind = ObligationKind::kFrame;
     fr.row = index;
     fr.row_label = row.label();
-    decide(solver, !node_frame(d, pre, n, post), fr,
+    decide(solver, !node_frame(d, pre, kN, post), fr,
            explain_for("the node row changed something besides the node's state"));
     fr.local = fr.proved;
-    report.obligations.push_back(fr);
-    report.obligations.push_back(en);
+    out.push_back(fr);
+    out.push_back(en);
   }
-  for (std::size_t a = 0; a < node_rows.size(); ++a)
-    for (std::size_t b = a + 1; b < node_rows.size(); ++b) {
-      const auto& ra = node_rows[a];
-      const auto& rb = node_rows[b];
-      if (ra.src != rb.src || ra.event != rb.event) continue;
-      z3::solver solver(ctx);
-      solver.set(params);
-      solver.add(local_pre);
-      solver.add(pre.node_state[n] == d.k(static_cast<std::int64_t>(ra.src)));
-      Obligation ob;
-      ob.kind = ObligationKind::kDeterministic;
-      ob.row = base + ra.index;
-      ob.other_row = base + rb.index;
-      ob.row_label = ra.label() + " and " + rb.label();
-      auto ga = ra.guard ? spec::all_of(d, ra.guard(d, pre, n)) : d.b(true);
-      auto gb = rb.guard ? spec::all_of(d, rb.guard(d, pre, n)) : d.b(true);
-      decide(solver, ga && gb, ob, [&](z3::model& mdl) {
-        return "    state:  " + show_cluster(mdl, pre) + "    both node rows are enabled\n";
-      });
-      ob.local = ob.proved;
-      report.obligations.push_back(ob);
-    }
 
-  // Rows sharing a source and an event: their guards must exclude each other.
-  for (std::size_t a = 0; a < rows.size(); ++a) {
-    for (std::size_t b = a + 1; b < rows.size(); ++b) {
-      const auto& ra = rows[a];
-      const auto& rb = rows[b];
-      if (ra.src != rb.src || ra.event != rb.event) continue;
-      z3::solver solver(ctx);
-      solver.set(params);
-      solver.add(local_pre);
-      solver.add(pre.jobs[j].state == d.k(static_cast<std::int64_t>(ra.src)));
-      Obligation ob;
-      ob.kind = ObligationKind::kDeterministic;
-      ob.row = ra.index;
-      ob.other_row = rb.index;
-      ob.row_label = ra.label() + " and " + rb.label();
-      auto ga = ra.guard ? spec::all_of(d, ra.guard(d, pre, j, p)) : d.b(true);
-      auto gb = rb.guard ? spec::all_of(d, rb.guard(d, pre, j, p)) : d.b(true);
-      decide(solver, ga && gb, ob, [&](z3::model& mdl) {
-        std::ostringstream out;
-        out << "    state:  " << show_cluster(mdl, pre);
-        out << "    event:  " << spec::event_name(ra.event) << " job" << j
-            << show_params(mdl, p, ra.event) << "\n";
-        out << "    both rows #" << ra.index << " and #" << rb.index << " are enabled\n";
-        return out.str();
-      });
-      ob.local = ob.proved;
-      report.obligations.push_back(ob);
-    }
+  // Two node rows sharing (source, event): their guards exclude each other.
+  void node_pair(const NodeSymRow& ra, const NodeSymRow& rb, int base, std::vector<Obligation>& out) {
+    const auto& d = d_;
+    z3::solver solver(ctx_);
+    solver.set(params_);
+    solver.add(local_pre_);
+    solver.add(pre_.node_state[kN] == d.k(static_cast<std::int64_t>(ra.src)));
+    Obligation ob;
+    ob.kind = ObligationKind::kDeterministic;
+    ob.row = base + ra.index;
+    ob.other_row = base + rb.index;
+    ob.row_label = ra.label() + " and " + rb.label();
+    auto ga = ra.guard ? spec::all_of(d, ra.guard(d, pre_, kN)) : d.b(true);
+    auto gb = rb.guard ? spec::all_of(d, rb.guard(d, pre_, kN)) : d.b(true);
+    decide(solver, ga && gb, ob, [&](z3::model& mdl) {
+      return "    state:  " + show_cluster(mdl, pre_) + "    both node rows are enabled\n";
+    });
+    ob.local = ob.proved;
+    out.push_back(ob);
   }
+
+  // Two job rows sharing (source, event): their guards exclude each other.
+  void job_pair(const SymRow& ra, const SymRow& rb, std::vector<Obligation>& out) {
+    const auto& d = d_;
+    z3::solver solver(ctx_);
+    solver.set(params_);
+    solver.add(local_pre_);
+    solver.add(pre_.jobs[kJ].state == d.k(static_cast<std::int64_t>(ra.src)));
+    Obligation ob;
+    ob.kind = ObligationKind::kDeterministic;
+    ob.row = ra.index;
+    ob.other_row = rb.index;
+    ob.row_label = ra.label() + " and " + rb.label();
+    auto ga = ra.guard ? spec::all_of(d, ra.guard(d, pre_, kJ, p_)) : d.b(true);
+    auto gb = rb.guard ? spec::all_of(d, rb.guard(d, pre_, kJ, p_)) : d.b(true);
+    decide(solver, ga && gb, ob, [&](z3::model& mdl) {
+      std::ostringstream o;
+      o << "    state:  " << show_cluster(mdl, pre_);
+      o << "    event:  " << spec::event_name(ra.event) << " job" << kJ
+        << show_params(mdl, p_, ra.event) << "\n";
+      o << "    both rows #" << ra.index << " and #" << rb.index << " are enabled\n";
+      return o.str();
+    });
+    ob.local = ob.proved;
+    out.push_back(ob);
+  }
+
+ private:
+  // The acting job and node. Job 0 stands for any job: ORDER (checker/id_order.h) checks that no
+  // guard, effect or invariant orders job ids, which is what makes that so.
+  static constexpr int kJ = 0;
+  static constexpr int kN = 0;
+  z3::context ctx_;
+  Z3Domain d_;
+  z3::params params_;
+  SymCluster pre_;
+  SymParams p_;
+  z3::expr local_pre_;
+  z3::expr sums_pre_;
+};
+
+// How many threads prove (each with its own solver context): ORRERY_CHECK_THREADS, else the
+// machine's cores, at most 8.
+unsigned prover_threads() {
+  if (const char* e = std::getenv("ORRERY_CHECK_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(e, &end, 10);
+    if (end != e && *end == '\0' && n >= 1 && n <= 64) return static_cast<unsigned>(n);
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return std::clamp(hw, 1u, 8u);
+}
+
+}  // namespace
+
+ProofReport prove(const std::vector<SymRow>& rows, const std::vector<NodeSymRow>& node_rows,
+                  const Shape& shape, unsigned timeout_ms) {
+  auto t0 = Clock::now();
+  ProofReport report;
+  report.rows = static_cast<int>(rows.size());
+  report.node_rows = static_cast<int>(node_rows.size());
+
+  // The obligations as tasks, in report order: Init; every job row; every node row; the node rows'
+  // and the job rows' determinism pairs. Each task is proved by one thread; the report keeps
+  // task order whatever thread proved what.
+  using Task = std::function<void(RowProver&, std::vector<Obligation>&)>;
+  std::vector<Task> tasks;
+  tasks.emplace_back([&](RowProver& pr, std::vector<Obligation>& out) { pr.init(shape, out); });
+  for (const auto& row : rows)
+    tasks.emplace_back([&row](RowProver& pr, std::vector<Obligation>& out) { pr.job_row(row, out); });
+  const int base = static_cast<int>(rows.size());
+  for (const auto& row : node_rows)
+    tasks.emplace_back(
+        [&row, base](RowProver& pr, std::vector<Obligation>& out) { pr.node_row(row, base, out); });
+  for (std::size_t a = 0; a < node_rows.size(); ++a)
+    for (std::size_t b = a + 1; b < node_rows.size(); ++b)
+      if (node_rows[a].src == node_rows[b].src && node_rows[a].event == node_rows[b].event)
+        tasks.emplace_back([&ra = node_rows[a], &rb = node_rows[b], base](
+                               RowProver& pr, std::vector<Obligation>& out) {
+          pr.node_pair(ra, rb, base, out);
+        });
+  for (std::size_t a = 0; a < rows.size(); ++a)
+    for (std::size_t b = a + 1; b < rows.size(); ++b)
+      if (rows[a].src == rows[b].src && rows[a].event == rows[b].event)
+        tasks.emplace_back([&ra = rows[a], &rb = rows[b]](RowProver& pr, std::vector<Obligation>& out) {
+          pr.job_pair(ra, rb, out);
+        });
+
+  std::vector<std::vector<Obligation>> results(tasks.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    RowProver pr(shape, timeout_ms);
+    for (std::size_t t = next++; t < tasks.size(); t = next++) tasks[t](pr, results[t]);
+  };
+  const unsigned threads = std::min<unsigned>(prover_threads(), static_cast<unsigned>(tasks.size()));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  for (auto& r : results)
+    for (auto& ob : r) report.obligations.push_back(std::move(ob));
 
   for (const auto& ob : report.obligations) (ob.proved ? report.proved : report.failed)++;
   report.seconds = ms_since(t0) / 1000.0;

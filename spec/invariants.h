@@ -480,12 +480,17 @@ typename D::Bool device_step(const D& d, Inv inv, const ClusterVars<D>& pre, int
                      on_up_node(d, pre, dev));
   if (inv != Inv::kReserve) return d.b(true);
   // (a) A reserved device is taken only by the job it is reserved for, or by one that takes
-  // precedence over that job (a reservation never keeps a higher tier waiting). (b) A device the
-  // acting job gives up is reserved for the job it was freed for, if that one is waiting.
+  // precedence over that job (a reservation never keeps a higher tier waiting); (d) likewise, a
+  // live reservation is replaced by another (a move reserving its target) only for the acting job,
+  // and only when it takes precedence over the job it was for. (b) A device the acting job gives
+  // up is reserved for the job it was freed for, if that one is waiting.
   const auto taken_by = post.owner[dev];
   return d.implies(reserved(d, pre, dev) && !(taken_by == d.k(-1)),
                    taken_by == pre.resv_for[dev] ||
                        (taken_by == d.k(j) && outranks(d, pre, j, pre.resv_for[dev]))) &&
+         d.implies(reserved(d, pre, dev) && taken_by == d.k(-1) &&
+                       !(post.resv_for[dev] == pre.resv_for[dev]) && !(post.resv_for[dev] == d.k(-1)),
+                   post.resv_for[dev] == d.k(j) && outranks(d, pre, j, pre.resv_for[dev])) &&
          d.implies(pre.owner[dev] == d.k(j) && post.owner[dev] == d.k(-1) && f.waits,
                    post.resv_for[dev] == f.job && reserved(d, post, dev));
 }
