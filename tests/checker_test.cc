@@ -588,18 +588,12 @@ TEST(ProverTest, PlacementWithoutTheReservationClauseFailsReserveOnItsRow) {
   auto r = prove(rows, kProofShape, kTimeoutMs);
   ExpectDecided(r);
   // Devices change hands where a job takes them: placement, resume, and a migration or resize
-  // carried out when its cut is stored. A shrink keeps a subset of the job's own devices, never
-  // reserved ones (a reserved device is free): there the clause is redundant.
-  //
-  // Not caught, and reported to the spec's owner: without the clause, the decision of a grow (#7)
-  // or a migration (#13) may target a device reserved for a waiting job it does not outrank, and
-  // plan_move then re-reserves it for itself: the other job's reservation is replaced, not taken,
-  // and no step invariant speaks of a reservation being replaced (INV-RESERVE (a) is about a
-  // reserved device being *taken*). When the cut is stored the device is reserved for the mover,
-  // so #14/#15 take it legally. The real guards keep the clause; the invariant does not require
-  // it. Once INV-RESERVE says that a live reservation is replaced only by a job that outranks the
-  // one it is for, #7 and #13 belong in this set.
-  const std::set<int> expected{3, 11, 14, 15};
+  // carried out when its cut is stored; and a reservation changes hands where a move is decided
+  // (a grow, #7, or a migration, #13, reserving its target: without the clause it could replace
+  // the reservation of a waiting job it does not outrank, which INV-RESERVE (d) forbids). A shrink
+  // keeps a subset of the job's own devices, never reserved ones (a reserved device is free):
+  // there the clause is redundant.
+  const std::set<int> expected{3, 7, 11, 13, 14, 15};
   std::cout << "[ reservation clause removed ] failing rows:";
   for (int index : failing_rows(r)) std::cout << " #" << index << " (" << ids(failed_on(r, index)) << ")";
   std::cout << "\n";
