@@ -47,6 +47,7 @@ struct Action {
   int ms = 0;       // pause, or how long a killed process stays down
   int tier = 1;     // of a submitted job
   bool for_new = false;  // preempt/resize: for a job of `tier` submitted just before (it waits)
+  bool wide = false;     // ... a gang as large as the fleet (it keeps waiting)
 };
 
 // `job` and `node` as resolved against the cluster (a job id, a node number or 0).
@@ -122,6 +123,16 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
     if (has) continue;
     auto extra = *gen_action();
     extra.act = must;
+    if (must == Act::kKillCoreInCut) {
+      // The basic job (the second one), preempted for a standard gang as large as the fleet: it
+      // waits whatever else runs, so the preemption is allowed whenever the basic job runs.
+      extra.job = 1;
+      extra.for_new = true;
+      extra.tier = 1;
+      extra.wide = true;
+    } else {
+      extra.node = 0;  // the core chooses where: a migration whenever there is room
+    }
     const auto at = *rc::gen::inRange<std::size_t>(0, actions.size() + 1);
     actions.insert(actions.begin() + static_cast<long>(at), extra);
   }
@@ -184,6 +195,7 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
       auto s = LocalCluster::mlp_job("waiting" + std::to_string(submitted++), 300, 100);
       s.tier = static_cast<spec::Tier>(act.tier % 3);
       s.min_devices = 2;  // a gang of 2: on a busy fleet it waits
+      if (act.wide) s.world = s.min_devices = s.max_devices = 2 * kNodes;
       beneficiary = submit(s);
       // Admitted first (a Submitted job is not yet waiting for devices).
       eventually(3000, [&] {
