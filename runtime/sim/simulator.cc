@@ -221,11 +221,14 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     if (c.from == JobState::kRunning && c.to != JobState::kRunning) ++js.ver;  // no finish now
     if (c.to == JobState::kRestoring) js.moved = c.from == JobState::kMigrating;
     if (c.to == JobState::kRunning && c.from != JobState::kRunning) runs_from_now(id);
-    // A round only when it may find something new to do: devices freed (a move frees those it
-    // leaves), a job waiting anew. (Progress and checkpoints alone do not call one; the next one
-    // sees their attained service.)
-    if (freed > 0 || d.event == EventKind::kCheckpointDone || d.event == EventKind::kAbort ||
-        (waits(c.to) && !waits(c.from)) || c.to == JobState::kSubmitted)
+    // A round only when it may find something new to do: devices freed (a migration frees those
+    // it leaves, an aborted move the devices reserved for it), a job waiting anew. (Progress,
+    // checkpoints and a grow carried out do not call one; the next one sees them.)
+    const bool moved_off = d.event == EventKind::kCheckpointDone && c.from == JobState::kMigrating;
+    const bool unreserved = d.event == EventKind::kAbort &&
+                            (c.from == JobState::kMigrating || c.from == JobState::kResizing);
+    if (freed > 0 || moved_off || unreserved || (waits(c.to) && !waits(c.from)) ||
+        c.to == JobState::kSubmitted)
       dirty();
   }
   // A refused report of the simulated runtime is a bug of the simulator and stops the run; a
