@@ -76,6 +76,7 @@ void Protocol::recover(std::int64_t now_ms) {
     t.periodic = false;
     watched_.insert(j);
   }
+  for (auto& [j, t] : tracks_) refresh(j);
 }
 
 void Protocol::send(Command::Kind kind, int node, int job, std::int64_t epoch, std::uint64_t seq,
@@ -158,6 +159,11 @@ std::uint64_t Protocol::ended_by(int job, std::int64_t epoch) const {
 }
 
 void Protocol::committed(const core::Committed& c, const core::Decision& d, std::int64_t now_ms) {
+  committed_impl(c, d, now_ms);
+  if (c.job >= 0) refresh(c.job);
+}
+
+void Protocol::committed_impl(const core::Committed& c, const core::Decision& d, std::int64_t now_ms) {
   if (c.job < 0) return;
   const int j = c.job;
   {
@@ -300,6 +306,12 @@ void Protocol::on_all_completed(int job, Track& t, std::int64_t step, const std:
 }
 
 Status Protocol::report(const Report& r, std::int64_t now_ms) {
+  auto st = report_impl(r, now_ms);
+  if (r.job >= 0 && r.job < core_.num_jobs()) refresh(r.job);
+  return st;
+}
+
+Status Protocol::report_impl(const Report& r, std::int64_t now_ms) {
   if (r.job < 0 || r.job >= core_.num_jobs())
     return Status::NotFound("unknown job " + std::to_string(r.job));
   const auto& jv = core_.cluster().jobs[r.job];
@@ -376,7 +388,16 @@ Status Protocol::report(const Report& r, std::int64_t now_ms) {
   return Status::Ok();
 }
 
-void Protocol::node_registered(int node, const std::vector<Running>& running, std::int64_t) {
+void Protocol::node_registered(int node, const std::vector<Running>& running, std::int64_t now_ms) {
+  node_registered_impl(node, running, now_ms);
+  for (const auto& inc : running)
+    if (inc.job >= 0 && inc.job < core_.num_jobs()) refresh(inc.job);
+  const auto& nd = core_.fleet().nodes[static_cast<std::size_t>(node)];
+  for (int dev = nd.first_device; dev < nd.end_device; ++dev)
+    if (core_.cluster().owner[dev] >= 0) refresh(static_cast<int>(core_.cluster().owner[dev]));
+}
+
+void Protocol::node_registered_impl(int node, const std::vector<Running>& running, std::int64_t) {
   // What is sent here follows from the jobs' states, which may rest on decisions not durable yet
   // (a Cancel, a Place, a Preempt): a stop waits for the decision that ended the incarnation, a
   // launch or a cut for the job's latest decision.
@@ -477,6 +498,7 @@ void Protocol::tick(std::int64_t now_ms) {
       request_checkpoint(j, now_ms);
     }
   }
+  for (int j : watched_) refresh(j);
 }
 
 void Protocol::request_checkpoint(int job, std::int64_t now_ms) {
@@ -487,6 +509,7 @@ void Protocol::request_checkpoint(int job, std::int64_t now_ms) {
   t.periodic_since_ms = now_ms;
   watched_.insert(job);
   for (int n : t.nodes) send(Command::Kind::kCut, n, job, t.epoch, 0, -1, /*then_stop=*/false);
+  refresh(job);
 }
 
 void Protocol::set_checkpoint_policy(int job, CheckpointPolicy policy) {
@@ -523,9 +546,20 @@ std::vector<std::pair<int, std::string>> Protocol::take_notes() {
   return out;
 }
 
+void Protocol::refresh(int job) {
+  if (job < 0) return;
+  if (static_cast<std::size_t>(job) >= may_be_busy_.size())
+    may_be_busy_.resize(std::max<std::size_t>(static_cast<std::size_t>(job) + 1, may_be_busy_.size() * 2), 0);
+  const Track* t = find(job);
+  may_be_busy_[static_cast<std::size_t>(job)] = t && (t->periodic || !started_everywhere(*t));
+}
+
 bool Protocol::busy(int job) const {
   const auto s = state(job);
   if (in_flight(s)) return true;
+  // The planners ask for every candidate of a round: most are neither cutting nor starting.
+  if (static_cast<std::size_t>(job) >= may_be_busy_.size() || !may_be_busy_[static_cast<std::size_t>(job)])
+    return false;
   const Track* t = find(job);
   if (!t) return false;
   return t->periodic || (s == JobState::kRunning && !started_everywhere(*t));

@@ -97,6 +97,11 @@ class Protocol {
     CheckpointPolicy policy;
   };
 
+  void committed_impl(const core::Committed& c, const core::Decision& d, std::int64_t now_ms);
+  Status report_impl(const Report& r, std::int64_t now_ms);
+  void node_registered_impl(int node, const std::vector<Running>& running, std::int64_t now_ms);
+  // Recomputes may_be_busy_ for the job after its track changed.
+  void refresh(int job);
   Track& track(int job);
   const Track* find(int job) const;
   spec::JobState state(int job) const { return core_.state(job); }
@@ -138,6 +143,9 @@ class Protocol {
   };
   std::unordered_map<int, std::vector<Undurable>> undurable_;
   std::deque<std::pair<std::uint64_t, int>> undurable_order_;
+  // Per job: a periodic cut is pending or the incarnation has not started on every node (what
+  // busy() asks beside the state), kept so that busy() needs no lookup for most jobs.
+  std::vector<std::uint8_t> may_be_busy_;
   std::set<int> watched_;  // jobs with an in-flight operation, a periodic cut or a policy
   std::vector<core::Decision> proposals_;
   std::vector<Command> commands_;
