@@ -341,20 +341,7 @@ class Harness final : public core::policy::PlanContext, public protocol::CommitL
 
   // --- PlanContext: the planner's proposals, committed like the Service's PlanLink does --------
   bool propose(const core::Decision& d) override {
-    switch (d.event) {
-      case EventKind::kAdmit:
-      case EventKind::kPlace:
-      case EventKind::kResume:
-        break;
-      case EventKind::kPreempt:
-      case EventKind::kMigrate:
-      case EventKind::kResizeUp:
-      case EventKind::kResizeDown:
-        if (d.job < 0 || d.job >= core_->num_jobs() || proto_->busy(static_cast<int>(d.job))) return false;
-        break;
-      default:
-        return false;
-    }
+    if (!proto_->may_commit(d)) return false;
     return driver_->commit(d, now()).ok();
   }
   bool cut_pending(int job) const override { return proto_->busy(job); }

@@ -565,6 +565,14 @@ bool Protocol::busy(int job) const {
   return t->periodic || (s == JobState::kRunning && !started_everywhere(*t));
 }
 
+bool Protocol::may_commit(const core::Decision& d) const {
+  if (!spec::planner_event(d.event)) return false;
+  const bool starts_cut = d.event == EventKind::kPreempt || d.event == EventKind::kMigrate ||
+                          d.event == EventKind::kResizeUp || d.event == EventKind::kResizeDown;
+  if (!starts_cut) return true;
+  return d.job >= 0 && d.job < core_.num_jobs() && !busy(static_cast<int>(d.job));
+}
+
 std::int64_t Protocol::reported_step(int job) const {
   const auto progress = core_.cluster().jobs[job].progress;
   const Track* t = find(job);

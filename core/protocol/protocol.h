@@ -76,6 +76,10 @@ class Protocol {
   // An operation is in flight for the job (a launch, a cut, a restore), a periodic cut is pending,
   // or its incarnation has not started on every node: planners leave it alone meanwhile.
   bool busy(int job) const;
+  // Whether a planner's proposal may be committed now: one of the events planners decide
+  // (spec::planner_event), and one that starts a cut (Preempt, Migrate, ResizeUp, ResizeDown)
+  // only for a job with nothing in flight. The core's guards judge the rest.
+  bool may_commit(const core::Decision& d) const;
   // The furthest step every node of the incarnation reported (the committed progress if more).
   std::int64_t reported_step(int job) const;
   // Nodes of the job's current incarnation (sorted).

@@ -70,21 +70,8 @@ void Service::plan() {
 bool Service::PlanLink::propose(const core::Decision& d) {
   Service& s = *s_;
   const int j = static_cast<int>(d.job);
-  switch (d.event) {
-    case EventKind::kAdmit:
-    case EventKind::kPlace:
-    case EventKind::kResume:
-      break;
-    case EventKind::kPreempt:
-    case EventKind::kMigrate:
-    case EventKind::kResizeUp:
-    case EventKind::kResizeDown:
-      if (j < 0 || j >= s.core_->num_jobs() || s.protocol_->busy(j)) return false;
-      break;
-    default:
-      ++s.planner_rejected_;
-      return false;
-  }
+  if (!spec::planner_event(d.event)) ++s.planner_rejected_;  // a policy bug
+  if (!s.protocol_->may_commit(d)) return false;
   auto c = s.commit(d);
   if (!c && j >= 0 && j < s.core_->num_jobs()) s.view(j).note = c.reason();
   return c.ok();

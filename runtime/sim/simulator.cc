@@ -154,23 +154,10 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   // --- PlanContext ---------------------------------------------------------------------------
   // Every proposal is committed at once; the protocol's commands carry it out (act()).
   bool propose(const Decision& d) override {
-    const int j = static_cast<int>(d.job);
-    switch (d.event) {
-      case EventKind::kAdmit:
-      case EventKind::kPlace:
-      case EventKind::kResume:
-        break;
-      case EventKind::kResizeUp:
-      case EventKind::kResizeDown:
-      case EventKind::kPreempt:
-      case EventKind::kMigrate:
-        if (proto_->busy(j)) return false;
-        progress(j);  // the work done up to the cut is committed first
-        break;
-      default:
-        ++rejected_;
-        return false;
-    }
+    if (!spec::planner_event(d.event)) ++rejected_;  // a policy bug
+    if (!proto_->may_commit(d)) return false;
+    if (d.event != EventKind::kAdmit && d.event != EventKind::kPlace && d.event != EventKind::kResume)
+      progress(static_cast<int>(d.job));  // the work done up to a cut is committed first
     const bool ok = commit(d).ok();
     act();
     return ok;
