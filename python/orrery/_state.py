@@ -1,0 +1,208 @@
+"""A transparent job's state at a checkpoint: where it lives and how it comes back.
+
+Everything large lives in proxy device memory, so the proxy cuts, splices and migrates it like
+any device memory, and it reaches the shard with the rest of the rank's device state:
+
+    state area (device):  [ tensors, raw bytes, 64-byte aligned | metadata (pickle) ]
+    header (host state):  fixed 192 bytes, registered with the worker once
+
+The tensors are the model's state_dict (parameters and buffers), the optimizer's per-parameter
+tensors (momentum, exp_avg ...) and torch's CPU RNG state. The metadata says where each one is
+(name, dtype, shape, offset) and holds the small things: the optimizer's hyperparameters and
+scalar state, Python's and NumPy's RNG states, and state_dict() of extra objects (LR schedulers).
+It is pickled at a checkpoint only, never per step.
+
+The header points at the state area: the next step, the metadata's offset and length, and the
+sizes of the state allocations made so far. A restore must repeat the rank's allocations in
+order (the proxy hands back the checkpointed ones at the same addresses), so the header lists
+them; a later checkpoint that needs more room allocates a larger area (the old one stays: an
+allocation of a checkpoint cannot be freed and replayed).
+"""
+
+import pickle
+import random
+import struct
+import sys
+import time
+
+import torch
+
+from . import Error
+
+_MAGIC = b"ORRTORCH"
+_VERSION = 1
+_MAX_ALLOCS = 16
+# magic, version, nallocs, next_step, meta_off, meta_len, count (flat floats), allocs[16]
+_FMT = "<8sIIqqqq%dq" % _MAX_ALLOCS
+HEADER_BYTES = 192
+assert struct.calcsize(_FMT) <= HEADER_BYTES
+_ALIGN = 64
+_MIB = 1 << 20
+
+
+def _align(n):
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _dtype_name(dt):
+    return str(dt).replace("torch.", "")
+
+
+def _dtype(name):
+    dt = getattr(torch, name, None)
+    if not isinstance(dt, torch.dtype):
+        raise Error("checkpoint names an unknown dtype %r" % name)
+    return dt
+
+
+def _opt_params(opt):
+    return [p for g in opt.param_groups for p in g["params"]]
+
+
+class JobState:
+    """The header (registered host state) and the state area of one rank."""
+
+    def __init__(self, worker, model, opt, extras, count):
+        self.worker = worker
+        self.model = model
+        self.opt = opt
+        self.extras = list(extras)
+        self.count = count
+        self.header = bytearray(HEADER_BYTES)
+        worker.register_host_state(self.header)  # filled here on a restore
+        self.allocs = []   # (address, bytes) of the state areas, in allocation order
+        self.last_cut = None  # (next_step, bytes, seconds to device memory) of the last save
+
+    # ---- restore ----
+
+    def restore(self):
+        """Loads the checkpointed state back; returns the step to continue from."""
+        f = struct.unpack_from(_FMT, self.header)
+        magic, version, nallocs, next_step, meta_off, meta_len, count = f[:7]
+        if magic != _MAGIC or version != _VERSION:
+            raise Error("the checkpoint was not written by orrery.torch (version %d)" % _VERSION)
+        if count != self.count:
+            raise Error("the checkpoint is of another model: %d reduced floats, this one %d"
+                        % (count, self.count))
+        if next_step != self.worker.restored_step:
+            raise Error("the checkpoint's header says step %d, the shard step %d"
+                        % (next_step, self.worker.restored_step))
+        for size in f[7:7 + nallocs]:
+            self.allocs.append((self.worker.alloc(size), size))  # the same addresses again
+        dev = self.allocs[-1][0]
+        meta = pickle.loads(self.worker.read(dev + meta_off, meta_len))
+        self._load(dev, meta)
+        return next_step
+
+    def _read_into(self, t, dev, off, nbytes):
+        if t.is_contiguous():
+            self.worker.copy_d2h(t.data_ptr(), dev + off, nbytes)
+        else:
+            tmp = torch.empty(t.shape, dtype=t.dtype)
+            self.worker.copy_d2h(tmp.data_ptr(), dev + off, nbytes)
+            t.copy_(tmp)
+
+    def _load(self, dev, meta):
+        sd = self.model.state_dict()
+        if [e[0] for e in meta["model"]] != list(sd.keys()):
+            raise Error("the checkpoint's model has other tensors than this model")
+        with torch.no_grad():
+            for name, dt, shape, off, nbytes in meta["model"]:
+                t = sd[name]
+                if _dtype_name(t.dtype) != dt or list(t.shape) != shape:
+                    raise Error("checkpoint tensor %s is %s%s, the model's %s%s"
+                                % (name, dt, shape, _dtype_name(t.dtype), list(t.shape)))
+                self._read_into(t, dev, off, nbytes)
+        params = _opt_params(self.opt)
+        state = {}
+        for pidx, key, dt, shape, off, nbytes in meta["opt_tensors"]:
+            t = torch.empty(shape, dtype=_dtype(dt))
+            if nbytes:
+                self.worker.copy_d2h(t.data_ptr(), dev + off, nbytes)
+            state.setdefault(pidx, {})[key] = t
+        for pidx, key, value in meta["opt_scalars"]:
+            state.setdefault(pidx, {})[key] = value
+        self.opt.state.clear()
+        for pidx, s in state.items():
+            self.opt.state[params[pidx]] = s
+        for g, saved in zip(self.opt.param_groups, meta["param_groups"]):
+            g.update(saved)
+        for obj, sd_extra in zip(self.extras, meta["extras"]):
+            obj.load_state_dict(sd_extra)
+        off, nbytes = meta["torch_rng"]
+        rng = torch.empty(nbytes, dtype=torch.uint8)
+        self.worker.copy_d2h(rng.data_ptr(), dev + off, nbytes)
+        torch.set_rng_state(rng)
+        random.setstate(meta["py_rng"])
+        if meta.get("np_rng") is not None and "numpy" in sys.modules:
+            sys.modules["numpy"].random.set_state(meta["np_rng"])
+
+    # ---- save ----
+
+    def save(self, next_step):
+        """Writes the state after `next_step` steps to device memory and points the header at
+        it; the step boundary that follows puts both into this rank's shard."""
+        t0 = time.perf_counter()
+        tensors = []  # (tensor, offset, nbytes)
+        off = 0
+
+        def place(t):
+            nonlocal off
+            nbytes = t.numel() * t.element_size()
+            at = off
+            tensors.append((t, at, nbytes))
+            off = _align(off + nbytes)
+            return at, nbytes
+
+        model_entries = []
+        for name, t in self.model.state_dict().items():
+            at, n = place(t.detach())
+            model_entries.append((name, _dtype_name(t.dtype), list(t.shape), at, n))
+        opt_tensors, opt_scalars = [], []
+        for pidx, p in enumerate(_opt_params(self.opt)):
+            for key, v in sorted(self.opt.state.get(p, {}).items()):
+                if torch.is_tensor(v):
+                    at, n = place(v.detach().cpu())
+                    opt_tensors.append((pidx, key, _dtype_name(v.dtype), list(v.shape), at, n))
+                else:
+                    opt_scalars.append((pidx, key, v))
+        rng = torch.get_rng_state()
+        rng_at = place(rng)
+        np_rng = None
+        if "numpy" in sys.modules:
+            np_rng = sys.modules["numpy"].random.get_state()
+        meta = {
+            "model": model_entries,
+            "opt_tensors": opt_tensors,
+            "opt_scalars": opt_scalars,
+            "param_groups": [{k: v for k, v in g.items() if k != "params"}
+                             for g in self.opt.param_groups],
+            "extras": [obj.state_dict() for obj in self.extras],
+            "torch_rng": rng_at,
+            "py_rng": random.getstate(),
+            "np_rng": np_rng,
+        }
+        blob = pickle.dumps(meta, protocol=pickle.HIGHEST_PROTOCOL)
+        meta_off = off
+        total = meta_off + len(blob)
+        dev = self._area(total)
+        for t, at, nbytes in tensors:
+            if nbytes == 0:
+                continue
+            src = t if t.is_contiguous() else t.contiguous()
+            self.worker.copy_h2d(dev + at, src.data_ptr(), nbytes)
+        self.worker.write(dev + meta_off, blob)
+        sizes = [s for _, s in self.allocs] + [0] * (_MAX_ALLOCS - len(self.allocs))
+        struct.pack_into(_FMT, self.header, 0, _MAGIC, _VERSION, len(self.allocs), next_step,
+                         meta_off, len(blob), self.count, *sizes)
+        self.last_cut = (next_step, total, time.perf_counter() - t0)
+
+    def _area(self, total):
+        """The state area's device address: the latest one, or a new larger one."""
+        if self.allocs and self.allocs[-1][1] >= total:
+            return self.allocs[-1][0]
+        if len(self.allocs) == _MAX_ALLOCS:
+            raise Error("the job's state grew more than %d times; cannot checkpoint" % _MAX_ALLOCS)
+        size = (total + total // 4 + _MIB - 1) // _MIB * _MIB  # room to grow a little
+        self.allocs.append((self.worker.alloc(size), size))
+        return self.allocs[-1][0]
