@@ -7,13 +7,13 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/proxy/kernels.h"
+#include "runtime/proxy/collective_chunks.h"
 #include "runtime/proxy/tcp_collective.h"
 #include "spec/limits.h"
 
 namespace orrery::runtime {
 
-inline constexpr std::uint32_t kCollectiveMagic = 0x4f52434c;  // "ORCL"
+inline constexpr std::uint32_t kCollectiveMagic = 0x4f52434d;  // "ORCM": chunked layout
 inline constexpr std::size_t kHeaderBytes = 4096;
 
 struct Collective::Header {
@@ -22,18 +22,32 @@ struct Collective::Header {
   std::int32_t world;
   std::uint64_t capacity;
   struct alignas(64) Phase {
-    std::atomic<std::uint32_t> count;
+    // ((step + 1) << 30 | count): the step's element count, set by its first contributor; a later
+    // contributor with another count (a flags-only contribution of a failing proxy) follows it.
+    std::atomic<std::uint64_t> geometry;
     std::atomic<std::uint64_t> flags;
     std::atomic<std::uint64_t> result_flags;
     std::atomic<std::int64_t> done_step;
-    std::atomic<std::uint32_t> gen;  // futex word
+    std::atomic<std::uint64_t> summed;     // tagged: chunks of the step summed
+    std::atomic<std::uint32_t> gen;        // futex word: a chunk became summable, or the result
+    std::atomic<std::uint32_t> sleepers;   // waiters on gen (a wake costs a syscall only then)
   } phase[2];
 };
 
+// Per chunk and phase, in the segment after the header.
+struct Collective::ChunkState {
+  std::atomic<std::uint64_t> arrived;  // tagged: ranks that have written this chunk
+  std::atomic<std::int64_t> claimed;   // the last step whose sum of this chunk was claimed
+};
 
 namespace {
+constexpr int kGeomBits = 30;
+std::size_t round_page(std::size_t n) { return (n + 4095) / 4096 * 4096; }
+std::size_t chunk_area(std::uint64_t cap) {
+  return round_page(2 * max_chunks(cap) * 16);
+}
 std::size_t bytes_for(int world, std::uint64_t cap) {
-  return kHeaderBytes + (2 * static_cast<std::size_t>(world) + 2) * cap * sizeof(float);
+  return kHeaderBytes + chunk_area(cap) + 2 * static_cast<std::size_t>(world) * cap * sizeof(float);
 }
 }  // namespace
 
@@ -49,10 +63,19 @@ Result<Collective> Collective::open(const std::string& name, int world, std::uin
     h->world = world;
     h->capacity = capacity;
     for (auto& ph : h->phase) {
-      ph.count.store(0);
+      ph.geometry.store(0);
       ph.flags.store(0);
+      ph.result_flags.store(0);
       ph.done_step.store(-1);
+      ph.summed.store(0);
       ph.gen.store(0);
+      ph.sleepers.store(0);
+    }
+    // ftruncate zero-fills: every chunk counter starts at (step 0, 0) and claimed at 0, so the
+    // claims of step 0 need the -1 below.
+    static_assert(sizeof(ChunkState) == 16);
+    for (int p = 0; p < 2; ++p) {
+      for (std::uint64_t k = 0; k < max_chunks(capacity); ++k) c.chunks(p)[k].claimed.store(-1);
     }
     h->ready.store(1, std::memory_order_release);
     return c;
@@ -97,49 +120,115 @@ std::size_t Collective::header_size() {
 int Collective::world() const { return h()->world; }
 std::uint64_t Collective::capacity() const { return h()->capacity; }
 
+Collective::ChunkState* Collective::chunks(int parity) const {
+  auto* base = reinterpret_cast<ChunkState*>(static_cast<char*>(map_.data()) + kHeaderBytes);
+  return base + static_cast<std::size_t>(parity) * max_chunks(h()->capacity);
+}
+
 float* Collective::slot(int parity, int rank) const {
-  auto* base = reinterpret_cast<float*>(static_cast<char*>(map_.data()) + kHeaderBytes);
+  auto* base = reinterpret_cast<float*>(static_cast<char*>(map_.data()) + kHeaderBytes +
+                                        chunk_area(h()->capacity));
   return base + (static_cast<std::size_t>(parity) * h()->world + rank) * h()->capacity;
 }
-float* Collective::result_buf(int parity) const {
-  return slot(0, 0) + (2 * static_cast<std::size_t>(h()->world) + parity) * h()->capacity;
+
+void Collective::wake(int parity) {
+  auto& ph = h()->phase[parity];
+  ph.gen.fetch_add(1, std::memory_order_seq_cst);
+  if (ph.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake(&ph.gen);
 }
 
 Status Collective::contribute(int rank, std::int64_t step, const float* data, std::uint64_t count,
                               std::uint64_t flags) {
   Header* hd = h();
   if (rank < 0 || rank >= hd->world) return Status::Error("collective: rank out of range");
-  if (count > hd->capacity) return Status::Error("collective: buffer larger than the segment's");
+  if (count == 0 || count > hd->capacity) {
+    return Status::Error("collective: buffer empty or larger than the segment's");
+  }
+  if (step < 0 || step >= (1ll << 33)) return Status::Error("collective: step out of range");
   const int p = static_cast<int>(step & 1);
   auto& ph = hd->phase[p];
-  std::memcpy(slot(p, rank), data, count * sizeof(float));
-  ph.flags.fetch_or(flags, std::memory_order_acq_rel);
-  if (ph.count.fetch_add(1, std::memory_order_acq_rel) + 1 ==
-      static_cast<std::uint32_t>(hd->world)) {
-    std::vector<const float*> in(hd->world);
-    for (int r = 0; r < hd->world; ++r) in[r] = slot(p, r);
-    sum_in_rank_order(in.data(), hd->world, count, result_buf(p));
-    ph.result_flags.store(ph.flags.exchange(0), std::memory_order_relaxed);
-    ph.count.store(0, std::memory_order_relaxed);
-    ph.done_step.store(step, std::memory_order_release);
-    ph.gen.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake(&ph.gen);
+  // The step's geometry: ours if we are first, else the first contributor's.
+  std::uint64_t n = count;
+  std::uint64_t g = ph.geometry.load(std::memory_order_acquire);
+  const std::uint64_t mine = (static_cast<std::uint64_t>(step + 1) << kGeomBits) | count;
+  for (;;) {
+    const auto tag = static_cast<std::int64_t>(g >> kGeomBits) - 1;
+    if (tag == step) {
+      n = g & ((1ull << kGeomBits) - 1);
+      break;
+    }
+    if (tag > step) return Status::Error("collective: a contribution to a finished step");
+    if (ph.geometry.compare_exchange_weak(g, mine, std::memory_order_acq_rel)) break;
   }
+  // Flags before any chunk: when the last chunk is summed, every rank's flags are in.
+  ph.flags.fetch_or(flags, std::memory_order_acq_rel);
+  const std::uint64_t cf = chunk_floats(n, hd->world), nch = chunk_count(n, hd->world);
+  const std::uint64_t have = std::min(count, n);
+  float* dst = slot(p, rank);
+  ChunkState* cs = chunks(p);
+  for (std::uint64_t c = 0; c < nch; ++c) {
+    const std::uint64_t lo = c * cf;
+    if (lo < have) std::memcpy(dst + lo, data + lo, (std::min(lo + cf, have) - lo) * sizeof(float));
+    if (tagged::add(cs[c].arrived, step) == static_cast<std::uint64_t>(hd->world)) wake(p);
+  }
+  help(step);
   return Status::Ok();
+}
+
+void Collective::help(std::int64_t step) {
+  Header* hd = h();
+  const int p = static_cast<int>(step & 1);
+  auto& ph = hd->phase[p];
+  const std::uint64_t g = ph.geometry.load(std::memory_order_acquire);
+  if (static_cast<std::int64_t>(g >> kGeomBits) - 1 != step) return;
+  if (ph.done_step.load(std::memory_order_acquire) == step) return;
+  const std::uint64_t n = g & ((1ull << kGeomBits) - 1);
+  const int w = hd->world;
+  const std::uint64_t cf = chunk_floats(n, w), nch = chunk_count(n, w);
+  ChunkState* cs = chunks(p);
+  std::vector<const float*> in(w);
+  for (std::uint64_t c = 0; c < nch; ++c) {
+    if (tagged::count(cs[c].arrived.load(std::memory_order_acquire), step) !=
+        static_cast<std::uint64_t>(w)) {
+      continue;
+    }
+    std::int64_t prev = cs[c].claimed.load(std::memory_order_relaxed);
+    if (prev >= step ||
+        !cs[c].claimed.compare_exchange_strong(prev, step, std::memory_order_acq_rel)) {
+      continue;
+    }
+    const std::uint64_t lo = c * cf, k = std::min(cf, n - lo);
+    for (int r = 0; r < w; ++r) in[r] = slot(p, r) + lo;
+    sum_chunk_in_rank_order(in.data(), w, k, slot(p, 0) + lo);
+    if (tagged::add(ph.summed, step) == nch) publish(step);
+  }
+}
+
+void Collective::publish(std::int64_t step) {
+  auto& ph = h()->phase[step & 1];
+  ph.result_flags.store(ph.flags.exchange(0, std::memory_order_acq_rel), std::memory_order_relaxed);
+  ph.done_step.store(step, std::memory_order_release);
+  wake(static_cast<int>(step & 1));
 }
 
 const float* Collective::result(std::int64_t step, std::uint64_t* flags) {
   const auto& ph = h()->phase[step & 1];
-  if (ph.done_step.load(std::memory_order_acquire) != step) return nullptr;
+  if (ph.done_step.load(std::memory_order_acquire) != step) {
+    help(step);
+    if (ph.done_step.load(std::memory_order_acquire) != step) return nullptr;
+  }
   if (flags != nullptr) *flags = ph.result_flags.load(std::memory_order_relaxed);
-  return result_buf(static_cast<int>(step & 1));
+  return slot(static_cast<int>(step & 1), 0);
 }
 
 void Collective::wait(std::int64_t step, long timeout_ns) {
   auto& ph = h()->phase[step & 1];
+  help(step);
   const std::uint32_t g = ph.gen.load(std::memory_order_seq_cst);
   if (ph.done_step.load(std::memory_order_acquire) == step) return;
+  ph.sleepers.fetch_add(1, std::memory_order_seq_cst);
   futex_wait(&ph.gen, g, timeout_ns);
+  ph.sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 Result<std::unique_ptr<CollectiveGroup>> open_collective_group(const std::string& name, int world,

@@ -1,11 +1,17 @@
 // The job's allreduce within one machine: a POSIX shm segment per job incarnation, named by
 // LaunchSpec::collective, where the proxies of all the job's ranks meet (the first to arrive
-// creates it). Each rank writes its contribution into its own slot; the rank that completes the
-// set sums the slots in rank order ((r0 + r1) + r2) + ... (sum_in_rank_order), so the result never
-// depends on which proxy or which arrival order produced it, and publishes it with the OR of all
-// ranks' flags (checkpoint / stop requests ride on the same exchange). Two phases (step parity):
-// a rank contributes step s+1 only after reading the result of s, so the result of s stays
-// readable until every rank has it.
+// creates it). Each rank writes its contribution into its own slot, chunk by chunk
+// (collective_chunks.h), and counts each chunk in; a chunk that every rank has written is
+// summed in rank order ((r0 + r1) + r2) + ... by whichever participant claims it first: the
+// contributors, and every participant waiting in result()/wait(), which help before they sleep.
+// So W processes sum different chunks at once, and the first chunks are summed while the last
+// ones are still being copied in (a reduce-scatter over claimers, pipelined with the copies);
+// the sums land in place in rank 0's slot, which every rank then reads (the all-gather). Each
+// chunk is still exactly the rank-ordered sum, so the result never depends on which proxy or
+// which arrival order produced it. The OR of all ranks' flags is published with the result
+// (checkpoint / stop requests ride on the same exchange). Two phases (step parity): a rank
+// contributes step s+1 only after reading the result of s, so the result of s stays readable
+// until every rank has it; per-chunk counters carry their step (tagged::), so none is reset.
 #pragma once
 
 #include <atomic>
@@ -56,9 +62,15 @@ class Collective final : public CollectiveGroup {
 
  private:
   struct Header;
+  struct ChunkState;
   Header* h() const { return static_cast<Header*>(map_.data()); }
+  ChunkState* chunks(int parity) const;
   float* slot(int parity, int rank) const;
-  float* result_buf(int parity) const;
+  // Sums every chunk of `step` that all ranks have written and nobody has claimed; publishes
+  // the result when the last chunk is summed. Never waits.
+  void help(std::int64_t step);
+  void publish(std::int64_t step);
+  void wake(int parity);
   ShmMapping map_;
 };
 

@@ -1,0 +1,218 @@
+// The chunk-parallel allreduce is bit-identical to the sequential rank-order sum: for W = 1..8,
+// odd sizes and sizes at chunk boundaries, with values whose float sum depends on the order
+// (each case checks that it does), in one process, across processes summing concurrently, and
+// over the TCP collective.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/proxy/collective.h"
+#include "runtime/proxy/collective_chunks.h"
+#include "runtime/proxy/tcp_collective.h"
+
+namespace orrery::runtime {
+namespace {
+
+// Values spread over 40 binary orders of magnitude, both signs: their float sum depends on the
+// order in which they are added.
+std::vector<std::vector<float>> inputs(int world, std::uint64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> ex(-20, 20);
+  std::vector<std::vector<float>> x(world, std::vector<float>(n));
+  for (auto& v : x) {
+    for (auto& f : v) f = std::ldexp(mant(rng), ex(rng)) * ((rng() & 1) ? 1.f : -1.f);
+  }
+  return x;
+}
+
+std::vector<float> rank_order_sum(const std::vector<std::vector<float>>& x) {
+  std::vector<float> s = x[0];
+  for (std::size_t r = 1; r < x.size(); ++r) {
+    for (std::size_t i = 0; i < s.size(); ++i) s[i] += x[r][i];
+  }
+  return s;
+}
+
+// The same values summed in reverse rank order: where this differs from the reference, a
+// collective that summed out of order would be caught.
+bool order_matters(const std::vector<std::vector<float>>& x) {
+  std::vector<float> s = x.back();
+  for (int r = static_cast<int>(x.size()) - 2; r >= 0; --r) {
+    for (std::size_t i = 0; i < s.size(); ++i) s[i] += x[r][i];
+  }
+  return std::memcmp(s.data(), rank_order_sum(x).data(), s.size() * sizeof(float)) != 0;
+}
+
+std::vector<std::uint64_t> sizes_for(int world) {
+  const std::uint64_t cf = chunk_floats(300'001, world);
+  return {1, 3, 1023, 4097, chunk_floats(50'000, world) * 3, cf * 2 - 1, cf * 2 + 1, 300'001};
+}
+
+std::string shm_name(const char* what) {
+  return std::string("/orrery-colltest-") + what + "-" + std::to_string(::getpid());
+}
+
+TEST(CollectiveChunks, PlanCoversTheBufferAndDependsOnCountAndWorldOnly) {
+  for (int w = 1; w <= 8; ++w) {
+    for (std::uint64_t n : sizes_for(w)) {
+      const std::uint64_t cf = chunk_floats(n, w), nch = chunk_count(n, w);
+      EXPECT_GE(cf * nch, n);
+      EXPECT_LT(cf * (nch - 1), n);
+      EXPECT_LE(nch, max_chunks(n));
+    }
+  }
+  EXPECT_GT(chunk_count(1 << 24, 4), 16u);  // a 64 MiB buffer is split among many summers
+}
+
+TEST(CollectiveChunks, ChunkSumIsTheRankOrderSumEvenInPlace) {
+  auto x = inputs(5, 5000, 1);
+  ASSERT_TRUE(order_matters(x));
+  const auto want = rank_order_sum(x);
+  std::vector<const float*> in;
+  for (auto& v : x) in.push_back(v.data());
+  sum_chunk_in_rank_order(in.data(), 5, 5000, x[0].data());  // out == in[0]
+  EXPECT_EQ(std::memcmp(x[0].data(), want.data(), want.size() * sizeof(float)), 0);
+}
+
+// One process contributes every rank, in a scrambled order, for two steps of each size.
+TEST(CollectiveShm, BitIdenticalToTheSequentialSumForEveryWorldAndSize) {
+  for (int w = 1; w <= 8; ++w) {
+    const std::string name = shm_name("seq");
+    Collective::unlink(name);
+    auto c = Collective::open(name, w, 300'001);
+    ASSERT_TRUE(c.ok()) << c.reason();
+    std::int64_t step = 0;
+    for (std::uint64_t n : sizes_for(w)) {
+      auto x = inputs(w, n, static_cast<unsigned>(w * 1000 + n));
+      if (w >= 3 && n >= 1023) {
+        ASSERT_TRUE(order_matters(x));
+      }
+      const auto want = rank_order_sum(x);
+      for (int k = 0; k < w; ++k) {
+        const int r = (2 * w - 1 - k + static_cast<int>(step)) % w;  // rotated, reversed arrival
+        ASSERT_TRUE(c->contribute(r, step, x[r].data(), n, r == 0 ? 1u : 0u).ok());
+        if (k + 1 < w) {
+          EXPECT_EQ(c->result(step, nullptr), nullptr);
+        }
+      }
+      std::uint64_t flags = 0;
+      const float* res = c->result(step, &flags);
+      ASSERT_NE(res, nullptr) << "w=" << w << " n=" << n;
+      EXPECT_EQ(std::memcmp(res, want.data(), n * sizeof(float)), 0) << "w=" << w << " n=" << n;
+      EXPECT_EQ(flags, 1u);
+      ++step;
+    }
+    Collective::unlink(name);
+  }
+}
+
+// W processes, each contributing its rank and waiting (helping to sum) for the result; several
+// steps so that both phases are reused.
+TEST(CollectiveShm, ConcurrentProcessesSumBitIdentically) {
+  for (int w : {2, 3, 4, 7}) {
+    const std::string name = shm_name("proc");
+    Collective::unlink(name);
+    const std::uint64_t n = chunk_floats(200'003, w) * 5 + 5;
+    std::vector<pid_t> kids;
+    for (int r = 0; r < w; ++r) {
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        auto c = Collective::open(name, w, n);
+        if (!c.ok()) ::_exit(10);
+        for (std::int64_t step = 0; step < 4; ++step) {
+          const auto x = inputs(w, n, static_cast<unsigned>(step * 31 + w));
+          if (!c->contribute(r, step, x[r].data(), n, 1ull << r).ok()) ::_exit(11);
+          std::uint64_t flags = 0;
+          const float* res = nullptr;
+          while ((res = c->result(step, &flags)) == nullptr) c->wait(step, 1'000'000);
+          const auto want = rank_order_sum(x);
+          if (std::memcmp(res, want.data(), n * sizeof(float)) != 0) ::_exit(12);
+          if (flags != (1ull << w) - 1) ::_exit(13);
+        }
+        ::_exit(0);
+      }
+      kids.push_back(pid);
+    }
+    for (pid_t pid : kids) {
+      int st = 0;
+      ::waitpid(pid, &st, 0);
+      EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "w=" << w << " status " << st;
+    }
+    Collective::unlink(name);
+  }
+}
+
+// A flags-only contribution (one float, as a proxy failing its part sends) still completes the
+// step, and its flags reach everyone.
+TEST(CollectiveShm, AShorterContributionCompletesTheStep) {
+  const std::string name = shm_name("short");
+  Collective::unlink(name);
+  auto c = Collective::open(name, 3, 100'000);
+  ASSERT_TRUE(c.ok()) << c.reason();
+  const std::vector<float> big(100'000, 1.f);
+  const float one = 0.f;
+  ASSERT_TRUE(c->contribute(0, 4, big.data(), big.size(), 0).ok());
+  ASSERT_TRUE(c->contribute(1, 4, &one, 1, 8).ok());
+  ASSERT_TRUE(c->contribute(2, 4, big.data(), big.size(), 0).ok());
+  std::uint64_t flags = 0;
+  EXPECT_NE(c->result(4, &flags), nullptr);
+  EXPECT_EQ(flags, 8u);
+  Collective::unlink(name);
+}
+
+// The TCP collective: ranks spread over several groups (proxies), each group contributing its
+// ranks from its own thread.
+TEST(CollectiveTcp, BitIdenticalOverSeveralConnections) {
+  for (int w : {1, 2, 3, 5, 8}) {
+    const int port = 23000 + (::getpid() % 5000) + w;
+    const std::string name = "tcp://127.0.0.1:" + std::to_string(port) + "/test";
+    const int groups = std::min(w, 3);
+    const std::uint64_t cap = 300'001;
+    std::vector<std::unique_ptr<CollectiveGroup>> g(groups);
+    auto hub = open_tcp_collective(name, w, cap, true);
+    ASSERT_TRUE(hub.ok()) << hub.reason();
+    g[0] = std::move(hub.value());
+    for (int i = 1; i < groups; ++i) {
+      auto o = open_tcp_collective(name, w, cap, false);
+      ASSERT_TRUE(o.ok()) << o.reason();
+      g[i] = std::move(o.value());
+    }
+    std::vector<std::thread> threads;
+    std::vector<int> bad(groups, 0);
+    for (int i = 0; i < groups; ++i) {
+      threads.emplace_back([&, i] {
+        std::int64_t step = 0;
+        for (std::uint64_t n : sizes_for(w)) {
+          const auto x = inputs(w, n, static_cast<unsigned>(n + w));
+          for (int r = i; r < w; r += groups) {
+            if (!g[i]->contribute(r, step, x[r].data(), n, r == w - 1 ? 2u : 0u).ok()) ++bad[i];
+          }
+          std::uint64_t flags = 0;
+          const float* res = nullptr;
+          for (int t = 0; t < 20000 && (res = g[i]->result(step, &flags)) == nullptr; ++t) {
+            g[i]->wait(step, 1'000'000);
+          }
+          const auto want = rank_order_sum(x);
+          if (res == nullptr || std::memcmp(res, want.data(), n * sizeof(float)) != 0 ||
+              flags != 2u) {
+            ++bad[i];
+          }
+          ++step;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < groups; ++i) EXPECT_EQ(bad[i], 0) << "w=" << w << " group " << i;
+  }
+}
+
+}  // namespace
+}  // namespace orrery::runtime
