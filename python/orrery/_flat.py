@@ -86,7 +86,7 @@ class GradReducer:
         if check_params:
             tag = params_hash23(self.params)
             self.check[self.rank] = float(tag)
-        flags = self.worker.allreduce_host(self.flat.data_ptr(), self.dev, self.count, step)
+        flags = self.worker.allreduce_staged(self.flat.data_ptr(), self.dev, self.count, step)
         if self.rank != 0:
             for b, v in zip(self.buffers, self.buf_views):
                 b.copy_(v)

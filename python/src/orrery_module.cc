@@ -238,9 +238,9 @@ PYBIND11_MODULE(_orrery, m) {
       }, py::arg("buf"), py::arg("count"), py::arg("step"),
          "Rank-ordered float32 sum in place across the job; the step's safe point. Returns the "
          "agreed flags (FLAG_CHECKPOINT, FLAG_STOP).")
-      // The host round trip of a gradient reduction in one crossing: `count` floats at host
+      // A host buffer reduced through a device buffer, in one crossing: `count` floats at host
       // address `host` go to device buffer `dev`, are summed across the job, and come back.
-      .def("allreduce_host", [](PyWorker& p, std::uintptr_t host, DevPtr dev, std::uint64_t count,
+      .def("allreduce_staged", [](PyWorker& p, std::uintptr_t host, DevPtr dev, std::uint64_t count,
                                 std::int64_t step) {
         Worker& w = p.w();
         py::gil_scoped_release nogil;

@@ -13,9 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +71,8 @@ std::unique_ptr<NodeRuntime> start(const Dir& dir, int devices) {
   return rt.ok() ? std::move(rt.value()) : nullptr;
 }
 
+std::string logs(const Dir& dir) { return dir.path() + "/logs"; }
+
 constexpr int kSteps = 12;
 
 LaunchSpec spec(int job, std::int64_t epoch, int world, std::vector<LocalPlacement> local,
@@ -90,7 +94,7 @@ LaunchSpec spec(int job, std::int64_t epoch, int world, std::vector<LocalPlaceme
 }
 
 // What one incarnation left: its events, and each rank's output.
-struct Run {
+struct Incarnation {
   std::vector<JobEvent> events;
   std::map<int, std::string> output;  // rank -> stdout and stderr
   const JobEvent* last() const { return events.empty() ? nullptr : &events.back(); }
@@ -125,8 +129,9 @@ struct Run {
 
 // Polls until `job` reaches an event of `kind` (or crashes, or its incarnation ends), collecting
 // its output; on the way, `on_event` may act (ask for a checkpoint ...).
-Run wait_for(NodeRuntime& rt, int job, Kind kind, double seconds = 90) {
-  Run run;
+Incarnation wait_for(NodeRuntime& rt, const std::string& log_dir, int job, Kind kind,
+                     double seconds = 90) {
+  Incarnation run;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
   bool done = false;
@@ -145,12 +150,27 @@ Run wait_for(NodeRuntime& rt, int job, Kind kind, double seconds = 90) {
   for (auto& c : rt.take_output(1 << 24)) {
     if (c.job == job) run.output[c.rank] += c.data;
   }
+  if (run.output.empty() && !log_dir.empty() && !run.events.empty()) {
+    // A runtime that hands out no output yet: the workers' log files it writes
+    // (<data_dir>/logs/job-J-epoch-E-rank-R.log).
+    const std::string prefix = "job-" + std::to_string(job) + "-epoch-" +
+                               std::to_string(run.events.back().epoch) + "-rank-";
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(log_dir, ec)) {
+      const std::string name = f.path().filename().string();
+      if (name.rfind(prefix, 0) != 0) continue;
+      std::ifstream in(f.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      run.output[std::atoi(name.c_str() + prefix.size())] = text.str();
+    }
+  }
   if (!done) ADD_FAILURE() << "job " << job << ": no event " << static_cast<int>(kind) << "\n" << run.dump();
   return run;
 }
 
 // The digest every rank printed, checked equal across ranks and against the completion note.
-std::string digest_of(const Run& run, int world) {
+std::string digest_of(const Incarnation& run, int world) {
   EXPECT_NE(run.last(), nullptr);
   if (run.last() == nullptr) return "";
   EXPECT_EQ(run.last()->kind, Kind::kCompleted) << run.dump();
@@ -167,18 +187,18 @@ std::string digest_of(const Run& run, int world) {
   return hex;
 }
 
-std::string uninterrupted(NodeRuntime& rt, int job, int world) {
+std::string uninterrupted(NodeRuntime& rt, const Dir& dir, int job, int world) {
   std::vector<LocalPlacement> pl;
   for (int r = 0; r < world; ++r) pl.push_back({r, {r}});
   EXPECT_TRUE(rt.launch(spec(job, 1, world, pl)).ok());
-  return digest_of(wait_for(rt, job, Kind::kCompleted), world);
+  return digest_of(wait_for(rt, logs(dir), job, Kind::kCompleted), world);
 }
 
 TEST(PytorchJob, TwoRanksOnTwoDevicesAgree) {
   Dir dir;
   auto rt = start(dir, 2);
   ASSERT_TRUE(rt);
-  const std::string d = uninterrupted(*rt, 1, 2);
+  const std::string d = uninterrupted(*rt, dir, 1, 2);
   EXPECT_FALSE(d.empty());
 }
 
@@ -186,10 +206,10 @@ TEST(PytorchJob, SplicedOnOneDeviceGivesTheSameDigest) {
   Dir dir;
   auto rt = start(dir, 2);
   ASSERT_TRUE(rt);
-  const std::string d = uninterrupted(*rt, 1, 2);
+  const std::string d = uninterrupted(*rt, dir, 1, 2);
   ASSERT_FALSE(d.empty());
   ASSERT_TRUE(rt->launch(spec(2, 1, 2, {{1, {1, 0}}})).ok());  // both ranks on device 1
-  EXPECT_EQ(digest_of(wait_for(*rt, 2, Kind::kCompleted), 2), d);
+  EXPECT_EQ(digest_of(wait_for(*rt, logs(dir), 2, Kind::kCompleted), 2), d);
 }
 
 // A checkpoint the job goes on from (at step 3), then a stop at the next agreed boundary, and a
@@ -198,16 +218,16 @@ TEST(PytorchJob, StopAfterACheckpointAndRestoreOnTheSameDevices) {
   Dir dir;
   auto rt = start(dir, 2);
   ASSERT_TRUE(rt);
-  const std::string d = uninterrupted(*rt, 1, 2);
+  const std::string d = uninterrupted(*rt, dir, 1, 2);
   ASSERT_FALSE(d.empty());
   const int job = 3;
   ASSERT_TRUE(rt->launch(spec(job, 1, 2, {{0, {0}}, {1, {1}}})).ok());
   ASSERT_TRUE(rt->checkpoint(job, 1, 3, false).ok());
-  Run a = wait_for(*rt, job, Kind::kCheckpointed);
+  Incarnation a = wait_for(*rt, logs(dir), job, Kind::kCheckpointed);
   ASSERT_NE(a.find(Kind::kCheckpointed), nullptr) << a.dump();
   EXPECT_EQ(a.find(Kind::kCheckpointed)->step, 3);
   ASSERT_TRUE(rt->checkpoint(job, 1, -1, true).ok());
-  Run b = wait_for(*rt, job, Kind::kStopped);
+  Incarnation b = wait_for(*rt, logs(dir), job, Kind::kStopped);
   ASSERT_NE(b.last(), nullptr);
   ASSERT_EQ(b.last()->kind, Kind::kStopped) << b.dump();
   const JobEvent* ck = b.find(Kind::kCheckpointed);
@@ -215,7 +235,7 @@ TEST(PytorchJob, StopAfterACheckpointAndRestoreOnTheSameDevices) {
   ASSERT_GT(ck->step, 3);
   ASSERT_LT(ck->step, kSteps);
   ASSERT_TRUE(rt->launch(spec(job, 2, 2, {{0, {0}}, {1, {1}}}, ck->step)).ok());
-  Run c = wait_for(*rt, job, Kind::kCompleted);
+  Incarnation c = wait_for(*rt, logs(dir), job, Kind::kCompleted);
   EXPECT_EQ(digest_of(c, 2), d);
   EXPECT_NE(c.output[0].find("restored step " + std::to_string(ck->step)), std::string::npos)
       << c.dump();
@@ -227,24 +247,24 @@ TEST(PytorchJob, ShrinkToTwoDevicesAndGrowBackGivesTheSameDigest) {
   Dir dir;
   auto rt = start(dir, 4);
   ASSERT_TRUE(rt);
-  const std::string d = uninterrupted(*rt, 1, 4);
+  const std::string d = uninterrupted(*rt, dir, 1, 4);
   ASSERT_FALSE(d.empty());
   const int job = 4;
   const std::vector<LocalPlacement> four = {{0, {0}}, {1, {1}}, {2, {2}}, {3, {3}}};
   ASSERT_TRUE(rt->launch(spec(job, 1, 4, four)).ok());
   ASSERT_TRUE(rt->checkpoint(job, 1, 4, true).ok());  // Python starts slower than step 4 comes
-  Run a = wait_for(*rt, job, Kind::kStopped);
+  Incarnation a = wait_for(*rt, logs(dir), job, Kind::kStopped);
   ASSERT_EQ(a.last()->kind, Kind::kStopped) << a.dump();
   ASSERT_NE(a.find(Kind::kCheckpointed), nullptr);
   ASSERT_EQ(a.find(Kind::kCheckpointed)->step, 4);
   ASSERT_TRUE(rt->launch(spec(job, 2, 4, {{2, {0, 1}}, {3, {2, 3}}}, 4)).ok());
   ASSERT_TRUE(rt->checkpoint(job, 2, 8, true).ok());
-  Run b = wait_for(*rt, job, Kind::kStopped);
+  Incarnation b = wait_for(*rt, logs(dir), job, Kind::kStopped);
   ASSERT_EQ(b.last()->kind, Kind::kStopped) << b.dump();
   ASSERT_NE(b.find(Kind::kCheckpointed), nullptr);
   ASSERT_EQ(b.find(Kind::kCheckpointed)->step, 8);
   ASSERT_TRUE(rt->launch(spec(job, 3, 4, {{3, {0}}, {2, {1}}, {1, {2}}, {0, {3}}}, 8)).ok());
-  EXPECT_EQ(digest_of(wait_for(*rt, job, Kind::kCompleted), 4), d);
+  EXPECT_EQ(digest_of(wait_for(*rt, logs(dir), job, Kind::kCompleted), 4), d);
 }
 
 }  // namespace
