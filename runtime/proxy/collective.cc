@@ -47,7 +47,8 @@ std::size_t chunk_area(std::uint64_t cap) {
   return round_page(2 * max_chunks(cap) * 16);
 }
 std::size_t bytes_for(int world, std::uint64_t cap) {
-  return kHeaderBytes + chunk_area(cap) + 2 * static_cast<std::size_t>(world) * cap * sizeof(float);
+  return kHeaderBytes + chunk_area(cap) +
+         (2 * static_cast<std::size_t>(world) + 2) * cap * sizeof(float);
 }
 }  // namespace
 
@@ -131,6 +132,13 @@ float* Collective::slot(int parity, int rank) const {
   return base + (static_cast<std::size_t>(parity) * h()->world + rank) * h()->capacity;
 }
 
+// Not in place in a slot: rank 0 may contribute step s+2 (the same phase) as soon as it has read
+// the result of s (a negotiation's skipped second round skips s+1), while other ranks still read
+// it; the result of s is overwritten only by sums of s+2, which need every rank's s+2 data.
+float* Collective::result_buf(int parity) const {
+  return slot(0, 0) + (2 * static_cast<std::size_t>(h()->world) + parity) * h()->capacity;
+}
+
 void Collective::wake(int parity) {
   auto& ph = h()->phase[parity];
   ph.gen.fetch_add(1, std::memory_order_seq_cst);
@@ -199,7 +207,7 @@ void Collective::help(std::int64_t step) {
     }
     const std::uint64_t lo = c * cf, k = std::min(cf, n - lo);
     for (int r = 0; r < w; ++r) in[r] = slot(p, r) + lo;
-    sum_chunk_in_rank_order(in.data(), w, k, slot(p, 0) + lo);
+    sum_chunk_in_rank_order(in.data(), w, k, result_buf(p) + lo);
     if (tagged::add(ph.summed, step) == nch) publish(step);
   }
 }
@@ -218,7 +226,7 @@ const float* Collective::result(std::int64_t step, std::uint64_t* flags) {
     if (ph.done_step.load(std::memory_order_acquire) != step) return nullptr;
   }
   if (flags != nullptr) *flags = ph.result_flags.load(std::memory_order_relaxed);
-  return slot(static_cast<int>(step & 1), 0);
+  return result_buf(static_cast<int>(step & 1));
 }
 
 void Collective::wait(std::int64_t step, long timeout_ns) {

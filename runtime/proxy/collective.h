@@ -6,7 +6,7 @@
 // contributors, and every participant waiting in result()/wait(), which help before they sleep.
 // So W processes sum different chunks at once, and the first chunks are summed while the last
 // ones are still being copied in (a reduce-scatter over claimers, pipelined with the copies);
-// the sums land in place in rank 0's slot, which every rank then reads (the all-gather). Each
+// the sums land in the phase's result buffer, which every rank then reads (the all-gather). Each
 // chunk is still exactly the rank-ordered sum, so the result never depends on which proxy or
 // which arrival order produced it. The OR of all ranks' flags is published with the result
 // (checkpoint / stop requests ride on the same exchange). Two phases (step parity): a rank
@@ -66,6 +66,7 @@ class Collective final : public CollectiveGroup {
   Header* h() const { return static_cast<Header*>(map_.data()); }
   ChunkState* chunks(int parity) const;
   float* slot(int parity, int rank) const;
+  float* result_buf(int parity) const;
   // Sums every chunk of `step` that all ranks have written and nobody has claimed; publishes
   // the result when the last chunk is summed. Never waits.
   void help(std::int64_t step);

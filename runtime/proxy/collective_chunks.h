@@ -38,7 +38,7 @@ inline std::uint64_t max_chunks(std::uint64_t capacity) {
 }
 
 // out[i] = ((in[0][i] + in[1][i]) + in[2][i]) + ..., exactly kernels.h's sum_in_rank_order, but
-// `out` may be in[0] (the shm collective sums in place into rank 0's slot). Blocked so that a
+// `out` may be in[0] (a caller may sum in place into the first input). Blocked so that a
 // block of `out` stays in L1 while each rank's block is added to it.
 inline void sum_chunk_in_rank_order(const float* const* in, int ranks, std::uint64_t n,
                                     float* out) {

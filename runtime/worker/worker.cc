@@ -7,6 +7,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "runtime/proxy/collective.h"
 #include "spec/limits.h"
 
 namespace orrery::runtime {
@@ -131,6 +132,7 @@ Result<std::unique_ptr<Worker>> Worker::connect(const WorkerEnv& env) {
 }
 
 Worker::~Worker() {
+  host_coll_.reset();
   if (ring_ && !dead_) {
     Request r;
     r.op = static_cast<std::uint32_t>(Op::kBye);
@@ -263,6 +265,61 @@ Result<std::uint64_t> Worker::allreduce(DevPtr buf, std::uint64_t count, std::in
   if (resp.code != 0) return Status::Error(std::string("allreduce: ") + resp.error);
   last_flags_ = resp.v[0];
   return resp.v[0];
+}
+
+Result<std::uint64_t> Worker::allreduce_host(float* data, std::uint64_t count,
+                                             std::int64_t step) {
+  if (count == 0 || count > (1ull << 28)) return Status::Error("allreduce_host: bad count");
+  if (env_.collective.rfind("tcp://", 0) == 0) return allreduce_staged(data, count, step);
+  if (!host_coll_ || count > host_cap_) {
+    // Every rank makes the same calls, so every rank takes the same capacity and name.
+    int log2 = 18;
+    while ((1ull << log2) < count) ++log2;
+    auto c = Collective::open(env_.collective + "-h" + std::to_string(log2), env_.world,
+                              1ull << log2);
+    if (!c) return Status::Error("allreduce_host: " + c.reason());
+    host_coll_ = std::make_unique<Collective>(std::move(c.value()));
+    host_cap_ = 1ull << log2;
+    host_name_ = env_.collective + "-h" + std::to_string(log2);
+    host_seq_ = 0;
+    host_unlinked_ = false;
+  }
+  if (flag_buf_ == 0) {
+    auto b = alloc(64);
+    if (!b) return Status::Error("allreduce_host: " + b.reason());
+    flag_buf_ = b.value();
+  }
+  const std::int64_t seq = host_seq_++;
+  if (auto st = host_coll_->contribute(env_.rank, seq, data, count, 0); !st) {
+    return Status::Error("allreduce_host: " + st.reason());
+  }
+  auto flags = allreduce(flag_buf_, 1, step);  // the safe point
+  if (!flags) return flags.status();
+  // Every rank's data is in (each contributes before its safe point): help sum, then copy out.
+  const float* res = nullptr;
+  while ((res = host_coll_->result(seq, nullptr)) == nullptr) host_coll_->wait(seq, 1'000'000);
+  std::memcpy(data, res, count * sizeof(float));
+  if (!host_unlinked_) {  // every rank has it open: its name can go
+    Collective::unlink(host_name_);
+    host_unlinked_ = true;
+  }
+  return flags;
+}
+
+Result<std::uint64_t> Worker::allreduce_staged(float* data, std::uint64_t count,
+                                               std::int64_t step) {
+  if (count > stage_floats_) {
+    if (stage_buf_ != 0) (void)free(stage_buf_);
+    auto b = alloc(count * sizeof(float));
+    if (!b) return Status::Error("allreduce_host: " + b.reason());
+    stage_buf_ = b.value();
+    stage_floats_ = count;
+  }
+  if (auto st = copy_h2d(stage_buf_, data, count * sizeof(float)); !st) return st;
+  auto flags = allreduce(stage_buf_, count, step);
+  if (!flags) return flags.status();
+  if (auto st = copy_d2h(data, stage_buf_, count * sizeof(float)); !st) return st;
+  return flags;
 }
 
 Status Worker::register_host_state(void* p, std::uint64_t n) {

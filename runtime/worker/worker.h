@@ -30,6 +30,7 @@
 namespace orrery::runtime {
 
 using DevPtr = std::uint64_t;
+class Collective;
 
 // Exit status of a worker that stopped on request after its checkpoint (not a failure).
 inline constexpr int kExitStopped = 3;
@@ -77,6 +78,20 @@ class Worker {
   // Sum of `count` floats at buf across the job's ranks, in rank order, in place. One per step
   // (`step` counts from 0); the safe point of splicing. Returns the agreed flags (ring.h).
   Result<std::uint64_t> allreduce(DevPtr buf, std::uint64_t count, std::int64_t step);
+  // The same allreduce on host memory (a PyTorch job's CPU gradients), without copying the data
+  // to the device and back: the same bits (element i is ((x0[i] + x1[i]) + ...) in rank order),
+  // the same returned flags, the same safe point and splicing behaviour as allreduce(), in
+  // place in `data`. Within one machine (a shm ORRERY_COLLECTIVE) the data go straight from
+  // `data` into a shm segment the job's workers share (<collective>-h<log2 capacity>, removed
+  // once every rank has it open), where all of them sum its chunks in rank order
+  // (runtime/proxy/collective.h), while a one-float allreduce through the proxy is the safe
+  // point: it carries the flags, and a spliced rank waits there for its turn. Order: our data
+  // in, then the safe point (so a rank never waits on another rank's data before its turn),
+  // then the sum and the result out; the one-float device buffer is allocated at the first call.
+  // Across machines (a tcp:// collective) it stages through a device buffer (allocated at the
+  // first call, grown when needed): copy_h2d, allreduce, copy_d2h. Every rank must call it with
+  // the same counts in the same order, as with allreduce(); count is 1 .. 2^28.
+  Result<std::uint64_t> allreduce_host(float* data, std::uint64_t count, std::int64_t step);
   // Registers host bytes to checkpoint; after a restore, fills them with the restored bytes
   // (registrations must come in the same order and sizes as before the checkpoint).
   Status register_host_state(void* p, std::uint64_t n);
@@ -93,6 +108,7 @@ class Worker {
   Response call(Request& r);
   void drain(std::uint32_t keep);  // collects responses until at most `keep` are outstanding
   Status status_of(const Response& r, const char* what);
+  Result<std::uint64_t> allreduce_staged(float* data, std::uint64_t count, std::int64_t step);
 
   WorkerEnv env_;
   ShmMapping map_;
@@ -105,6 +121,16 @@ class Worker {
   std::uint32_t inflight_ = 0;   // asynchronous launches not yet answered
   std::string launch_error_;     // the first failed asynchronous launch, until reported
   std::vector<std::pair<void*, std::uint64_t>> states_;
+  // allreduce_host: the shared host segment (its capacity, name, the group steps taken on it,
+  // whether its name is removed yet), the one-float buffer of the safe point, the staging buffer.
+  std::unique_ptr<Collective> host_coll_;
+  std::uint64_t host_cap_ = 0;
+  std::string host_name_;
+  std::int64_t host_seq_ = 0;
+  bool host_unlinked_ = false;
+  DevPtr flag_buf_ = 0;
+  DevPtr stage_buf_ = 0;
+  std::uint64_t stage_floats_ = 0;
 };
 
 }  // namespace orrery::runtime
