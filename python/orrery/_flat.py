@@ -18,7 +18,8 @@ Layout of the buffer (count = P + B + W floats):
   ranks started from identical parameters, which seeded initialisation (or the checkpoint)
   must give. A mismatch is an error naming the cause, not silently diverging replicas.
 
-One buffer in proxy device memory of the same size is allocated once and reused every step.
+The device buffer of the allreduce is the job's state area (_state.py), at least this size: the
+gradients pass through it, the checkpointed state rests in it, never at the same time.
 """
 
 import hashlib
@@ -37,7 +38,7 @@ def params_hash23(params):
 
 
 class GradReducer:
-    def __init__(self, worker, model):
+    def __init__(self, worker, model, area):
         self.worker = worker
         self.world = worker.world
         self.rank = worker.rank
@@ -62,7 +63,7 @@ class GradReducer:
             off += b.numel()
         self.grads = self.flat[:self.P]
         self.check = self.flat[self.P + self.B:]
-        self.dev = worker.alloc(4 * self.count)  # the first allocation: replayed after a restore
+        self.area = area  # () -> the device buffer's address
         self.scale = 1.0 / self.world
 
     def reduce(self, step, check_params):
@@ -86,7 +87,8 @@ class GradReducer:
         if check_params:
             tag = params_hash23(self.params)
             self.check[self.rank] = float(tag)
-        flags = self.worker.allreduce_staged(self.flat.data_ptr(), self.dev, self.count, step)
+        flags = self.worker.allreduce_staged(self.flat.data_ptr(), self.area(), self.count,
+                                             step)
         if self.rank != 0:
             for b, v in zip(self.buffers, self.buf_views):
                 b.copy_(v)

@@ -12,11 +12,17 @@ tensors (momentum, exp_avg ...) and torch's CPU RNG state. The metadata says whe
 scalar state, Python's and NumPy's RNG states, and state_dict() of extra objects (LR schedulers).
 It is pickled at a checkpoint only, never per step.
 
-The header points at the state area: the next step, the metadata's offset and length, and the
-sizes of the state allocations made so far. A restore must repeat the rank's allocations in
-order (the proxy hands back the checkpointed ones at the same addresses), so the header lists
-them; a later checkpoint that needs more room allocates a larger area (the old one stays: an
-allocation of a checkpoint cannot be freed and replayed).
+The state area is also the step's reduction buffer (_flat.py): the gradients pass through it
+during the allreduce, and the state is written into it after the update, just before the step
+boundary that puts it in the shard. One device allocation, so a shard holds the state and
+little else (no stale gradient buffer beside it). It is allocated when the loop starts, sized
+for the model, its optimizer's per-parameter state (known optimizers; others are guessed) and
+the reduction; a checkpoint that needs more allocates a larger area, used from then on (the old
+one stays: an allocation of a checkpoint cannot be freed and replayed).
+
+The header points at the state: the next step, the metadata's offset and length, and the sizes
+of the areas allocated so far. A restore repeats the rank's allocations in that order (the
+proxy hands back the checkpointed ones, at the same addresses, with their bytes).
 """
 
 import pickle
@@ -59,6 +65,30 @@ def _opt_params(opt):
     return [p for g in opt.param_groups for p in g["params"]]
 
 
+def _opt_slots(opt):
+    """How many parameter-sized tensors the optimizer keeps per parameter (a guess for others)."""
+    name, d = type(opt).__name__, opt.defaults
+    if name == "SGD":
+        return 1 if d.get("momentum", 0) else 0
+    if name in ("Adam", "AdamW"):
+        return 3 if d.get("amsgrad") else 2
+    if name == "RMSprop":
+        return 1 + bool(d.get("momentum", 0)) + bool(d.get("centered"))
+    if name in ("Adagrad", "Adadelta"):
+        return 1 if name == "Adagrad" else 2
+    return 2
+
+
+def _estimate(model, opt):
+    """Bytes of the state area for the model and optimizer, with room for the metadata."""
+    sd = list(model.state_dict().values())
+    params = _opt_params(opt)
+    n = sum(_align(t.numel() * t.element_size()) for t in sd)
+    n += _opt_slots(opt) * sum(_align(p.numel() * p.element_size()) for p in params)
+    n += _ALIGN * 2 * len(params)  # small per-parameter tensors (Adam's step)
+    return n + _align(5056) + (256 << 10)  # torch's RNG state, the metadata
+
+
 class JobState:
     """The header (registered host state) and the state area of one rank."""
 
@@ -72,24 +102,37 @@ class JobState:
         worker.register_host_state(self.header)  # filled here on a restore
         self.allocs = []   # (address, bytes) of the state areas, in allocation order
         self.last_cut = None  # (next_step, bytes, seconds to device memory) of the last save
+        if worker.restored:
+            f = self._fields()
+            for size in f[7:7 + f[2]]:
+                self.allocs.append((worker.alloc(size), size))  # the same addresses again
+        else:
+            size = max(4 * count, _estimate(model, opt))
+            size = (size + (64 << 10) - 1) // (64 << 10) * (64 << 10)
+            self.allocs.append((worker.alloc(size), size))
+
+    def area(self):
+        """The device address of the state area (also the reduction buffer)."""
+        return self.allocs[-1][0]
+
+    def _fields(self):
+        f = struct.unpack_from(_FMT, self.header)
+        if f[0] != _MAGIC or f[1] != _VERSION:
+            raise Error("the checkpoint was not written by orrery.torch (version %d)" % _VERSION)
+        if f[6] != self.count:
+            raise Error("the checkpoint is of another model: %d reduced floats, this one %d"
+                        % (f[6], self.count))
+        return f
 
     # ---- restore ----
 
     def restore(self):
         """Loads the checkpointed state back; returns the step to continue from."""
-        f = struct.unpack_from(_FMT, self.header)
-        magic, version, nallocs, next_step, meta_off, meta_len, count = f[:7]
-        if magic != _MAGIC or version != _VERSION:
-            raise Error("the checkpoint was not written by orrery.torch (version %d)" % _VERSION)
-        if count != self.count:
-            raise Error("the checkpoint is of another model: %d reduced floats, this one %d"
-                        % (count, self.count))
+        _, _, _, next_step, meta_off, meta_len, _ = self._fields()[:7]
         if next_step != self.worker.restored_step:
             raise Error("the checkpoint's header says step %d, the shard step %d"
                         % (next_step, self.worker.restored_step))
-        for size in f[7:7 + nallocs]:
-            self.allocs.append((self.worker.alloc(size), size))  # the same addresses again
-        dev = self.allocs[-1][0]
+        dev = self.area()
         meta = pickle.loads(self.worker.read(dev + meta_off, meta_len))
         self._load(dev, meta)
         return next_step
@@ -203,6 +246,7 @@ class JobState:
             return self.allocs[-1][0]
         if len(self.allocs) == _MAX_ALLOCS:
             raise Error("the job's state grew more than %d times; cannot checkpoint" % _MAX_ALLOCS)
-        size = (total + total // 4 + _MIB - 1) // _MIB * _MIB  # room to grow a little
+        size = max(total + total // 4, 4 * self.count)  # room to grow; it is the reduction buffer too
+        size = (size + _MIB - 1) // _MIB * _MIB
         self.allocs.append((self.worker.alloc(size), size))
         return self.allocs[-1][0]

@@ -116,7 +116,7 @@ class Steps:
         self.model = model
         self.opt = optimizer
         self.log = log if log is not None else bool(os.environ.get("ORRERY_TORCH_LOG"))
-        self.reducer = GradReducer(self.w, model)
+        self.reducer = GradReducer(self.w, model, lambda: self.state.area())
         self.state = JobState(self.w, model, optimizer, extras, self.reducer.count)
         self.start = 0
         if self.w.restored:

@@ -76,13 +76,13 @@ std::string logs(const Dir& dir) { return dir.path() + "/logs"; }
 constexpr int kSteps = 12;
 
 LaunchSpec spec(int job, std::int64_t epoch, int world, std::vector<LocalPlacement> local,
-                std::int64_t restore_step = -1) {
+                std::int64_t restore_step = -1, int steps = kSteps) {
   LaunchSpec s;
   s.job = job;
   s.epoch = epoch;
   s.world = world;
   s.local = std::move(local);
-  s.command = {kPython, "train_orrery.py", "--steps", std::to_string(kSteps), "--batch", "4",
+  s.command = {kPython, "train_orrery.py", "--steps", std::to_string(steps), "--batch", "4",
                "--width", "8", "--hidden", "64", "--log-every", "4"};
   s.env = {"ORRERY_TORCH_LOG=1"};
   s.workdir = ORRERY_EXAMPLES_DIR;
@@ -187,10 +187,11 @@ std::string digest_of(const Incarnation& run, int world) {
   return hex;
 }
 
-std::string uninterrupted(NodeRuntime& rt, const Dir& dir, int job, int world) {
+std::string uninterrupted(NodeRuntime& rt, const Dir& dir, int job, int world,
+                          int steps = kSteps) {
   std::vector<LocalPlacement> pl;
   for (int r = 0; r < world; ++r) pl.push_back({r, {r}});
-  EXPECT_TRUE(rt.launch(spec(job, 1, world, pl)).ok());
+  EXPECT_TRUE(rt.launch(spec(job, 1, world, pl, -1, steps)).ok());
   return digest_of(wait_for(rt, logs(dir), job, Kind::kCompleted), world);
 }
 
@@ -212,17 +213,19 @@ TEST(PytorchJob, SplicedOnOneDeviceGivesTheSameDigest) {
   EXPECT_EQ(digest_of(wait_for(*rt, logs(dir), 2, Kind::kCompleted), 2), d);
 }
 
-// A checkpoint the job goes on from (at step 3), then a stop at the next agreed boundary, and a
-// restore on the same devices.
+// A checkpoint the job goes on from (at step 3), then a stop at the next boundary all ranks
+// agree on (as a preemption asks), and a restore on the same devices. More steps than the other
+// tests: the job must still be running when the stop is asked for (steps take milliseconds).
 TEST(PytorchJob, StopAfterACheckpointAndRestoreOnTheSameDevices) {
+  constexpr int kLong = 60;
   Dir dir;
   auto rt = start(dir, 2);
   ASSERT_TRUE(rt);
-  const std::string d = uninterrupted(*rt, dir, 1, 2);
+  const std::string d = uninterrupted(*rt, dir, 1, 2, kLong);
   ASSERT_FALSE(d.empty());
   const int job = 3;
-  ASSERT_TRUE(rt->launch(spec(job, 1, 2, {{0, {0}}, {1, {1}}})).ok());
-  ASSERT_TRUE(rt->checkpoint(job, 1, 3, false).ok());
+  ASSERT_TRUE(rt->launch(spec(job, 1, 2, {{0, {0}}, {1, {1}}}, -1, kLong)).ok());
+  ASSERT_TRUE(rt->checkpoint(job, 1, 3, false).ok());  // Python starts slower than step 3 comes
   Incarnation a = wait_for(*rt, logs(dir), job, Kind::kCheckpointed);
   ASSERT_NE(a.find(Kind::kCheckpointed), nullptr) << a.dump();
   EXPECT_EQ(a.find(Kind::kCheckpointed)->step, 3);
@@ -233,8 +236,8 @@ TEST(PytorchJob, StopAfterACheckpointAndRestoreOnTheSameDevices) {
   const JobEvent* ck = b.find(Kind::kCheckpointed);
   ASSERT_NE(ck, nullptr) << b.dump();
   ASSERT_GT(ck->step, 3);
-  ASSERT_LT(ck->step, kSteps);
-  ASSERT_TRUE(rt->launch(spec(job, 2, 2, {{0, {0}}, {1, {1}}}, ck->step)).ok());
+  ASSERT_LT(ck->step, kLong);
+  ASSERT_TRUE(rt->launch(spec(job, 2, 2, {{0, {0}}, {1, {1}}}, ck->step, kLong)).ok());
   Incarnation c = wait_for(*rt, logs(dir), job, Kind::kCompleted);
   EXPECT_EQ(digest_of(c, 2), d);
   EXPECT_NE(c.output[0].find("restored step " + std::to_string(ck->step)), std::string::npos)
