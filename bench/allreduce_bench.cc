@@ -4,7 +4,9 @@
 // collective on loopback, rank 0's node serving it), each rank on its own device.
 //
 //   allreduce_bench --world W --counts N[,N...] [--iters K] [--warmup M] [--nodes 1|2]
-//                   [--mode host|staged] [--timeout-s S]
+//                   [--mode host|staged] [--splice K] [--timeout-s S]
+//
+// --splice K: K ranks time-sliced on each device (its proxy), as the scheduler splices them.
 //
 // Prints "RESULT count=N median_us=U ok=1" per count: per rank the median time of one allreduce
 // (host buffer in, reduced host buffer out), then the slowest rank's. Exit 0 when every rank
@@ -55,7 +57,7 @@ int fail(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int world = 2, nodes = 1, iters = 10, warmup = 2, timeout_s = 120;
+  int world = 2, nodes = 1, iters = 10, warmup = 2, timeout_s = 120, splice = 1;
   std::string counts = "262144";
   std::string mode = "host";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -67,6 +69,7 @@ int main(int argc, char** argv) {
     else if (a == "--nodes") nodes = std::atoi(v.c_str());
     else if (a == "--mode") mode = v;
     else if (a == "--timeout-s") timeout_s = std::atoi(v.c_str());
+    else if (a == "--splice") splice = std::max(1, std::atoi(v.c_str()));
     else return fail("unknown argument " + a);
   }
   if (world < 1 || world > 16 || (nodes != 1 && nodes != 2) || world < nodes) {
@@ -78,7 +81,7 @@ int main(int argc, char** argv) {
   for (int n = 0; n < nodes; ++n) {
     NodeRuntimeOptions o;
     o.node_name = "arb" + std::to_string(::getpid()) + "n" + std::to_string(n);
-    o.devices = std::min(per_node, world - n * per_node);
+    o.devices = (std::min(per_node, world - n * per_node) + splice - 1) / splice;
     std::uint64_t most = 0;
     for (const char* p = counts.c_str(); *p != '\0';) {
       char* end = nullptr;
@@ -107,8 +110,9 @@ int main(int argc, char** argv) {
   // The far node first: its proxies wait for the hub on rank 0's node.
   for (int n = nodes - 1; n >= 0; --n) {
     LaunchSpec s = spec;
-    for (int d = 0; d < per_node && n * per_node + d < world; ++d) {
-      s.local.push_back(LocalPlacement{d, {n * per_node + d}});
+    for (int i = 0; i < per_node && n * per_node + i < world; ++i) {
+      if (i % splice == 0) s.local.push_back(LocalPlacement{i / splice, {}});
+      s.local.back().ranks.push_back(n * per_node + i);
     }
     if (auto st = rts[n]->launch(s); !st) return fail("launch: " + st.reason());
   }

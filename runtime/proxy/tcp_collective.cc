@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -40,20 +42,43 @@ void set_nonblocking(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+// Bytes received and not yet taken: recv() writes straight into its tail (a std::vector would
+// zero what recv is about to overwrite), and taking a message moves only the bytes after it.
+struct InBuf {
+  std::unique_ptr<char[]> p;
+  std::size_t n = 0, cap = 0;
+  char* data() const { return p.get(); }
+  std::size_t size() const { return n; }
+  void reserve_tail(std::size_t more) {
+    if (n + more <= cap) return;
+    const std::size_t c = std::max(2 * cap, n + more);
+    std::unique_ptr<char[]> q(new char[c]);
+    if (n != 0) std::memcpy(q.get(), p.get(), n);
+    p = std::move(q);
+    cap = c;
+  }
+  void drop_front(std::size_t k) {
+    std::memmove(p.get(), p.get() + k, n - k);
+    n -= k;
+  }
+};
+
 // A non-blocking connection with an input buffer of whole messages and an output queue.
 struct Conn {
   int fd = -1;
-  std::vector<char> in, out;
+  InBuf in;
+  std::vector<char> out;
   std::size_t out_off = 0;
   bool broken = false;
 
   // Reads what is there; returns false on EOF or error.
   bool read_some() {
-    char buf[1 << 16];
+    constexpr std::size_t kStep = 1 << 20;
     for (;;) {
-      ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+      in.reserve_tail(kStep);
+      ssize_t r = ::recv(fd, in.data() + in.n, kStep, 0);
       if (r > 0) {
-        in.insert(in.end(), buf, buf + r);
+        in.n += static_cast<std::size_t>(r);
         continue;
       }
       if (r == 0) return false;
@@ -85,7 +110,7 @@ struct Conn {
     if (in.size() < total) return false;
     data->resize(h->count);
     std::memcpy(data->data(), in.data() + sizeof *h, h->count * sizeof(float));
-    in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(total));
+    in.drop_front(total);
     return true;
   }
   void queue(const WireHeader& h, const float* data) {
@@ -144,6 +169,7 @@ class Hub {
     std::vector<bool> got;
     int count = 0;
     std::uint64_t flags = 0, n = 0;
+    std::vector<float> sum;  // kept: a fresh 64 MiB vector a step costs its page faults again
   };
 
   void loop() {
@@ -157,7 +183,9 @@ class Hub {
         int fd = ::accept(lfd_, nullptr, nullptr);
         if (fd >= 0) {
           set_nonblocking(fd);
-          conns_.push_back(Conn{fd, {}, {}, 0, false});
+          Conn c;
+          c.fd = fd;
+          conns_.push_back(std::move(c));
         }
       }
       for (std::size_t i = 0; i + 1 < pfd.size(); ++i) {
@@ -180,7 +208,7 @@ class Hub {
     }
   }
 
-  void take(const WireHeader& h, const std::vector<float>& data) {
+  void take(const WireHeader& h, std::vector<float>& data) {
     if (h.kind != kContribution || h.rank < 0 || h.rank >= world_ || h.step < 0) return;
     Phase& p = phase_[h.step & 1];
     if (p.step != h.step) {
@@ -191,17 +219,17 @@ class Hub {
       p.n = h.count;
     }
     if (p.got[h.rank] || h.count != p.n) return;  // a duplicate or a mismatched buffer
-    p.slots[h.rank] = data;
+    p.slots[h.rank].swap(data);  // no copy; `data` gets a buffer to decode the next one into
     p.got[h.rank] = true;
     p.flags |= h.flags;
     if (++p.count < world_) return;
     std::vector<const float*> in(world_);
     for (int r = 0; r < world_; ++r) in[r] = p.slots[r].data();
-    std::vector<float> sum(p.n);
-    sum_in_rank_order(in.data(), world_, p.n, sum.data());
+    p.sum.resize(p.n);
+    sum_in_rank_order(in.data(), world_, p.n, p.sum.data());
     WireHeader out{kMagic, kResult, -1, 0, h.step, p.flags, p.n};
     for (auto& c : conns_) {
-      c.queue(out, sum.data());
+      c.queue(out, p.sum.data());
       if (!c.write_some()) c.broken = true;
     }
   }
@@ -263,13 +291,12 @@ class TcpCollective final : public CollectiveGroup {
   bool pump() {
     if (!conn_.read_some()) return false;
     WireHeader h;
-    std::vector<float> data;
-    while (conn_.next(&h, &data, cap_)) {
+    while (conn_.next(&h, &scratch_, cap_)) {
       if (h.kind != kResult) continue;
       Cached& c = cache_[h.step & 1];
       c.step = h.step;
       c.flags = h.flags;
-      c.data.swap(data);
+      c.data.swap(scratch_);  // buffers rotate, none is allocated again once sized
     }
     return !conn_.broken;
   }
@@ -278,6 +305,7 @@ class TcpCollective final : public CollectiveGroup {
   std::uint64_t cap_;
   Conn conn_;
   Cached cache_[2];
+  std::vector<float> scratch_;
 };
 
 }  // namespace
