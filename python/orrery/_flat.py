@@ -18,8 +18,10 @@ Layout of the buffer (count = P + B + W floats):
   ranks started from identical parameters, which seeded initialisation (or the checkpoint)
   must give. A mismatch is an error naming the cause, not silently diverging replicas.
 
-The device buffer of the allreduce is the job's state area (_state.py), at least this size: the
-gradients pass through it, the checkpointed state rests in it, never at the same time.
+Within a machine the buffer is summed in place by Worker::allreduce_host (host shared memory
+between the job's workers; the safe point is a one-float allreduce through the proxy). Across
+machines (a tcp:// collective) it goes through the job's state area in device memory
+(_state.py): copied in, reduced by the proxies, copied back, in one call (allreduce_staged).
 """
 
 import hashlib
@@ -38,7 +40,7 @@ def params_hash23(params):
 
 
 class GradReducer:
-    def __init__(self, worker, model, area):
+    def __init__(self, worker, model, area, host_reduce):
         self.worker = worker
         self.world = worker.world
         self.rank = worker.rank
@@ -63,7 +65,8 @@ class GradReducer:
             off += b.numel()
         self.grads = self.flat[:self.P]
         self.check = self.flat[self.P + self.B:]
-        self.area = area  # () -> the device buffer's address
+        self.area = area  # () -> the device buffer's address (across machines)
+        self.host_reduce = host_reduce
         self.scale = 1.0 / self.world
 
     def reduce(self, step, check_params):
@@ -87,8 +90,11 @@ class GradReducer:
         if check_params:
             tag = params_hash23(self.params)
             self.check[self.rank] = float(tag)
-        flags = self.worker.allreduce_staged(self.flat.data_ptr(), self.area(), self.count,
-                                             step)
+        if self.host_reduce:
+            flags = self.worker.allreduce_host(self.flat.data_ptr(), self.count, step)
+        else:
+            flags = self.worker.allreduce_staged(self.flat.data_ptr(), self.area(), self.count,
+                                                 step)
         if self.rank != 0:
             for b, v in zip(self.buffers, self.buf_views):
                 b.copy_(v)

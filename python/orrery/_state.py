@@ -20,9 +20,13 @@ for the model, its optimizer's per-parameter state (known optimizers; others are
 the reduction; a checkpoint that needs more allocates a larger area, used from then on (the old
 one stays: an allocation of a checkpoint cannot be freed and replayed).
 
-The header points at the state: the next step, the metadata's offset and length, and the sizes
-of the areas allocated so far. A restore repeats the rank's allocations in that order (the
-proxy hands back the checkpointed ones, at the same addresses, with their bytes).
+Within a machine the gradients do not pass through the area: Worker::allreduce_host sums them
+in host shared memory, and the area holds the state only. Across machines (a tcp:// collective)
+the area is the reduction buffer too (allreduce_staged), at least the reduction's size.
+
+The header points at the state: the next step, the area's address, the metadata's offset and
+length, and the rank's allocations so far (_allocs.py: a restore repeats them in order, and the
+proxy hands the checkpointed ones back at the same addresses with their bytes).
 """
 
 import pickle
@@ -34,13 +38,14 @@ import time
 import torch
 
 from . import Error
+from ._allocs import MAX_ENTRIES, AllocLog
 
 _MAGIC = b"ORRTORCH"
 _VERSION = 1
-_MAX_ALLOCS = 16
-# magic, version, nallocs, next_step, meta_off, meta_len, count (flat floats), allocs[16]
-_FMT = "<8sIIqqqq%dq" % _MAX_ALLOCS
-HEADER_BYTES = 192
+# magic, version, nentries, next_step, meta_off, meta_len, count (reduced floats), area address,
+# allocation log (_allocs.py)
+_FMT = "<8sIIqqqqq%dq" % MAX_ENTRIES
+HEADER_BYTES = 320
 assert struct.calcsize(_FMT) <= HEADER_BYTES
 _ALIGN = 64
 _MIB = 1 << 20
@@ -92,33 +97,37 @@ def _estimate(model, opt):
 class JobState:
     """The header (registered host state) and the state area of one rank."""
 
-    def __init__(self, worker, model, opt, extras, count):
+    def __init__(self, worker, model, opt, extras, count, host_reduce):
         self.worker = worker
         self.model = model
         self.opt = opt
         self.extras = list(extras)
         self.count = count
+        self.host_reduce = host_reduce
         self.header = bytearray(HEADER_BYTES)
         worker.register_host_state(self.header)  # filled here on a restore
-        self.allocs = []   # (address, bytes) of the state areas, in allocation order
         self.last_cut = None  # (next_step, bytes, seconds to device memory) of the last save
+        self.restored_area = None
         if worker.restored:
             f = self._fields()
-            for size in f[7:7 + f[2]]:
-                self.allocs.append((worker.alloc(size), size))  # the same addresses again
+            self.restored_area = f[7]
+            self.log = AllocLog(worker, host_reduce, AllocLog.decode(f[8:8 + f[2]]))
+            self.log.replay()  # up to the worker's own allocation, if any
         else:
-            size = max(4 * count, _estimate(model, opt))
-            size = (size + (64 << 10) - 1) // (64 << 10) * (64 << 10)
-            self.allocs.append((worker.alloc(size), size))
+            self.log = AllocLog(worker, host_reduce)
+            size = _estimate(model, opt) if host_reduce else max(4 * count, _estimate(model, opt))
+            self.log.new_area((size + (64 << 10) - 1) // (64 << 10) * (64 << 10))
 
     def area(self):
-        """The device address of the state area (also the reduction buffer)."""
-        return self.allocs[-1][0]
+        """The device address of the state area (the reduction buffer across machines)."""
+        return self.log.areas[-1][0]
 
     def _fields(self):
         f = struct.unpack_from(_FMT, self.header)
         if f[0] != _MAGIC or f[1] != _VERSION:
             raise Error("the checkpoint was not written by orrery.torch (version %d)" % _VERSION)
+        if f[2] > MAX_ENTRIES:
+            raise Error("the checkpoint's header is damaged (%d allocations)" % f[2])
         if f[6] != self.count:
             raise Error("the checkpoint is of another model: %d reduced floats, this one %d"
                         % (f[6], self.count))
@@ -128,11 +137,12 @@ class JobState:
 
     def restore(self):
         """Loads the checkpointed state back; returns the step to continue from."""
-        _, _, _, next_step, meta_off, meta_len, _ = self._fields()[:7]
+        _, _, _, next_step, meta_off, meta_len, _, dev = self._fields()[:8]
         if next_step != self.worker.restored_step:
             raise Error("the checkpoint's header says step %d, the shard step %d"
                         % (next_step, self.worker.restored_step))
-        dev = self.area()
+        # The area may not be replayed yet (it can follow the worker's allocation), but it is the
+        # rank's restored memory: readable at its address already.
         meta = pickle.loads(self.worker.read(dev + meta_off, meta_len))
         self._load(dev, meta)
         return next_step
@@ -235,18 +245,17 @@ class JobState:
             src = t if t.is_contiguous() else t.contiguous()
             self.worker.copy_h2d(dev + at, src.data_ptr(), nbytes)
         self.worker.write(dev + meta_off, blob)
-        sizes = [s for _, s in self.allocs] + [0] * (_MAX_ALLOCS - len(self.allocs))
-        struct.pack_into(_FMT, self.header, 0, _MAGIC, _VERSION, len(self.allocs), next_step,
-                         meta_off, len(blob), self.count, *sizes)
+        log = self.log.encoded()
+        struct.pack_into(_FMT, self.header, 0, _MAGIC, _VERSION, len(log), next_step,
+                         meta_off, len(blob), self.count, dev, *(log + [0] * (MAX_ENTRIES - len(log))))
         self.last_cut = (next_step, total, time.perf_counter() - t0)
 
     def _area(self, total):
         """The state area's device address: the latest one, or a new larger one."""
-        if self.allocs and self.allocs[-1][1] >= total:
-            return self.allocs[-1][0]
-        if len(self.allocs) == _MAX_ALLOCS:
-            raise Error("the job's state grew more than %d times; cannot checkpoint" % _MAX_ALLOCS)
-        size = max(total + total // 4, 4 * self.count)  # room to grow; it is the reduction buffer too
-        size = (size + _MIB - 1) // _MIB * _MIB
-        self.allocs.append((self.worker.alloc(size), size))
-        return self.allocs[-1][0]
+        addr, size = self.log.areas[-1]
+        if size >= total:
+            return addr
+        size = total + total // 4  # room to grow
+        if not self.host_reduce:
+            size = max(size, 4 * self.count)  # the reduction buffer too
+        return self.log.new_area((size + _MIB - 1) // _MIB * _MIB)

@@ -116,8 +116,11 @@ class Steps:
         self.model = model
         self.opt = optimizer
         self.log = log if log is not None else bool(os.environ.get("ORRERY_TORCH_LOG"))
-        self.reducer = GradReducer(self.w, model, lambda: self.state.area())
-        self.state = JobState(self.w, model, optimizer, extras, self.reducer.count)
+        # Within a machine the gradients are summed in host shared memory (allreduce_host);
+        # across machines through device memory (_flat.py).
+        host_reduce = not self.w.env["collective"].startswith("tcp://")
+        self.reducer = GradReducer(self.w, model, lambda: self.state.area(), host_reduce)
+        self.state = JobState(self.w, model, optimizer, extras, self.reducer.count, host_reduce)
         self.start = 0
         if self.w.restored:
             t0 = time.perf_counter()
@@ -144,6 +147,7 @@ class Steps:
                 raise orrery.Error("opt.step() twice in step %d: orrery reduces once per step"
                                    % me.step)
             me.flags = me.reducer.reduce(me.step, check_params=me.step == me.start)
+            me.state.log.after_first_reduce()
             me.stepped = True
             return inner(*args, **kwargs)
 

@@ -238,6 +238,16 @@ PYBIND11_MODULE(_orrery, m) {
       }, py::arg("buf"), py::arg("count"), py::arg("step"),
          "Rank-ordered float32 sum in place across the job; the step's safe point. Returns the "
          "agreed flags (FLAG_CHECKPOINT, FLAG_STOP).")
+      // Worker::allreduce_host: host floats summed in place across the job (within a machine
+      // straight through a shm segment the job's workers share; the safe point is a one-float
+      // allreduce through the proxy). The worker allocates a small device buffer at its first
+      // call: see orrery.torch's notes on allocation order (docs/pytorch.md).
+      .def("allreduce_host", [](PyWorker& p, std::uintptr_t host, std::uint64_t count,
+                                std::int64_t step) {
+        Worker& w = p.w();
+        py::gil_scoped_release nogil;
+        return take(w.allreduce_host(static_cast<float*>(addr(host)), count, step));
+      }, py::arg("host_addr"), py::arg("count"), py::arg("step"))
       // A host buffer reduced through a device buffer, in one crossing: `count` floats at host
       // address `host` go to device buffer `dev`, are summed across the job, and come back.
       .def("allreduce_staged", [](PyWorker& p, std::uintptr_t host, DevPtr dev, std::uint64_t count,
