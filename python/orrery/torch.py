@@ -163,27 +163,33 @@ class Steps:
         return it
 
     def __iter__(self):
-        for i, item in enumerate(self._items(), self.start):
-            self.step, self.stepped, self.flags = i, False, 0
-            yield item
-            if not self.stepped:
-                raise orrery.Error("step %d ended without opt.step(): orrery's safe point is the "
-                                   "gradient reduction inside it, once per step" % i)
-            t0 = time.perf_counter()
-            if self.flags & orrery.FLAG_CHECKPOINT:
-                self.state.save(i + 1)
-            b = self.w.step_boundary(i + 1)
-            if b.checkpointed:
-                _, nbytes, to_dev = self.state.last_cut
-                self._say("checkpoint at step %d: %d bytes, %.4f s (state to device %.4f s)"
-                          % (i + 1, nbytes, time.perf_counter() - t0, to_dev))
-            if b.stop:
-                self._say("stopped after step %d" % (i + 1))
-                global _worker
-                _worker = None
-                orrery.exit_stopped(self.w)
-        self.step = None
+        try:
+            for i, item in enumerate(self._items(), self.start):
+                self.step, self.stepped, self.flags = i, False, 0
+                yield item
+                self._boundary(i)
+        finally:
+            self.step = None  # a loop left early: opt.step() is a plain update again
         self._report()
+
+    def _boundary(self, i):
+        """After step i's body: the checkpoint if one was agreed, the boundary, maybe a stop."""
+        if not self.stepped:
+            raise orrery.Error("step %d ended without opt.step(): orrery's safe point is the "
+                               "gradient reduction inside it, once per step" % i)
+        t0 = time.perf_counter()
+        if self.flags & orrery.FLAG_CHECKPOINT:
+            self.state.save(i + 1)
+        b = self.w.step_boundary(i + 1)
+        if b.checkpointed:
+            _, nbytes, to_dev = self.state.last_cut
+            self._say("checkpoint at step %d: %d bytes, %.4f s (state to device %.4f s)"
+                      % (i + 1, nbytes, time.perf_counter() - t0, to_dev))
+        if b.stop:
+            self._say("stopped after step %d" % (i + 1))
+            global _worker
+            _worker = None
+            orrery.exit_stopped(self.w)
 
     def _report(self):
         global _digest_reported
