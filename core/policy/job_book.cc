@@ -17,6 +17,8 @@ void JobBook::update(const SchedulerCore& core, int job) {
     where_.resize(i + 1, Where::kNone);
     key_of_.resize(where_.size());
     wait_since_.resize(where_.size(), 0);
+    run_since_.resize(where_.size(), 0);
+    run_epoch_.resize(where_.size(), -1);
     if (by_tenant_) held_of_.resize(where_.size(), 0);
   }
   const auto& jv = core.cluster().jobs[job];
@@ -57,6 +59,10 @@ void JobBook::update(const SchedulerCore& core, int job) {
       w = Where::kWaiting;
       break;
     case JobState::kRunning:
+      if (run_epoch_[i] != jv.epoch) {  // a new incarnation: it starts now
+        run_epoch_[i] = jv.epoch;
+        run_since_[i] = core.now_ms();
+      }
       running_.insert(job);
       running_by_[{jv.dtype, jv.tier}].insert(job);
       w = Where::kRunning;

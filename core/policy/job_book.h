@@ -60,6 +60,12 @@ class JobBook {
   bool helped(int beneficiary) const { return helped_.count(beneficiary) != 0; }
   // When a waiting job started waiting (the core's clock), this time.
   std::int64_t waiting_since(int job) const { return wait_since_[static_cast<std::size_t>(job)]; }
+  // When a running job's current incarnation started running (the core's clock, when the book
+  // first saw it Running under its current epoch: a periodic checkpoint or an aborted cut does
+  // not restart it). What a victim loses and min_runtime_ms are measured from here
+  // (core/policy/victims.h). A book rebuilt after a core restart sees its running jobs start then:
+  // they look younger than they are, which errs towards not evicting them.
+  std::int64_t running_since(int job) const { return run_since_[static_cast<std::size_t>(job)]; }
 
   // Admits every submitted job whose admission the core would accept, in id order.
   void admit_all(const SchedulerCore& core, PlanContext& ctx);
@@ -95,6 +101,8 @@ class JobBook {
   std::vector<Where> where_;
   std::vector<Key> key_of_;
   std::vector<std::int64_t> wait_since_;
+  std::vector<std::int64_t> run_since_;
+  std::vector<std::int64_t> run_epoch_;  // the epoch run_since_ is for (-1: none yet)
   std::vector<std::int64_t> held_of_;  // by tenant: devices counted in shares_ for the job
   std::set<int> submitted_;
   std::set<int> running_;

@@ -42,13 +42,14 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   int shrink = -1;
   std::int64_t shrink_to = 0;
   std::vector<int> candidates;
-  auto lost = [&](int v) { return s.jobs[v].progress - std::max<std::int64_t>(s.jobs[v].ckpt, 0); };
+  auto since_ckpt = [&](int v) { return s.jobs[v].progress - std::max<std::int64_t>(s.jobs[v].ckpt, 0); };
   const TenantShares& shares = book_.shares();
   auto tenant = [&](int j) { return core.job_info(j).tenant; };
-  // The lowest tier first, then the tenant holding most of it, then the least work lost.
-  auto preempt_key = [&](int v) {
-    return std::tuple(-s.jobs[v].tier, -shares.held(s.jobs[v].tier, tenant(v)), lost(v),
-                      -s.jobs[v].devices, v);  // smaller is better
+  // Ties between victims that lose as much (victims.h: the lowest tier first, then the least
+  // loss per device, then the mode): the tenant holding most of the tier, then the fewest steps
+  // since the last checkpoint, then the most devices.
+  auto tie_key = [&](int v) {
+    return std::tuple(-shares.held(s.jobs[v].tier, tenant(v)), since_ckpt(v), -s.jobs[v].devices, v);
   };
   // Fair share among tenants inside the tier: `ben`'s tenant, with `ben` placed, would hold no
   // more than the tier's equal split, so it may take devices from a tenant that, without the
@@ -80,9 +81,11 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
         ((vj.attained >= o_.las_threshold_gpu_ms && bj.attained < o_.las_threshold_gpu_ms) ||
          (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held));
     if ((vj.tier < bj.tier || (vj.tier == bj.tier && !same_tier_turn)) || ctx.cut_pending(v)) continue;
+    if (protected_now(core, book_, v)) continue;  // within its min_runtime_ms (victims.h)
     if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
     candidates.push_back(v);
-    if (vj.tier == bj.tier || shrink >= 0) continue;  // a shrink only for a higher tier
+    // A shrink only for a higher tier, only of a transparent job (INV-MODE).
+    if (vj.tier == bj.tier || shrink >= 0 || core.job_info(v).mode != spec::Preemption::kTransparent) continue;
     // The largest device count the job may shrink to (a divisor of its world within the splice
     // limit, at least min_devices) that frees the beneficiary's smallest gang.
     // (By splice factor f, the smallest first: a device count is world / f.)
@@ -105,16 +108,24 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     p.devices.assign(vj.held.begin(), vj.held.begin() + shrink_to);
     if (core.accepts(p) && ctx.propose(p)) return true;
   }
-  // Else preemptions, the lowest tier first, then the least work lost since the last
-  // checkpoint, as many as cover the beneficiary's smallest gang (or none: victims.h).
-  {  // each key computed once
-    std::vector<std::pair<decltype(preempt_key(0)), int>> keyed;
+  // Else preemptions: the victims that lose least (victims.h), as many as cover the
+  // beneficiary's smallest gang (or none), the lowest tier first.
+  {  // each tie key computed once
+    std::vector<std::pair<decltype(tie_key(0)), int>> keyed;
     keyed.reserve(candidates.size());
-    for (int v : candidates) keyed.emplace_back(preempt_key(v), v);
+    for (int v : candidates) keyed.emplace_back(tie_key(v), v);
     std::sort(keyed.begin(), keyed.end());
     for (std::size_t i = 0; i < keyed.size(); ++i) candidates[i] = keyed[i].second;
   }
-  auto victims = victims_covering(core, candidates, bj.min_dev);
+  auto cover = [&] {
+    std::vector<VictimCandidate> vc;
+    vc.reserve(candidates.size());
+    for (int v : candidates)
+      vc.push_back({v, s.jobs[v].devices, loss_per_device_ms(core, book_, o_, v),
+                    mode_rank(core.job_info(v).mode), spec::kNumTiers - 1 - s.jobs[v].tier});
+    return cheapest_victims(std::move(vc), bj.min_dev);
+  };
+  auto victims = cover();
   // Inside a tier a preemption only reorders equals (fair share): it pays when it delays fewer
   // jobs than it helps. Cutting many small jobs for one large gang lengthens the average job's
   // completion and churns; then only lower tiers' jobs are cut.
@@ -122,7 +133,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   if (static_cast<int>(victims.size()) > o_.max_same_tier_victims &&
       std::any_of(victims.begin(), victims.end(), same_tier)) {
     std::erase_if(candidates, same_tier);
-    victims = victims_covering(core, candidates, bj.min_dev);
+    victims = cover();
   }
   return preempt_for(core, ctx, book_, victims, ben) > 0;
 }
@@ -161,7 +172,14 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
   // Jobs of `ben`'s tier or lower wholly in region r, the cheapest to move first.
   auto cost_s = [&](int v) {  // device-seconds the move costs: its devices idle while it moves
     const double gib = static_cast<double>(s.jobs[v].world) * static_cast<double>(s.jobs[v].mem) / 1024.0;
-    return static_cast<double>(s.jobs[v].devices) * gib / o_.migration_gib_per_s;
+    const double idle = static_cast<double>(s.jobs[v].devices) * gib / o_.migration_gib_per_s;
+    // A signal or requeue job also loses its run since it started (victims.h): a migration is a
+    // cut like a preemption's.
+    const double run = core.job_info(v).mode == spec::Preemption::kTransparent
+                           ? 0.0
+                           : static_cast<double>(loss_per_device_ms(core, book_, o_, v) - o_.cut_ms_per_device) *
+                                 static_cast<double>(s.jobs[v].devices) / 1000.0;
+    return idle + run;
   };
   struct Mover {
     double cost;
@@ -173,7 +191,7 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
   for (std::int64_t tier = spec::kNumTiers - 1; tier >= bj.tier && looked < o_.max_victim_candidates; --tier)
     for (int v : book_.running(bj.dtype, tier)) {
       if (++looked > o_.max_victim_candidates) break;
-      if (ctx.cut_pending(v)) continue;
+      if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
       std::int64_t frees = 0;
       bool inside = true;
       for (auto dev : s.jobs[v].held) {

@@ -6,7 +6,9 @@
 //  3. for a waiting job that does not fit, frees devices from a job of a lower tier: shrinks an
 //     elastic one if it can (same world size, more splicing: nothing is lost; to the largest
 //     device count that frees the waiting job's smallest gang), else preempts,
-//     the lowest tier first, then the least work lost since its last checkpoint. Inside a tier
+//     the lowest tier first, then the set of victims that loses least (by preemption mode: a
+//     transparent job the time of its cut, signal and requeue jobs their run since they started;
+//     none within its min_runtime_ms: core/policy/victims.h). Inside a tier
 //     (fair share) a job that has had less than PlannerOptions::las_threshold_gpu_ms of service
 //     may preempt one that has had more, and a job of a tenant below the tier's equal split may
 //     preempt one of a tenant above it (core/policy/tenant_shares.h). The freed devices are

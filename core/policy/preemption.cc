@@ -2,6 +2,7 @@
 
 #include <tuple>
 
+#include "core/policy/victims.h"
 #include "spec/model.h"
 
 namespace orrery::core::policy {
@@ -12,7 +13,9 @@ std::optional<Decision> propose_preemption(const SchedulerCore& core, int benefi
   int best = -1;
   auto key = [&](int v) {
     const auto& j = s.jobs[v];
-    return std::tuple(j.tier, j.attained, j.devices);
+    // A transparent job loses least, a requeue job most (core/policy/victims.h); this helper
+    // keeps no start times, so the mode alone stands for the loss.
+    return std::tuple(j.tier, -mode_rank(core.job_info(v).mode), j.attained, j.devices);
   };
   for (int v = 0; v < s.num_jobs(); ++v) {
     if (core.state(v) != spec::JobState::kRunning) continue;

@@ -3,7 +3,9 @@
 //
 // Candidates are running jobs the beneficiary is favoured over (strictly higher tier, or same
 // tier with strictly less attained service) whose devices have memory for its workers; it picks
-// the lowest tier, then the most attained service, then the most devices.
+// the lowest tier, then the mode that loses least (transparent, signal, requeue), then the most
+// attained service, then the most devices. O(jobs): for the demo scenario; the planners choose
+// with core/policy/victims.h.
 #pragma once
 
 #include <optional>

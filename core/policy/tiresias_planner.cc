@@ -23,22 +23,28 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.place_waiting(core, ctx, o_, /*strict=*/false, [&](int ben) {
     if (queue_of(core, ben) != 0 || book_.helped(ben) || searches >= o_.max_cuts_per_round) return;
     ++searches;
-    // Second-queue jobs the guard lets go for `ben`, the most attained service first, as many as
-    // cover its smallest gang.
+    // Second-queue jobs the guard lets go for `ben` (none within its min_runtime_ms), as many as
+    // cover its smallest gang, those that lose least first (victims.h), then the most attained
+    // service.
     std::vector<int> candidates;
     int looked = 0;
     const auto& bj = core.cluster().jobs[ben];
     for (std::int64_t tier = spec::kNumTiers - 1; tier >= 0 && looked < o_.max_victim_candidates; --tier)
       for (int v : book_.running(bj.dtype, tier)) {
         if (++looked > o_.max_victim_candidates) break;
-        if (queue_of(core, v) != 1 || ctx.cut_pending(v)) continue;
+        if (queue_of(core, v) != 1 || ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
         if (!spec::favoured(d, core.cluster(), ben, v) || !spec::fits_devices_of(d, core.cluster(), ben, v)) continue;
         candidates.push_back(v);
       }
     std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
       return core.cluster().jobs[a].attained > core.cluster().jobs[b].attained;
     });
-    preempt_for(core, ctx, book_, victims_covering(core, candidates, core.cluster().jobs[ben].min_dev), ben);
+    std::vector<VictimCandidate> vc;
+    vc.reserve(candidates.size());
+    for (int v : candidates)
+      vc.push_back({v, core.cluster().jobs[v].devices, loss_per_device_ms(core, book_, o_, v),
+                    mode_rank(core.job_info(v).mode), 0});
+    preempt_for(core, ctx, book_, cheapest_victims(std::move(vc), bj.min_dev), ben);
   });
 }
 

@@ -1,17 +1,85 @@
 #include "core/policy/victims.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace orrery::core::policy {
 
-std::vector<int> victims_covering(const SchedulerCore& core, const std::vector<int>& candidates,
-                                  std::int64_t need) {
+int mode_rank(spec::Preemption m) { return static_cast<int>(m); }  // the enum's order is the rank
+
+std::int64_t loss_per_device_ms(const SchedulerCore& core, const JobBook& book, const PlannerOptions& o, int v) {
+  const std::int64_t cut = std::max<std::int64_t>(o.cut_ms_per_device, 0);
+  if (core.job_info(v).mode == spec::Preemption::kTransparent) return cut;
+  // Signal and requeue: the run since the incarnation started (victims.h says why for signal).
+  return cut + std::max<std::int64_t>(core.now_ms() - book.running_since(v), 0);
+}
+
+bool protected_now(const SchedulerCore& core, const JobBook& book, int v) {
+  const std::int64_t min_run = core.job_info(v).min_runtime_ms;
+  return min_run > 0 && core.now_ms() - book.running_since(v) < min_run;
+}
+
+namespace {
+
+using Cost = __int128;  // sums of devices x ms over many victims: no overflow
+
+Cost cost_of(const VictimCandidate& c) { return static_cast<Cost>(c.devices) * c.loss_per_device; }
+
+}  // namespace
+
+std::vector<int> cheapest_victims(std::vector<VictimCandidate> cands, std::int64_t need) {
   std::vector<int> out;
+  if (need <= 0) return out;
+  // Stable: the caller's order breaks the ties that the class, the loss and the mode leave.
+  std::stable_sort(cands.begin(), cands.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
+    return std::tie(a.cls, a.loss_per_device, a.mode_rank) < std::tie(b.cls, b.loss_per_device, b.mode_rank);
+  });
   std::int64_t got = 0;
-  for (int v : candidates) {
-    if (got >= need) break;
-    out.push_back(v);
-    got += core.cluster().jobs[v].devices;
+  std::size_t i = 0;
+  // Whole classes while they do not reach the need (a lower tier goes before any higher one).
+  while (i < cands.size()) {
+    std::size_t end = i;
+    std::int64_t in_class = 0;
+    while (end < cands.size() && cands[end].cls == cands[i].cls) in_class += cands[end++].devices;
+    if (got + in_class >= need) break;
+    for (; i < end; ++i) out.push_back(cands[i].job);
+    got += in_class;
   }
-  if (got < need) out.clear();
+  if (i == cands.size()) return {};  // all of them together hold fewer
+  const std::int64_t rest = need - got;
+  const std::int64_t cls = cands[i].cls;
+  // Greedy in the deciding class, the cheapest per device first, until the rest is covered.
+  std::vector<std::size_t> pick;
+  std::int64_t have = 0;
+  std::size_t j = i;
+  for (; have < rest; ++j) {
+    pick.push_back(j);
+    have += cands[j].devices;
+  }
+  // Drop what the later (larger) picks make unneeded, the dearest per device first.
+  Cost greedy = 0;
+  std::vector<std::size_t> kept;
+  for (auto k = pick.rbegin(); k != pick.rend(); ++k) {
+    if (have - cands[*k].devices >= rest) {
+      have -= cands[*k].devices;
+      continue;
+    }
+    kept.push_back(*k);
+    greedy += cost_of(cands[*k]);
+  }
+  // One candidate of the class that covers the rest alone, if it loses less (greedy overshoots
+  // when a cheap-per-device job is much larger than the rest).
+  std::size_t single = cands.size();
+  for (std::size_t k = i; k < cands.size() && cands[k].cls == cls; ++k)
+    if (cands[k].devices >= rest && cost_of(cands[k]) < greedy &&
+        (single == cands.size() || cost_of(cands[k]) < cost_of(cands[single])))
+      single = k;
+  if (single != cands.size()) {
+    out.push_back(cands[single].job);
+    return out;
+  }
+  std::sort(kept.begin(), kept.end());  // in preference order
+  for (auto k : kept) out.push_back(cands[k].job);
   return out;
 }
 

@@ -1,9 +1,29 @@
-// Choosing whom to preempt for a waiting job. The core reserves a preempted job's devices for the
-// beneficiary until it is placed, and only an operator may release a reservation: a preemption
-// that frees too few devices for the beneficiary would leave them reserved for a job that cannot
-// start, blocking every job it outranks (and two such half-served jobs of equal rank would block
-// each other for good). So the planners preempt only a set of victims whose devices cover the
-// beneficiary's smallest gang, or none.
+// Choosing whom to preempt for a waiting job: what each candidate would lose, and the set of
+// victims covering the beneficiary's need that loses the least.
+//
+// Whole gangs or nothing. The core reserves a preempted job's devices for the beneficiary until it
+// is placed, and only an operator may release a reservation: a preemption that frees too few
+// devices for the beneficiary would leave them reserved for a job that cannot start, blocking
+// every job it outranks (and two such half-served jobs of equal rank would block each other for
+// good). So the planners preempt only a set of victims whose devices cover the beneficiary's
+// smallest gang, or none.
+//
+// What a victim loses (device-milliseconds; docs/policies.md, "What a victim loses"), by its
+// preemption mode (spec::Preemption, core.job_info(v).mode):
+//   - every job: the time of its cut on each of its devices (PlannerOptions::cut_ms_per_device):
+//     a transparent job loses nothing else, its cut is at its current step;
+//   - requeue: everything it ran since it last started, from scratch (every start of a requeue
+//     job is from scratch: its checkpoint is always step 0): devices x wall time since its start;
+//   - signal: what it ran since its own last save, which orrery cannot see. It saves on SIGTERM
+//     by contract, but a program that does not, or a node that fails in its grace period, loses
+//     everything since its last save, at worst since its start: counted as devices x wall time
+//     since its start, like a requeue job. With equal run times a signal job goes before a requeue
+//     job (the mode breaks ties: transparent, signal, requeue): it has at least a chance to save.
+// Start times are the book's (JobBook::running_since) on the core's injected clock.
+//
+// min_runtime_ms (a job's TOML min_runtime_s): a job whose current incarnation started less than
+// that long ago is not a candidate for a planner's preemption, shrink or migration (operators may
+// still do anything: this is policy, the spec knows nothing of it).
 #pragma once
 
 #include <cstdint>
@@ -14,11 +34,31 @@
 
 namespace orrery::core::policy {
 
-// The shortest prefix of `candidates` (in the planner's order of preference; each a running job
-// the beneficiary may preempt) whose devices add up to at least `need`; empty when all of them
-// together hold fewer.
-std::vector<int> victims_covering(const SchedulerCore& core, const std::vector<int>& candidates,
-                                  std::int64_t need);
+// Ties between equal losses: transparent (0) before signal (1) before requeue (2).
+int mode_rank(spec::Preemption m);
+
+// Device-milliseconds job `v` (Running) loses if it is cut now, per device (the same on each).
+std::int64_t loss_per_device_ms(const SchedulerCore& core, const JobBook& book, const PlannerOptions& o, int v);
+
+// Whether a planner must leave running job `v` alone now: its incarnation started less than its
+// min_runtime_ms ago.
+bool protected_now(const SchedulerCore& core, const JobBook& book, int v);
+
+struct VictimCandidate {
+  int job = -1;
+  std::int64_t devices = 0;      // the devices preempting it frees
+  std::int64_t loss_per_device = 0;
+  int mode_rank = 0;
+  std::int64_t cls = 0;          // preference class: every job of a smaller class goes first
+};
+
+// The victims among `candidates` (each a running job the beneficiary may preempt, in the
+// planner's order of preference, which breaks every tie) whose devices add up to at least `need`,
+// with the least loss; empty when all of them together hold fewer. Classes are taken whole,
+// smallest first, until the one in which the devices add up (the lowest tier first); inside that
+// class: the cheapest per device first (greedy), then those the others make unneeded dropped,
+// or a single candidate that covers the rest alone if it loses less. O(n log n).
+std::vector<int> cheapest_victims(std::vector<VictimCandidate> candidates, std::int64_t need);
 
 // Proposes Preempt of each victim for `beneficiary` (each checked with the core first) and notes
 // the cuts in the book; the number started.
