@@ -55,6 +55,13 @@ def _align(n):
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
+_SMALL = 64 << 10  # tensors below this travel together in one copy
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
 def _dtype_name(dt):
     return str(dt).replace("torch.", "")
 
@@ -148,7 +155,11 @@ class JobState:
         return next_step
 
     def _read_into(self, t, dev, off, nbytes):
-        if t.is_contiguous():
+        if nbytes == 0:
+            return
+        if nbytes < _SMALL:  # from the small tensors' region, read once
+            t.copy_(self._small[off:off + nbytes].view(t.dtype).view(t.shape))
+        elif t.is_contiguous():
             self.worker.copy_d2h(t.data_ptr(), dev + off, nbytes)
         else:
             tmp = torch.empty(t.shape, dtype=t.dtype)
@@ -156,6 +167,9 @@ class JobState:
             t.copy_(tmp)
 
     def _load(self, dev, meta):
+        self._small = torch.empty(meta["small_bytes"], dtype=torch.uint8)
+        if meta["small_bytes"]:
+            self.worker.copy_d2h(self._small.data_ptr(), dev, meta["small_bytes"])
         sd = self.model.state_dict()
         if [e[0] for e in meta["model"]] != list(sd.keys()):
             raise Error("the checkpoint's model has other tensors than this model")
@@ -170,8 +184,7 @@ class JobState:
         state = {}
         for pidx, key, dt, shape, off, nbytes in meta["opt_tensors"]:
             t = torch.empty(shape, dtype=_dtype(dt))
-            if nbytes:
-                self.worker.copy_d2h(t.data_ptr(), dev + off, nbytes)
+            self._read_into(t, dev, off, nbytes)
             state.setdefault(pidx, {})[key] = t
         for pidx, key, value in meta["opt_scalars"]:
             state.setdefault(pidx, {})[key] = value
@@ -184,8 +197,9 @@ class JobState:
             obj.load_state_dict(sd_extra)
         off, nbytes = meta["torch_rng"]
         rng = torch.empty(nbytes, dtype=torch.uint8)
-        self.worker.copy_d2h(rng.data_ptr(), dev + off, nbytes)
+        self._read_into(rng, dev, off, nbytes)
         torch.set_rng_state(rng)
+        self._small = None
         random.setstate(meta["py_rng"])
         if meta.get("np_rng") is not None and "numpy" in sys.modules:
             sys.modules["numpy"].random.set_state(meta["np_rng"])
@@ -196,31 +210,32 @@ class JobState:
         """Writes the state after `next_step` steps to device memory and points the header at
         it; the step boundary that follows puts both into this rank's shard."""
         t0 = time.perf_counter()
-        tensors = []  # (tensor, offset, nbytes)
-        off = 0
+        placed = []  # (tensor, its entry: the last two fields become offset and bytes)
 
-        def place(t):
-            nonlocal off
-            nbytes = t.numel() * t.element_size()
-            at = off
-            tensors.append((t, at, nbytes))
-            off = _align(off + nbytes)
-            return at, nbytes
+        def want(t, entry):
+            placed.append((t, entry))
+            return entry
 
-        model_entries = []
-        for name, t in self.model.state_dict().items():
-            at, n = place(t.detach())
-            model_entries.append((name, _dtype_name(t.dtype), list(t.shape), at, n))
+        model_entries = [want(t.detach(), [name, _dtype_name(t.dtype), list(t.shape), 0, 0])
+                         for name, t in self.model.state_dict().items()]
         opt_tensors, opt_scalars = [], []
         for pidx, p in enumerate(_opt_params(self.opt)):
             for key, v in sorted(self.opt.state.get(p, {}).items()):
                 if torch.is_tensor(v):
-                    at, n = place(v.detach().cpu())
-                    opt_tensors.append((pidx, key, _dtype_name(v.dtype), list(v.shape), at, n))
+                    opt_tensors.append(want(v.detach().cpu(), [pidx, key, _dtype_name(v.dtype),
+                                                               list(v.shape), 0, 0]))
                 else:
                     opt_scalars.append((pidx, key, v))
-        rng = torch.get_rng_state()
-        rng_at = place(rng)
+        rng_at = want(torch.get_rng_state(), [0, 0])
+        # Small tensors first, packed: one copy for all of them (each copy is a round trip to
+        # the proxy), then one per large tensor.
+        placed.sort(key=lambda x: _nbytes(x[0]) >= _SMALL)
+        off = small_end = 0
+        for t, e in placed:
+            e[-2], e[-1] = off, _nbytes(t)
+            off = _align(off + e[-1])
+            if e[-1] < _SMALL:
+                small_end = off
         np_rng = None
         if "numpy" in sys.modules:
             np_rng = sys.modules["numpy"].random.get_state()
@@ -234,16 +249,24 @@ class JobState:
             "torch_rng": rng_at,
             "py_rng": random.getstate(),
             "np_rng": np_rng,
+            "small_bytes": small_end,
         }
         blob = pickle.dumps(meta, protocol=pickle.HIGHEST_PROTOCOL)
         meta_off = off
         total = meta_off + len(blob)
         dev = self._area(total)
-        for t, at, nbytes in tensors:
+        staging = torch.empty(small_end, dtype=torch.uint8)
+        for t, e in placed:
+            at, nbytes = e[-2], e[-1]
             if nbytes == 0:
                 continue
             src = t if t.is_contiguous() else t.contiguous()
-            self.worker.copy_h2d(dev + at, src.data_ptr(), nbytes)
+            if nbytes < _SMALL:
+                staging[at:at + nbytes].copy_(src.reshape(-1).view(torch.uint8))
+            else:
+                self.worker.copy_h2d(dev + at, src.data_ptr(), nbytes)
+        if small_end:
+            self.worker.copy_h2d(dev, staging.data_ptr(), small_end)
         self.worker.write(dev + meta_off, blob)
         log = self.log.encoded()
         struct.pack_into(_FMT, self.header, 0, _MAGIC, _VERSION, len(log), next_step,
