@@ -3,8 +3,8 @@
 Everything large lives in proxy device memory, so the proxy cuts, splices and migrates it like
 any device memory, and it reaches the shard with the rest of the rank's device state:
 
-    state area (device):  [ tensors, raw bytes, 64-byte aligned | metadata (pickle) ]
-    header (host state):  fixed 192 bytes, registered with the worker once
+    state area (device):  [ small tensors | large tensors (raw bytes, 64-byte aligned) | metadata ]
+    header (host state):  fixed 320 bytes, registered with the worker once
 
 The tensors are the model's state_dict (parameters and buffers), the optimizer's per-parameter
 tensors (momentum, exp_avg ...) and torch's CPU RNG state. The metadata says where each one is
