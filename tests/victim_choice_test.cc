@@ -218,6 +218,12 @@ TEST(CheapestVictims, ASingleJobThatCoversAloneBeatsAnOvershootingGreedySet) {
             (std::vector<int>{2}));
 }
 
+TEST(CheapestVictims, VictimsThatLoseNothingKeepThePlannersPrefix) {
+  // All transparent: the shortest covering prefix of the caller's order, as before modes.
+  EXPECT_EQ(cheapest_victims({cand(0, 1, 0), cand(1, 1, 0), cand(2, 8, 0), cand(3, 4, 0)}, 4),
+            (std::vector<int>{0, 1, 2}));
+}
+
 TEST(CheapestVictims, LowerClassesGoFirstWhateverTheyLose) {
   // Class 0 (the lowest tier) is taken whole before class 1 is touched.
   EXPECT_EQ(cheapest_victims({cand(0, 1, 100, 0), cand(1, 1, 1, 1), cand(2, 1, 2, 1)}, 2),

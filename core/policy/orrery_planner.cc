@@ -121,7 +121,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     std::vector<VictimCandidate> vc;
     vc.reserve(candidates.size());
     for (int v : candidates)
-      vc.push_back({v, s.jobs[v].devices, loss_per_device_ms(core, book_, o_, v),
+      vc.push_back({v, s.jobs[v].devices, loss_per_device_ms(core, book_, v),
                     mode_rank(core.job_info(v).mode), spec::kNumTiers - 1 - s.jobs[v].tier});
     return cheapest_victims(std::move(vc), bj.min_dev);
   };
@@ -175,10 +175,8 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
     const double idle = static_cast<double>(s.jobs[v].devices) * gib / o_.migration_gib_per_s;
     // A signal or requeue job also loses its run since it started (victims.h): a migration is a
     // cut like a preemption's.
-    const double run = core.job_info(v).mode == spec::Preemption::kTransparent
-                           ? 0.0
-                           : static_cast<double>(loss_per_device_ms(core, book_, o_, v) - o_.cut_ms_per_device) *
-                                 static_cast<double>(s.jobs[v].devices) / 1000.0;
+    const double run = static_cast<double>(loss_per_device_ms(core, book_, v)) *
+                       static_cast<double>(s.jobs[v].devices) / 1000.0;
     return idle + run;
   };
   struct Mover {

@@ -60,10 +60,6 @@ struct PlannerOptions {
   // orrery, tiresias: running jobs a victim search looks at, at most (of the beneficiary's device
   // type, the lowest tier first); bounds a search on large fleets.
   int max_victim_candidates = 256;
-  // orrery, tiresias: what a cut costs every victim, per device, in ms: a transparent job loses no
-  // more (its cut is at its current step), a signal or requeue job also its run since its start
-  // (core/policy/victims.h). About a worker's 40 GiB written at 1.3 GiB/s.
-  std::int64_t cut_ms_per_device = 30'000;
   // orrery: a preemption inside a tier (fair share) cuts at most this many jobs for one waiting
   // job; a waiting job that needs more is helped only by lower tiers' jobs.
   int max_same_tier_victims = 1;

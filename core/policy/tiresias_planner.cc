@@ -42,7 +42,7 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     std::vector<VictimCandidate> vc;
     vc.reserve(candidates.size());
     for (int v : candidates)
-      vc.push_back({v, core.cluster().jobs[v].devices, loss_per_device_ms(core, book_, o_, v),
+      vc.push_back({v, core.cluster().jobs[v].devices, loss_per_device_ms(core, book_, v),
                     mode_rank(core.job_info(v).mode), 0});
     preempt_for(core, ctx, book_, cheapest_victims(std::move(vc), bj.min_dev), ben);
   });

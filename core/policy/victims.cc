@@ -7,11 +7,10 @@ namespace orrery::core::policy {
 
 int mode_rank(spec::Preemption m) { return static_cast<int>(m); }  // the enum's order is the rank
 
-std::int64_t loss_per_device_ms(const SchedulerCore& core, const JobBook& book, const PlannerOptions& o, int v) {
-  const std::int64_t cut = std::max<std::int64_t>(o.cut_ms_per_device, 0);
-  if (core.job_info(v).mode == spec::Preemption::kTransparent) return cut;
+std::int64_t loss_per_device_ms(const SchedulerCore& core, const JobBook& book, int v) {
+  if (core.job_info(v).mode == spec::Preemption::kTransparent) return 0;  // cut at its current step
   // Signal and requeue: the run since the incarnation started (victims.h says why for signal).
-  return cut + std::max<std::int64_t>(core.now_ms() - book.running_since(v), 0);
+  return std::max<std::int64_t>(core.now_ms() - book.running_since(v), 0);
 }
 
 bool protected_now(const SchedulerCore& core, const JobBook& book, int v) {
@@ -56,11 +55,13 @@ std::vector<int> cheapest_victims(std::vector<VictimCandidate> cands, std::int64
     pick.push_back(j);
     have += cands[j].devices;
   }
-  // Drop what the later (larger) picks make unneeded, the dearest per device first.
+  // Drop what the later (larger) picks make unneeded, the dearest per device first, where that
+  // saves work (a victim that loses none costs only its cut's time: kept, as the planners' order
+  // had it).
   Cost greedy = 0;
   std::vector<std::size_t> kept;
   for (auto k = pick.rbegin(); k != pick.rend(); ++k) {
-    if (have - cands[*k].devices >= rest) {
+    if (cands[*k].loss_per_device > 0 && have - cands[*k].devices >= rest) {
       have -= cands[*k].devices;
       continue;
     }

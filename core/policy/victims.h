@@ -8,10 +8,11 @@
 // good). So the planners preempt only a set of victims whose devices cover the beneficiary's
 // smallest gang, or none.
 //
-// What a victim loses (device-milliseconds; docs/policies.md, "What a victim loses"), by its
-// preemption mode (spec::Preemption, core.job_info(v).mode):
-//   - every job: the time of its cut on each of its devices (PlannerOptions::cut_ms_per_device):
-//     a transparent job loses nothing else, its cut is at its current step;
+// What a victim loses (device-milliseconds of work thrown away; docs/policies.md, "What a victim
+// loses"), by its preemption mode (spec::Preemption, core.job_info(v).mode):
+//   - transparent: nothing but the time of its cut: the cut is at its current step. Every victim
+//     pays its cut's time, about the same per device whatever its mode, so that is not weighed:
+//     among transparent victims the planner's own order decides, as it did before modes existed;
 //   - requeue: everything it ran since it last started, from scratch (every start of a requeue
 //     job is from scratch: its checkpoint is always step 0): devices x wall time since its start;
 //   - signal: what it ran since its own last save, which orrery cannot see. It saves on SIGTERM
@@ -37,8 +38,9 @@ namespace orrery::core::policy {
 // Ties between equal losses: transparent (0) before signal (1) before requeue (2).
 int mode_rank(spec::Preemption m);
 
-// Device-milliseconds job `v` (Running) loses if it is cut now, per device (the same on each).
-std::int64_t loss_per_device_ms(const SchedulerCore& core, const JobBook& book, const PlannerOptions& o, int v);
+// Device-milliseconds of work job `v` (Running) loses if it is cut now, per device (the same on
+// each): 0 for a transparent job.
+std::int64_t loss_per_device_ms(const SchedulerCore& core, const JobBook& book, int v);
 
 // Whether a planner must leave running job `v` alone now: its incarnation started less than its
 // min_runtime_ms ago.
@@ -56,8 +58,10 @@ struct VictimCandidate {
 // planner's order of preference, which breaks every tie) whose devices add up to at least `need`,
 // with the least loss; empty when all of them together hold fewer. Classes are taken whole,
 // smallest first, until the one in which the devices add up (the lowest tier first); inside that
-// class: the cheapest per device first (greedy), then those the others make unneeded dropped,
-// or a single candidate that covers the rest alone if it loses less. O(n log n).
+// class: the cheapest per device first (greedy), then those the others make unneeded dropped
+// where that saves work, or a single candidate that covers the rest alone if it loses less.
+// Where every candidate loses nothing (all transparent) this is the planner's order's shortest
+// covering prefix. O(n log n).
 std::vector<int> cheapest_victims(std::vector<VictimCandidate> candidates, std::int64_t need);
 
 // Proposes Preempt of each victim for `beneficiary` (each checked with the core first) and notes
