@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
       "rejected proposals and invariant violations.\n"
       "Exit status: 0 done, 1 usage or input error, 2 a run failed its --check (invariant "
       "violations, rejected proposals, or jobs left waiting when nothing was left to happen)."};
-  std::string fleet_path, fleet_gen, trace, policy = "orrery", compare, plot_dir;
+  std::string fleet_path, fleet_gen, trace, policy = "orrery", compare, plot_dir, modes;
   std::int64_t synthetic = 0;
   std::uint64_t seed = 1;
   double load = 0.8;
@@ -125,6 +125,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--repair-s", o.cost.repair_s, "a failed node is back after (default 3600 s)")->check(CLI::NonNegativeNumber);
   app.add_flag("--no-defrag", no_defrag, "orrery: no defragmentation by migration (to compare)");
+  app.add_option("--modes", modes,
+                 "preemption modes drawn per job (seeded), weights transparent:signal:requeue, e.g. 60:30:10 "
+                 "(default: all transparent). Signal and requeue jobs run one worker per device; a requeue "
+                 "job loses its progress when preempted or migrated");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -134,6 +138,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (no_defrag) o.planner.migration_gib_per_s = 0;
+  if (!modes.empty()) {
+    auto w = sim::parse_mode_weights(modes);
+    if (!w) {
+      std::fprintf(stderr, "orrery-sim: %s\n", w.reason().c_str());
+      return 1;
+    }
+    o.modes = *w;
+  }
   if (trace.empty() && synthetic == 0) {
     std::fprintf(stderr, "orrery-sim: give a workload: --trace FILE or --synthetic N (see --help)\n");
     return 1;

@@ -89,6 +89,16 @@ std::string results_table(const std::vector<SimResult>& rs) {
   row("resizes", [](const SimResult& r) { return num(static_cast<double>(r.resizes)); });
   row("node failures", [](const SimResult& r) { return num(static_cast<double>(r.node_failures)); });
   row("lost GPU-hours", [](const SimResult& r) { return fmt("%.1f", r.lost_gpu_s / 3600); });
+  // Only for runs with signal or requeue jobs (--modes): the default table stays as it was.
+  if (std::any_of(rs.begin(), rs.end(), [](const SimResult& r) {
+        return r.submitted_by_mode[1] + r.submitted_by_mode[2] > 0;
+      })) {
+    row("jobs transparent/signal/requeue", [](const SimResult& r) {
+      return num(static_cast<double>(r.submitted_by_mode[0])) + "/" + num(static_cast<double>(r.submitted_by_mode[1])) +
+             "/" + num(static_cast<double>(r.submitted_by_mode[2]));
+    });
+    row("lost GPU-hours (requeue cuts)", [](const SimResult& r) { return fmt("%.1f", r.lost_cut_gpu_s / 3600); });
+  }
   row("decisions", [](const SimResult& r) { return num(static_cast<double>(r.decisions)); });
   row("rejected proposals", [](const SimResult& r) { return num(static_cast<double>(r.rejected_proposals)); });
   row("invariant violations", [](const SimResult& r) {
@@ -151,6 +161,10 @@ std::string results_json(const std::vector<SimResult>& rs) {
     out += ", \"checkpoints\": " + std::to_string(r.checkpoints);
     out += ", \"node_failures\": " + std::to_string(r.node_failures);
     out += ", \"lost_gpu_s\": " + json_num(r.lost_gpu_s);
+    out += ", \"lost_cut_gpu_s\": " + json_num(r.lost_cut_gpu_s);
+    out += ", \"jobs_per_mode\": {\"transparent\": " + std::to_string(r.submitted_by_mode[0]) +
+           ", \"signal\": " + std::to_string(r.submitted_by_mode[1]) +
+           ", \"requeue\": " + std::to_string(r.submitted_by_mode[2]) + "}";
     out += ", \"decisions\": " + std::to_string(r.decisions);
     out += ", \"rejected_proposals\": " + std::to_string(r.rejected_proposals);
     out += ", \"invariant_violations\": " +

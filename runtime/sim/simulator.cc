@@ -206,6 +206,12 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       default: break;
     }
     if (c.from == JobState::kRunning && c.to != JobState::kRunning) ++js.ver;  // no finish now
+    // A requeue job's cut keeps nothing (spec commit_cut: its progress goes back to 0): it redoes
+    // its steps from scratch.
+    if (d.event == EventKind::kCheckpointDone && core_->job_info(id).mode == spec::Preemption::kRequeue) {
+      lost_cut_gpu_s_ += js.done_s * static_cast<double>(core_->cluster().jobs[id].world);
+      js.done_s = 0;
+    }
     if (c.to == JobState::kRestoring) js.moved = c.from == JobState::kMigrating;
     if (c.to == JobState::kRunning && c.from != JobState::kRunning) runs_from_now(id);
     // A round only when it may find something new to do: devices freed (a migration frees those
@@ -334,7 +340,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     const double left = std::max(0.0, js.total_s - js.done_s);
     const std::int64_t finish = from + static_cast<std::int64_t>(std::ceil(left / rate(j) * 1000.0));
     push(finish, Ev::kFinish, j, js.ver);
-    if (o_.cost.checkpoint_every_s > 0) {
+    // Periodic cuts only for transparent jobs (INV-MODE: the others' only cut stops them).
+    if (o_.cost.checkpoint_every_s > 0 && core_->job_info(j).mode == spec::Preemption::kTransparent) {
       const std::int64_t ck = from + ms(o_.cost.checkpoint_every_s);
       if (ck < finish) push(ck, Ev::kCheckpoint, j, js.ver);
     }
@@ -418,11 +425,19 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       ++finished_;
       return;
     }
+    // Signal and requeue programs run one worker per device, on exactly their world (SimOptions).
+    auto mode = draw_mode(o_.modes, o_.seed, static_cast<std::uint64_t>(w));
+    if (mode != spec::Preemption::kTransparent &&
+        (type_count_[static_cast<std::size_t>(type)] < sj.world ||
+         (sj.tier == spec::Tier::kPremium && sj.world > core_->fleet().premium_reserve)))
+      mode = spec::Preemption::kTransparent;
+    const bool whole = mode != spec::Preemption::kTransparent;
     // A workload of one tenant submits without one (the core's default tenant).
-    const Decision d = Decision::submit("j" + std::to_string(w), sj.tier,
-                                        core_->fleet().device_types[static_cast<std::size_t>(type)], sj.world,
-                                        sj.min_devices, sj.max_devices, sj.mem_mib,
-                                        w_.tenants.size() > 1 ? w_.tenants[static_cast<std::size_t>(sj.tenant)] : "");
+    Decision d = Decision::submit("j" + std::to_string(w), sj.tier,
+                                  core_->fleet().device_types[static_cast<std::size_t>(type)], sj.world,
+                                  whole ? sj.world : sj.min_devices, whole ? sj.world : sj.max_devices, sj.mem_mib,
+                                  w_.tenants.size() > 1 ? w_.tenants[static_cast<std::size_t>(sj.tenant)] : "");
+    d.mode = mode;
     jobs_.emplace_back();  // before the commit: job_changed may ask about it
     auto c = commit(d);
     if (!c) {  // a spec the core refuses: counted
@@ -436,6 +451,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     js.total_s = std::max(sj.duration_s, 0.001);
     js.steps = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(js.total_s)));
     ++submitted_;
+    ++submitted_by_mode_[static_cast<std::size_t>(mode)];
   }
 
   void finish(int j) {
@@ -609,6 +625,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     r.checkpoints = checkpoints_;
     r.node_failures = node_failures_;
     r.lost_gpu_s = lost_gpu_s_;
+    r.lost_cut_gpu_s = lost_cut_gpu_s_;
+    r.submitted_by_mode = submitted_by_mode_;
     r.decisions = core_->committed();
     r.rejected_proposals = rejected_;
     r.decisions_per_s = r.wall_s > 0 ? static_cast<double>(r.decisions) / r.wall_s : 0;
@@ -644,7 +662,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::int64_t submitted_ = 0, unschedulable_ = 0, finished_ = 0;
   std::int64_t preemptions_ = 0, migrations_ = 0, resizes_ = 0, checkpoints_ = 0, node_failures_ = 0;
   std::uint64_t rejected_ = 0;
-  double lost_gpu_s_ = 0;
+  double lost_gpu_s_ = 0, lost_cut_gpu_s_ = 0;
+  std::array<std::int64_t, spec::kNumPreemptions> submitted_by_mode_{};
   std::int64_t window_end_ = 0;
   double window_useful_ = 0;
   std::vector<double> t_h_, util_, queue_;

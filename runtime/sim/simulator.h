@@ -24,6 +24,7 @@
 #include "core/decision.h"
 #include "core/policy/planner.h"
 #include "base/result.h"
+#include "runtime/sim/job_modes.h"
 #include "runtime/sim/workload.h"
 
 namespace orrery::sim {
@@ -64,7 +65,12 @@ struct SimOptions {
   // A job meets its tier's service level when its queueing delay (arrival to first start) is at
   // most this: premium, standard, basic.
   std::array<double, 3> sla_queue_s = {60, 1800, 4 * 3600};
-  std::uint64_t seed = 1;       // node failures
+  std::uint64_t seed = 1;       // node failures, the draw of preemption modes
+  // Preemption modes drawn per job (runtime/sim/job_modes.h; default: all transparent). A signal
+  // or requeue job runs one worker per device (min = max = world); one whose device type has
+  // fewer devices than its world, or a premium one larger than the premium reserve, stays
+  // transparent.
+  ModeWeights modes = kAllTransparent;
   std::string journal_path;     // empty: no journal
   // Called now and then with (simulated seconds, jobs finished, jobs in the workload) — for a
   // progress bar.
@@ -108,6 +114,10 @@ struct SimResult {
   double useful_gpu_s = 0, capacity_gpu_s = 0;  // the makespan's
   std::int64_t preemptions = 0, migrations = 0, resizes = 0, checkpoints = 0, node_failures = 0;
   double lost_gpu_s = 0;  // work thrown away: progress since the last checkpoint of failed jobs
+  // Work thrown away by cuts: a requeue job's progress when it is preempted or migrated (it
+  // restarts from scratch). Transparent and signal jobs resume from their cut.
+  double lost_cut_gpu_s = 0;
+  std::array<std::int64_t, spec::kNumPreemptions> submitted_by_mode{};  // transparent, signal, requeue
   std::uint64_t decisions = 0;          // committed by the core
   std::uint64_t rejected_proposals = 0;  // the planner's proposals the core refused
   std::int64_t invariant_violations = -1;  // from the journal replay (--check); -1: not checked

@@ -199,6 +199,74 @@ TEST(Simulator, NodeFailuresLoseWorkSinceTheCheckpointAndJobsStillFinish) {
   std::filesystem::remove(journal);
 }
 
+TEST(Simulator, ARequeueJobRedoesItsWorkWhenPreemptedATransparentOneDoesNot) {
+  // As PremiumPreemptsBasic..., every job requeue: the basic job's 10 s x 4 devices are lost
+  // when it is cut, and it runs its 1000 s again from scratch.
+  Workload w;
+  w.jobs = {job(0, 1000, 4, spec::Tier::kBasic), job(10, 50, 4, spec::Tier::kPremium)};
+  auto o = quiet();
+  o.modes = {0, 0, 1};
+  const auto journal = (std::filesystem::temp_directory_path() / "orrery-sim-requeue.journal").string();
+  o.journal_path = journal;
+  auto r = simulate(one_node(4), w, "orrery", o);
+  ASSERT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->preemptions, 1);
+  EXPECT_EQ(r->completed, 2);
+  EXPECT_EQ(r->submitted_by_mode[2], 2);
+  EXPECT_GE(r->lost_cut_gpu_s, 4 * 10.0);
+  EXPECT_LT(r->lost_cut_gpu_s, 4 * 15.0);
+  EXPECT_GT(r->tiers[2].avg_jct_s, 1000 + 50 + 10);  // the lost 10 s done again
+  EXPECT_EQ(r->rejected_proposals, 0u);
+  auto rep = checker::replay_journal(journal);  // INV-MODE among the rest
+  EXPECT_TRUE(rep.ok) << rep.error << (rep.violations.empty() ? "" : rep.violations.front());
+  std::filesystem::remove(journal);
+  auto t = simulate(one_node(4), w, "orrery", quiet());
+  ASSERT_TRUE(t.ok()) << t.reason();
+  EXPECT_EQ(t->submitted_by_mode[0], 2);
+  EXPECT_EQ(t->lost_cut_gpu_s, 0);
+  EXPECT_LT(t->tiers[2].avg_jct_s, r->tiers[2].avg_jct_s);
+}
+
+TEST(Simulator, MixedModesRunCleanUnderEveryPolicy) {
+  SyntheticOptions so;
+  so.jobs = 300;
+  so.max_gang = 16;
+  auto fleet = one_node(32);
+  so.arrival_rate_per_s = arrival_rate_for_load(so, fleet.num_devices(), 0.9);
+  auto w = generate_synthetic(so);
+  ASSERT_TRUE(w.ok()) << w.reason();
+  auto o = quiet();
+  o.cost.checkpoint_every_s = 600;  // periodic cuts for the transparent jobs only
+  o.modes = {60, 30, 10};
+  const auto journal = (std::filesystem::temp_directory_path() / "orrery-sim-modes.journal").string();
+  o.journal_path = journal;
+  for (const char* p : {"orrery", "fifo", "tiresias"}) {
+    auto r = simulate(fleet, *w, p, o);
+    ASSERT_TRUE(r.ok()) << p << ": " << r.reason();
+    EXPECT_EQ(r->rejected_proposals, 0u) << p;
+    EXPECT_EQ(r->completed + r->unschedulable, 300) << p;
+    for (auto n : r->submitted_by_mode) EXPECT_GT(n, 0) << p;
+    auto rep = checker::replay_journal(journal);
+    EXPECT_TRUE(rep.ok) << p << ": " << rep.error << (rep.violations.empty() ? "" : rep.violations.front());
+  }
+  std::filesystem::remove(journal);
+}
+
+TEST(JobModes, WeightsParseAndDrawInProportion) {
+  auto w = parse_mode_weights("60:30:10");
+  ASSERT_TRUE(w.ok()) << w.reason();
+  EXPECT_EQ(*w, (ModeWeights{60, 30, 10}));
+  for (const char* bad : {"", "60:30", "60:30:10:1", "a:b:c", "0:0:0", "-1:1:1", "60:30:10x", "1:2:99999999999"})
+    EXPECT_FALSE(parse_mode_weights(bad).ok()) << bad;
+  std::array<int, 3> n{};
+  for (std::uint64_t i = 0; i < 100'000; ++i) ++n[static_cast<std::size_t>(draw_mode(*w, 1, i))];
+  EXPECT_NEAR(n[0], 60'000, 1'000);
+  EXPECT_NEAR(n[1], 30'000, 1'000);
+  EXPECT_NEAR(n[2], 10'000, 1'000);
+  EXPECT_EQ(draw_mode(kAllTransparent, 1, 5), spec::Preemption::kTransparent);
+  EXPECT_EQ(draw_mode(*w, 3, 17), draw_mode(*w, 3, 17));  // a function of the seed and the job
+}
+
 TEST(Simulator, UnknownPolicyAndEmptyFleetAreErrors) {
   Workload w;
   auto r = simulate(one_node(2), w, "sjf", quiet());
