@@ -340,8 +340,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     const double left = std::max(0.0, js.total_s - js.done_s);
     const std::int64_t finish = from + static_cast<std::int64_t>(std::ceil(left / rate(j) * 1000.0));
     push(finish, Ev::kFinish, j, js.ver);
-    // Periodic cuts only for transparent jobs (INV-MODE: the others' only cut stops them).
-    if (o_.cost.checkpoint_every_s > 0 && core_->job_info(j).mode == spec::Preemption::kTransparent) {
+    if (o_.cost.checkpoint_every_s > 0) {
       const std::int64_t ck = from + ms(o_.cost.checkpoint_every_s);
       if (ck < finish) push(ck, Ev::kCheckpoint, j, js.ver);
     }
@@ -471,8 +470,14 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   }
   // A periodic checkpoint: the step reached is committed and a cut of it asked for (through the
   // protocol, like the nodes' periodic cuts); the job pauses while it is written.
+  // A signal or requeue job takes no cut while it runs (INV-MODE: its only cut stops it): it only
+  // reports its progress then (its attained service, which the planners read), and runs on.
   void checkpoint(int j) {
     progress(j);
+    if (core_->job_info(j).mode != spec::Preemption::kTransparent) {
+      schedule_run(j);
+      return;
+    }
     proto_->request_checkpoint(j, now());
     act();
   }
