@@ -402,6 +402,12 @@ core::Decision gen_submit(const RefModel& m) {
     d.min_devices = uniform<std::int64_t>(1, count + 1);
     d.max_devices = uniform<std::int64_t>(count, d.world + 1);
     d.mem_mib = uniform(1, 4);
+    // All three preemption modes. A signal or requeue program runs one worker per device on
+    // exactly its world (the submit guard's rule): mostly so, sometimes not (refused).
+    d.mode = *rc::gen::weightedElement<spec::Preemption>(
+        {{6, spec::Preemption::kTransparent}, {2, spec::Preemption::kSignal}, {2, spec::Preemption::kRequeue}});
+    if (d.mode != spec::Preemption::kTransparent && uniform(0, 5) != 0)
+      d.world = d.min_devices = d.max_devices = count;
   } else {
     // Anything, most of it invalid.
     d.tier = static_cast<spec::Tier>(uniform(-1, 4));
@@ -410,6 +416,7 @@ core::Decision gen_submit(const RefModel& m) {
     d.min_devices = uniform(-1, 6);
     d.max_devices = uniform(-1, 10);
     d.mem_mib = uniform(-1, 3);
+    d.mode = static_cast<spec::Preemption>(uniform(-1, 4));  // unknown modes too
   }
   return d;
 }

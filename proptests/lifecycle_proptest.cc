@@ -8,7 +8,7 @@
 //     sequence number and time; it rejects for the origin exactly when the model does (the origin
 //     is checked before the job and the parameters); when the model rejects a selection only
 //     because a device is reserved for another job, the core names that clause;
-//   - every job's variables (state, spec, devices, splice, epoch, progress, checkpoint, failures,
+//   - every job's variables (state, spec and preemption mode, devices, splice, epoch, progress, checkpoint, failures,
 //     attained service, the beneficiary of a preemption or shrink, a move's target set and its
 //     splice) and held set agree with the model; every device's owner and owner epoch, and
 //     whether it is live-reserved and for whom (a waiting job, or a moving one's target); and
@@ -128,7 +128,7 @@ std::string show_cluster(const Cluster& c) {
       << " devices=" << job.devices << " " << show_devset(job.held) << " x" << job.splice
       << " epoch=" << job.epoch << " progress=" << job.progress << " ckpt=" << job.ckpt
       << " failures=" << job.failures << " attained=" << job.attained << " ben=" << job.ben
-      << " resv_gen=" << job.resv_gen;
+      << " resv_gen=" << job.resv_gen << " mode=" << job.mode;
     if (!job.target.empty() || job.tsplice != 0)
       o << " target=" << show_devset(job.target) << " x" << job.tsplice;
     o << "\n";
@@ -222,6 +222,7 @@ void check_matches_model(const RefModel& m, const core::SchedulerCore& core,
     field("attained", k.attained, r.attained);
     field("ben", k.ben, r.ben);
     field("tsplice", k.tsplice, r.tsplice);
+    field("mode", k.mode, r.mode);
     // resv_gen is the core's bookkeeping for reservation liveness, compared below as liveness
     // per device (its monotonicity is INV-RESERVE's step part, checked after every decision).
     if (!std::equal(k.held.begin(), k.held.end(), r.devices.begin(), r.devices.end()))

@@ -149,7 +149,7 @@ std::string describe_job(const RefJob& j) {
     first = false;
   }
   o << "} x" << j.splice << " epoch=" << j.epoch << " progress=" << j.progress << " ckpt=" << j.ckpt
-    << " failures=" << j.failures << " attained=" << j.attained;
+    << " failures=" << j.failures << " attained=" << j.attained << " mode=" << j.mode;
   if (j.ben >= 0) o << " ben=" << j.ben;
   if (!j.target.empty() || j.tsplice != 0) {
     o << " target={";
@@ -185,6 +185,7 @@ bool gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int64_t 
   if (count < job.min_dev || count > job.max_dev) return why = "device count out of range", false;
   if (splice < 1 || splice > kRefSpliceLimit) return why = "splice out of [1, limit]", false;
   if (count * splice != job.world) return why = "devices * splice != world", false;
+  if (!job.transparent() && splice != 1) return why = "a signal or requeue job is not spliced", false;
   for (int dev : sel) {
     if (m.dev_type[dev] != job.dtype) return why = "wrong device type", false;
     if (m.dev_mem[dev] < job.mem) return why = "device memory too small for a worker", false;
@@ -310,6 +311,11 @@ bool valid_spec(const RefModel& m, const core::Decision& d, int& type, std::stri
   probe.min_dev = d.min_devices;
   probe.max_dev = d.max_devices;
   if (ref_feasible_counts(probe).empty()) return why = "world does not split", false;
+  const auto mode = static_cast<std::int64_t>(d.mode);
+  if (mode < 0 || mode > 2) return why = "unknown preemption mode", false;
+  // Signal and requeue programs run one worker per device, on exactly their world.
+  if (d.mode != spec::Preemption::kTransparent && (d.min_devices != d.world || d.max_devices != d.world))
+    return why = "a signal or requeue job needs min_devices == max_devices == world", false;
   return true;
 }
 
@@ -394,6 +400,13 @@ void forget_move(RefJob& job) {
   job.ben = -1;
 }
 
+// A cut at `step` is stored: the job's checkpoint. A requeue job keeps nothing: its checkpoint is
+// its start (step 0) and its progress goes back there.
+void store_cut(RefJob& job, std::int64_t step) {
+  job.ckpt = job.requeue() ? 0 : step;
+  if (job.requeue()) job.progress = 0;
+}
+
 // Progress goes back to the last committed checkpoint, or to the start without one.
 void roll_back(RefJob& job) { job.progress = job.ckpt >= 0 ? job.ckpt : 0; }
 
@@ -434,6 +447,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
     job.min_dev = d.min_devices;
     job.max_dev = d.max_devices;
     job.mem = d.mem_mib;
+    job.mode = static_cast<std::int64_t>(d.mode);
     m.jobs.push_back(job);
     ++m.committed;
     p.accepted = true;
@@ -508,12 +522,20 @@ Prediction predict(RefModel& m, const core::Decision& d) {
         why = "checkpoint step out of [max(ckpt, 0), progress]";
         break;
       }
+      if (!job.transparent()) {  // its only cut stops it
+        why = "a signal or requeue job takes no checkpoint while it runs";
+        break;
+      }
       ok = true;
       to = s;
       job.ckpt = d.step;
       break;
     case EventKind::kResizeUp: {
       if (s != JobState::kRunning) break;
+      if (!job.transparent()) {
+        why = "a signal or requeue job is not resized";
+        break;
+      }
       bool keeps = true;
       for (int dev : job.devices) keeps = keeps && sel.count(dev);
       if (!keeps) {
@@ -532,6 +554,10 @@ Prediction predict(RefModel& m, const core::Decision& d) {
     }
     case EventKind::kResizeDown: {
       if (s != JobState::kRunning) break;
+      if (!job.transparent()) {
+        why = "a signal or requeue job is not resized";
+        break;
+      }
       bool subset = true;
       for (int dev : sel) subset = subset && job.devices.count(dev);
       if (!subset) {
@@ -580,7 +606,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
         }
         ok = true;
         to = JobState::kSuspended;
-        job.ckpt = d.step;
+        store_cut(job, d.step);
         // The beneficiary may have been placed or cancelled since: then nothing is reserved.
         p.suspend_without_reservation =
             !(job.ben >= 0 && job.ben < m.num_jobs() && ref_waiting(m.jobs[job.ben].state));
@@ -603,7 +629,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       {
         ok = true;
         to = JobState::kRestoring;
-        job.ckpt = d.step;
+        store_cut(job, d.step);
         ++job.epoch;  // a new incarnation on the target
         // The devices left behind go back, reserved for a shrink's beneficiary if it still waits.
         const bool for_ben = job.ben >= 0 && job.ben < m.num_jobs() &&

@@ -75,6 +75,13 @@ struct RefJob {
   // otherwise.
   std::set<int> target;
   std::int64_t tsplice = 0;
+  // How the job's program is preempted (spec::Preemption's value), fixed at submission:
+  // transparent (cut at a safe point: spliced, resized, checkpointed while it runs), signal or
+  // requeue (one worker per device, never resized or spliced, no checkpoint while it runs; a
+  // requeue job's every cut is its start: checkpoint step 0, progress back to 0).
+  std::int64_t mode = 0;
+  bool transparent() const { return mode == static_cast<std::int64_t>(spec::Preemption::kTransparent); }
+  bool requeue() const { return mode == static_cast<std::int64_t>(spec::Preemption::kRequeue); }
 };
 
 struct RefModel {
