@@ -58,6 +58,15 @@ struct Step {
 // The next step for model state `m`.
 Step next_step(const RefModel& m);
 
+// A Submit: mostly a well-formed spec in one of the three preemption modes (a signal or requeue
+// one mostly with min = max = world, sometimes not: refused), sometimes one at or past the input
+// bounds, sometimes anything (job_spec_gen.cc).
+core::Decision gen_submit(const RefModel& m);
+
+// The origin a generated decision for event `e` claims: mostly the one that decides it in
+// practice, sometimes an operator, now and then one that may not decide it (origin_gen.cc).
+spec::Origin pick_origin(spec::EventKind e);
+
 // "Preempt job 1 for job 2 [planner]" (describe() leaves the origin out; a Submit also shows its
 // memory and tier, which describe() does not).
 std::string show_decision(const core::Decision& d);
