@@ -382,9 +382,10 @@ JobSpec Bench::measured_job(const std::string& name, Tier tier, const Shape& sh)
   s.mem_mib = mem_mib_;
   s.steps = 1 << 30;       // runs until cancelled
   s.checkpoint_every = 0;  // only the cuts measured here
-  s.args = {"--batch=1", "--din=" + std::to_string(sh.din), "--hidden=" + std::to_string(sh.hidden),
-            "--dout=" + std::to_string(sh.dout)};
-  if (o_.step_delay_us > 0) s.args.push_back("--step-delay-us=" + std::to_string(o_.step_delay_us));
+  s.command = {"orrery-train-mlp", "--batch=1", "--din=" + std::to_string(sh.din),
+               "--hidden=" + std::to_string(sh.hidden), "--dout=" + std::to_string(sh.dout),
+               "--steps=" + std::to_string(s.steps)};
+  if (o_.step_delay_us > 0) s.command.push_back("--step-delay-us=" + std::to_string(o_.step_delay_us));
   return s;
 }
 
@@ -397,7 +398,8 @@ JobSpec Bench::small_job(const std::string& name, Tier tier) const {
   s.device_type = o_.device_type;
   s.mem_mib = 16;
   s.steps = 1 << 30;
-  s.args = {"--din=8", "--hidden=8", "--dout=8", "--step-delay-us=2000"};
+  s.command = {"orrery-train-mlp", "--din=8", "--hidden=8", "--dout=8", "--step-delay-us=2000",
+               "--steps=" + std::to_string(s.steps)};
   return s;
 }
 

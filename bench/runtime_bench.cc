@@ -316,7 +316,7 @@ SpliceRun run_job(std::vector<LocalPlacement> local, int devices, int steps, int
     s.epoch = 1;
     s.world = 2;
     s.local = std::move(local);
-    s.args = {"--steps=" + std::to_string(steps), "--batch=" + std::to_string(batch), "--din=64",
+    s.command = {"orrery-train-mlp", "--steps=" + std::to_string(steps), "--batch=" + std::to_string(batch), "--din=64",
               "--hidden=" + std::to_string(hidden), "--dout=16"};
     s.collective = "/orrery-bench-splice-" + std::to_string(::getpid()) + "-" + std::to_string(devices);
     auto t = Clock::now();

@@ -81,7 +81,7 @@ SymParams make_params(const Z3Domain& d, int devices, const std::string& prefix)
   auto& c = *d.ctx;
   auto v = [&](const char* n) { return c.int_const((prefix + n).c_str()); };
   SymParams p{v("tier"),   v("dtype"),  v("world"), v("min_dev"), v("max_dev"),
-              v("mem"),    v("step"),   v("gpu_ms"), v("splice"), v("beneficiary"), {}};
+              v("mem"),    v("step"),   v("gpu_ms"), v("splice"), v("beneficiary"), v("mode"), {}};
   for (int dev = 0; dev < devices; ++dev)
     p.sel.push_back(c.bool_const((prefix + "sel[" + std::to_string(dev) + "]").c_str()));
   return p;
@@ -184,7 +184,8 @@ std::string show_params(z3::model& m, const SymParams& p, spec::EventKind e) {
     case EventKind::kSubmit:
       out << " tier=" << value_of(m, p.tier) << " dtype=" << value_of(m, p.dtype)
           << " world=" << value_of(m, p.world) << " min=" << value_of(m, p.min_dev)
-          << " max=" << value_of(m, p.max_dev) << " mem=" << value_of(m, p.mem);
+          << " max=" << value_of(m, p.max_dev) << " mem=" << value_of(m, p.mem)
+          << " mode=" << value_of(m, p.mode);
       break;
     case EventKind::kPlace:
     case EventKind::kResume:

@@ -6,6 +6,9 @@ namespace orrery::core {
 
 namespace {
 
+// The tag of a Submit's program part (a workload name cannot contain a space).
+constexpr const char* kRunTag = "run v2";
+
 void put_i64(std::string& out, std::int64_t v) {
   auto u = static_cast<std::uint64_t>(v);
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((u >> (8 * i)) & 0xff));
@@ -144,15 +147,23 @@ std::string encode_decision_record(const Decision& d, std::int64_t time_ms) {
   put_i64(out, static_cast<std::int64_t>(d.devices.size()));
   for (auto dev : d.devices) put_i64(out, dev);
   // Last and only when set: records of journals written before tenants existed end here, and a
-  // Submit without a tenant or a program is encoded exactly as it was then.
-  const bool run = !d.workload.empty();
+  // Submit without a tenant or a program is encoded exactly as it was then. The program part
+  // starts with the tag kRunTag (journals before users' programs had a workload name there).
+  const bool run = !d.command.empty() || d.mode != spec::Preemption::kTransparent ||
+                   d.min_runtime_ms != 0 || d.steps != 0 || d.checkpoint_every != 0;
   if (!d.tenant.empty() || run) put_str(out, d.tenant);
   if (run) {
-    put_str(out, d.workload);
+    put_str(out, kRunTag);
+    put_i64(out, static_cast<std::int64_t>(d.mode));
     put_i64(out, d.steps);
     put_i64(out, d.checkpoint_every);
-    put_i64(out, static_cast<std::int64_t>(d.args.size()));
-    for (const auto& a : d.args) put_str(out, a);
+    put_i64(out, d.grace_ms);
+    put_i64(out, d.min_runtime_ms);
+    put_str(out, d.workdir);
+    put_i64(out, static_cast<std::int64_t>(d.command.size()));
+    for (const auto& a : d.command) put_str(out, a);
+    put_i64(out, static_cast<std::int64_t>(d.env.size()));
+    for (const auto& e : d.env) put_str(out, e);
   }
   return out;
 }
@@ -206,14 +217,37 @@ Result<DecodedRecord> decode_record(std::string_view bytes) {
   if (in.error().empty() && (n < 0 || n > (1 << 20))) in.fail("device count out of range");
   for (std::int64_t i = 0; in.error().empty() && i < n; ++i) d.devices.push_back(in.i64("device"));
   if (in.error().empty() && !in.done()) d.tenant = in.str("tenant");
+  std::int64_t mode = 0;
   if (in.error().empty() && !in.done()) {
-    d.workload = in.str("workload");
-    d.steps = in.i64("steps");
-    d.checkpoint_every = in.i64("checkpoint_every");
-    auto nargs = in.i64("argument count");
-    if (in.error().empty() && (nargs < 0 || nargs > (1 << 16))) in.fail("argument count out of range");
-    for (std::int64_t i = 0; in.error().empty() && i < nargs; ++i) d.args.push_back(in.str("argument"));
+    auto strs = [&](const char* count_what, const char* what, std::vector<std::string>& to) {
+      auto n = in.i64(count_what);
+      if (in.error().empty() && (n < 0 || n > (1 << 16))) in.fail(std::string(count_what) + " out of range");
+      for (std::int64_t i = 0; in.error().empty() && i < n; ++i) to.push_back(in.str(what));
+    };
+    const std::string tag = in.str("program tag");
+    if (tag == kRunTag) {
+      mode = in.i64("preemption");
+      d.steps = in.i64("steps");
+      d.checkpoint_every = in.i64("checkpoint_every");
+      d.grace_ms = in.i64("grace_ms");
+      d.min_runtime_ms = in.i64("min_runtime_ms");
+      d.workdir = in.str("workdir");
+      strs("argument count", "argument", d.command);
+      strs("environment count", "environment entry", d.env);
+    } else {
+      // A journal from before users' programs: a built-in workload's name, then its arguments.
+      d.steps = in.i64("steps");
+      d.checkpoint_every = in.i64("checkpoint_every");
+      std::vector<std::string> args;
+      strs("argument count", "argument", args);
+      d.command = {"orrery-train-" + tag};
+      d.command.insert(d.command.end(), args.begin(), args.end());
+      d.command.push_back("--steps=" + std::to_string(d.steps));
+    }
   }
+  if (in.error().empty() && (mode < 0 || mode >= spec::kNumPreemptions))
+    in.fail("unknown preemption mode " + std::to_string(mode));
+  d.mode = static_cast<spec::Preemption>(mode);
   if (in.error().empty() && !in.done()) in.fail("trailing bytes after decision");
   if (in.error().empty() && (event < 0 || event >= spec::kNumEventKinds))
     in.fail("unknown event " + std::to_string(event));

@@ -27,10 +27,14 @@ struct Decision {
   std::int64_t max_devices = 0;
   std::int64_t mem_mib = 0;  // device memory per worker
   std::string tenant;        // who submitted it; fair share among tenants inside a tier ("": default)
+  spec::Preemption mode = spec::Preemption::kTransparent;  // how it is preempted (the spec's)
   // Submit: what the nodes run (the rest of the job spec, journaled with it so that the journal
-  // alone rebuilds every job). Empty workload: a job with nothing to run (the simulator's).
-  std::string workload;
-  std::vector<std::string> args;
+  // alone rebuilds every job). Empty command: a job with nothing to run (the simulator's).
+  std::vector<std::string> command;  // argv
+  std::vector<std::string> env;      // "NAME=VALUE"
+  std::string workdir;
+  std::int64_t grace_ms = 0;         // signal: SIGTERM .. SIGKILL
+  std::int64_t min_runtime_ms = 0;   // no planner eviction within this long of a start
   std::int64_t steps = 0;
   std::int64_t checkpoint_every = 0;
 

@@ -105,6 +105,7 @@ Result<spec::Params<Concrete>> SchedulerCore::params_for(const Decision& d) cons
   p.gpu_ms = d.gpu_ms;
   p.splice = d.splice;
   p.beneficiary = d.beneficiary;
+  p.mode = static_cast<std::int64_t>(d.mode);
   p.sel.reserve(d.devices.size());
   for (auto dev : d.devices) {
     if (dev < 0 || dev >= m)
@@ -186,7 +187,7 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
     // A tenant stays interned even if this Submit is refused: ids stay dense and stable.
     auto [t, added] = tenant_ids_.try_emplace(d.tenant, static_cast<std::int32_t>(tenants_.size()));
     if (added) tenants_.push_back(d.tenant);
-    info_.push_back(JobInfo{d.name, t->second});
+    info_.push_back(JobInfo{d.name, t->second, d.mode, d.min_runtime_ms});
   }
   auto drop_fresh = [&] {
     if (!fresh) return;

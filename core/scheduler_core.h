@@ -60,6 +60,10 @@ Result<Fleet> fleet_of_journal(const std::vector<std::string>& records);
 struct JobInfo {
   std::string name;
   std::int32_t tenant = 0;  // SchedulerCore::tenant_name(tenant); 0 is the default tenant ""
+  // What the planners weigh when they choose victims (core/policy/victims.h): how much a cut
+  // costs the job (its preemption mode), and how long after a start it is not to be evicted.
+  spec::Preemption mode = spec::Preemption::kTransparent;
+  std::int64_t min_runtime_ms = 0;
 };
 
 class SchedulerCore {

@@ -18,14 +18,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const auto& s = *r;
   if (!(1 <= s.min_devices && s.min_devices <= s.max_devices && s.max_devices <= s.world &&
-        s.world <= orrery::spec::kMaxWorld && s.mem_mib >= 1 && s.steps >= 1 && !s.name.empty()))
+        s.world <= orrery::spec::kMaxWorld && s.mem_mib >= 1 && s.steps >= 0 && !s.name.empty() &&
+        !s.command.empty() && !s.workdir.empty() && s.workdir[0] == '/'))
     std::abort();
   auto again = orrery::cli::parse_job_spec(orrery::cli::to_toml(s), "roundtrip.toml");
   if (!again.ok() || again->name != s.name || again->world != s.world ||
       again->min_devices != s.min_devices || again->max_devices != s.max_devices ||
-      again->args != s.args || again->tier != s.tier || again->mem_mib != s.mem_mib ||
+      again->command != s.command || again->tier != s.tier || again->mem_mib != s.mem_mib ||
       again->steps != s.steps || again->checkpoint_every != s.checkpoint_every ||
-      again->workload != s.workload || again->device_type != s.device_type)
+      again->env != s.env || again->workdir != s.workdir || again->preemption != s.preemption ||
+      again->grace_ms != s.grace_ms || again->min_runtime_ms != s.min_runtime_ms ||
+      again->device_type != s.device_type)
     std::abort();
   return 0;
 }

@@ -134,7 +134,7 @@ Cluster to_sparse(const DCluster& d) {
 
 DParams to_dense(const SParams& p, int m) {
   DParams d{p.tier, p.dtype, p.world, p.min_dev, p.max_dev, p.mem,
-            p.step, p.gpu_ms, p.splice, p.beneficiary, to_mask(p.sel, m)};
+            p.step, p.gpu_ms, p.splice, p.beneficiary, p.mode, to_mask(p.sel, m)};
   return d;
 }
 

@@ -255,8 +255,8 @@ RC_GTEST_PROP(JobSpecPlaceable, AcceptedSpecsRunAndArePlacedOnABigEnoughFleet, (
 
   // The runtime can run it: the node agent's launch bound, the workload's steps.
   RC_ASSERT(s.world <= spec::kMaxRunWorld);
-  RC_ASSERT(s.args.size() <= spec::kMaxArgs);
-  if (s.workload == "mlp") {
+  RC_ASSERT(s.command.size() <= spec::kMaxCommand);
+  if (s.command[0] == "orrery-train-mlp") {
     auto mlp = runtime::parse_mlp_args({"--steps=" + std::to_string(s.steps)});
     if (!mlp.ok()) RC_FAIL("orrery-train-mlp refuses --steps=" + std::to_string(s.steps) + ": " + mlp.reason());
   }

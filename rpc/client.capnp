@@ -24,11 +24,15 @@ struct JobSpec {
   minDevices @4 :Int64 = 1;       # elastic range of device counts (replica splicing below W)
   maxDevices @5 :Int64 = 1;
   memMib @6 :Int64 = 64;          # device memory per worker
-  workload @7 :Text;              # a workload of runtime/workloads ("mlp")
-  args @8 :List(Text);            # the workload's arguments
-  steps @9 :Int64 = 100;          # training steps to run
-  checkpointEvery @10 :Int64;     # periodic checkpoint every N steps, 0: none
+  workdir @7 :Text;               # absolute working directory of every worker; empty: the node's
+  command @8 :List(Text);         # the program and its arguments (argv), at least the program
+  steps @9 :Int64;                # training steps the program runs (progress); 0: unknown
+  checkpointEvery @10 :Int64;     # periodic checkpoint every N steps (transparent only), 0: none
   tenant @11 :Text;               # who submits it (fair share inside a tier); empty: the default
+  env @12 :List(Text);            # "NAME=VALUE" set for every worker
+  preemption @13 :Common.Preemption;  # how it is preempted
+  graceMs @14 :Int64 = 30000;     # signal: SIGTERM .. SIGKILL
+  minRuntimeMs @15 :Int64;        # not evicted by a planner within this long after it starts
 }
 
 struct JobStatus {
@@ -95,4 +99,18 @@ interface ClientApi {
   watch @9 (afterSeq :UInt64, sink :EventSink) -> (handle :Watch);
   # A job's timeline and report lines, the last `maxLines`.
   logs @10 (job :Int32, maxLines :Int32 = 100) -> (lines :List(Text));
+  # What rank `rank` of `job` wrote (its workers' stdout and stderr, every incarnation), from
+  # `offset` on, at most `maxBytes` (capped at 1 MiB). Unknown job or rank -> failed (not found).
+  output @11 (job :Int32, rank :Int32, offset :UInt64, maxBytes :UInt32) -> (output :WorkerOutput);
+}
+
+# A window of one rank's output: the stream of every byte the rank wrote, across its restarts and
+# migrations, each incarnation behind a line "--- epoch E on node N ---". The core keeps the newest
+# 32-64 MiB per rank; offsets are those of the whole stream.
+struct WorkerOutput {
+  data @0 :Data;                  # bytes [nextOffset - size(data), nextOffset)
+  nextOffset @1 :UInt64;          # where the next read goes on; an offset past the end reads
+                                  # nothing, one before the oldest byte kept reads from there
+  size @2 :UInt64;                # the stream's end: all the rank wrote so far
+  jobEnded @3 :Bool;              # Completed, Failed or Cancelled: no more will come
 }

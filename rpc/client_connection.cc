@@ -158,6 +158,25 @@ class RpcClientApi final : public service::ClientApi {
     if (!st) return st;
     return out;
   }
+  Result<service::WorkerOutput> output(int job, int rank, std::uint64_t offset, std::uint32_t max_bytes) override {
+    service::WorkerOutput out;
+    auto st = call([&] {
+      auto req = api_.outputRequest();
+      req.setJob(job);
+      req.setRank(rank);
+      req.setOffset(offset);
+      req.setMaxBytes(max_bytes);
+      auto resp = req.send().wait(c_->io.waitScope);
+      auto w = resp.getOutput();
+      auto data = w.getData();
+      out.data.assign(reinterpret_cast<const char*>(data.begin()), data.size());
+      out.next_offset = w.getNextOffset();
+      out.size = w.getSize();
+      out.job_ended = w.getJobEnded();
+    });
+    if (!st) return st;
+    return out;
+  }
 
  private:
   // Runs one request; the core's refusal comes back with its code (rpc/wire_status.h).

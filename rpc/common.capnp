@@ -13,6 +13,13 @@ enum Tier {
   basic @2;
 }
 
+# How a job's program is preempted (spec::Preemption).
+enum Preemption {
+  transparent @0;   # through orrery's worker library: cut at safe points, bit-identical
+  signal @1;        # SIGTERM, SIGKILL after the grace period; it saves itself
+  requeue @2;       # killed and restarted from scratch
+}
+
 enum JobState {
   new @0;
   submitted @1;

@@ -23,6 +23,24 @@ Result<std::string> text_from_wire(capnp::Text::Reader t, const char* what) {
   return std::string(t.cStr(), t.size());
 }
 
+Result<std::vector<std::string>> texts_from_wire(capnp::List<capnp::Text>::Reader r, std::size_t max,
+                                                const char* what) {
+  if (r.size() > max)
+    return Status::InvalidArgument(std::string(what) + ": at most " + std::to_string(max) + " entries, got " +
+                                   std::to_string(r.size()));
+  std::vector<std::string> out;
+  for (auto a : r) {
+    auto t = text_from_wire(a, what);
+    if (!t) return t.status();
+    out.push_back(std::move(*t));
+  }
+  return out;
+}
+
+void texts_to_wire(const std::vector<std::string>& v, capnp::List<capnp::Text>::Builder b) {
+  for (unsigned i = 0; i < v.size(); ++i) b.set(i, v[i]);
+}
+
 Result<service::JobSpec> job_spec_from_wire(wire::JobSpec::Reader r) {
   service::JobSpec s;
   auto name = text_from_wire(r.getName(), "name");
@@ -38,18 +56,25 @@ Result<service::JobSpec> job_spec_from_wire(wire::JobSpec::Reader r) {
   s.min_devices = r.getMinDevices();
   s.max_devices = r.getMaxDevices();
   s.mem_mib = r.getMemMib();
-  auto wl = text_from_wire(r.getWorkload(), "workload");
-  if (!wl) return wl.status();
-  s.workload = wl->empty() ? "mlp" : *wl;
-  // A bound before copying; the limit itself is validate_job_spec's (below), with the same words.
-  if (r.getArgs().size() > spec::kMaxArgs)
-    return Status::InvalidArgument("args: at most " + std::to_string(spec::kMaxArgs) + " arguments, got " +
-                         std::to_string(r.getArgs().size()));
-  for (auto a : r.getArgs()) {
-    auto t = text_from_wire(a, "argument");
-    if (!t) return t.status();
-    s.args.push_back(*t);
+  auto wd = text_from_wire(r.getWorkdir(), "workdir");
+  if (!wd) return wd.status();
+  s.workdir = *wd;
+  // Bounds before copying; the limits themselves are validate_job_spec's (below), with the same words.
+  auto cmd = texts_from_wire(r.getCommand(), spec::kMaxCommand, "command");
+  if (!cmd) return cmd.status();
+  s.command = std::move(*cmd);
+  auto env = texts_from_wire(r.getEnv(), spec::kMaxEnv, "env");
+  if (!env) return env.status();
+  for (const auto& e : *env) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos) return Status::InvalidArgument("env: \"" + e + "\" is not NAME=VALUE");
+    s.env.emplace_back(e.substr(0, eq), e.substr(eq + 1));
   }
+  auto mode = enum_in(r.getPreemption(), spec::kNumPreemptions, "preemption");
+  if (!mode) return mode.status();
+  s.preemption = static_cast<spec::Preemption>(*mode);
+  s.grace_ms = r.getGraceMs();
+  s.min_runtime_ms = r.getMinRuntimeMs();
   s.steps = r.getSteps();
   s.checkpoint_every = r.getCheckpointEvery();
   auto tenant = text_from_wire(r.getTenant(), "tenant");
@@ -68,9 +93,13 @@ void job_spec_to_wire(const service::JobSpec& s, wire::JobSpec::Builder b) {
   b.setMinDevices(s.min_devices);
   b.setMaxDevices(s.max_devices);
   b.setMemMib(s.mem_mib);
-  b.setWorkload(s.workload);
-  auto args = b.initArgs(static_cast<unsigned>(s.args.size()));
-  for (unsigned i = 0; i < s.args.size(); ++i) args.set(i, s.args[i]);
+  b.setWorkdir(s.workdir);
+  texts_to_wire(s.command, b.initCommand(static_cast<unsigned>(s.command.size())));
+  auto env = b.initEnv(static_cast<unsigned>(s.env.size()));
+  for (unsigned i = 0; i < s.env.size(); ++i) env.set(i, s.env[i].first + "=" + s.env[i].second);
+  b.setPreemption(static_cast<wire::Preemption>(s.preemption));
+  b.setGraceMs(s.grace_ms);
+  b.setMinRuntimeMs(s.min_runtime_ms);
   b.setSteps(s.steps);
   b.setCheckpointEvery(s.checkpoint_every);
   b.setTenant(s.tenant);
@@ -219,17 +248,29 @@ Result<service::LaunchCommand> launch_from_wire(wire::Launch::Reader r) {
     }
     c.local.push_back(std::move(s));
   }
-  auto wl = text_from_wire(r.getWorkload(), "workload");
-  if (!wl) return wl.status();
-  c.workload = *wl;
-  // The job's arguments and the service's "--steps=N".
-  if (r.getArgs().size() > spec::kMaxArgs + 1)
-    return Status::InvalidArgument("launch: at most " + std::to_string(spec::kMaxArgs + 1) + " arguments");
-  for (auto a : r.getArgs()) {
-    auto t = text_from_wire(a, "argument");
-    if (!t) return t.status();
-    c.args.push_back(*t);
-  }
+  auto cmd = texts_from_wire(r.getCommand(), spec::kMaxCommand, "launch: command");
+  if (!cmd) return cmd.status();
+  c.command = std::move(*cmd);
+  auto env = texts_from_wire(r.getEnv(), spec::kMaxEnv, "launch: env");
+  if (!env) return env.status();
+  c.env = std::move(*env);
+  auto wd = text_from_wire(r.getWorkdir(), "workdir");
+  if (!wd) return wd.status();
+  c.workdir = *wd;
+  auto mode = enum_in(r.getPreemption(), spec::kNumPreemptions, "launch: preemption");
+  if (!mode) return mode.status();
+  c.mode = static_cast<spec::Preemption>(*mode);
+  c.grace_ms = r.getGraceMs();
+  if (c.grace_ms < 0 || c.grace_ms > spec::kMaxGraceMs) return Status::InvalidArgument("launch: grace out of range");
+  auto cd = text_from_wire(r.getCheckpointDir(), "checkpoint dir");
+  if (!cd) return cd.status();
+  c.checkpoint_dir = *cd;
+  c.restart_count = r.getRestartCount();
+  auto ma = text_from_wire(r.getMasterAddr(), "master address");
+  if (!ma) return ma.status();
+  c.master_addr = *ma;
+  c.master_port = r.getMasterPort();
+  if (c.master_port < 0 || c.master_port > 65535) return Status::InvalidArgument("launch: master port out of range");
   c.restore_step = r.getRestoreStep();
   auto col = text_from_wire(r.getCollective(), "collective");
   if (!col) return col.status();
@@ -247,9 +288,15 @@ void launch_to_wire(const service::LaunchCommand& c, wire::Launch::Builder b) {
     auto ranks = local[i].initRanks(static_cast<unsigned>(c.local[i].ranks.size()));
     for (unsigned k = 0; k < c.local[i].ranks.size(); ++k) ranks.set(k, c.local[i].ranks[k]);
   }
-  b.setWorkload(c.workload);
-  auto args = b.initArgs(static_cast<unsigned>(c.args.size()));
-  for (unsigned i = 0; i < c.args.size(); ++i) args.set(i, c.args[i]);
+  texts_to_wire(c.command, b.initCommand(static_cast<unsigned>(c.command.size())));
+  texts_to_wire(c.env, b.initEnv(static_cast<unsigned>(c.env.size())));
+  b.setWorkdir(c.workdir);
+  b.setPreemption(static_cast<wire::Preemption>(c.mode));
+  b.setGraceMs(c.grace_ms);
+  b.setCheckpointDir(c.checkpoint_dir);
+  b.setRestartCount(c.restart_count);
+  b.setMasterAddr(c.master_addr);
+  b.setMasterPort(c.master_port);
   b.setRestoreStep(c.restore_step);
   b.setCollective(c.collective);
 }

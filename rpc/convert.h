@@ -41,5 +41,9 @@ Result<std::vector<service::Incarnation>> running_from_wire(capnp::List<wire::In
 
 // Text from a peer, checked for length (`what` names the field in the error).
 Result<std::string> text_from_wire(capnp::Text::Reader t, const char* what);
+// A list of texts of at most `max` entries, each checked as above.
+Result<std::vector<std::string>> texts_from_wire(capnp::List<capnp::Text>::Reader r, std::size_t max,
+                                                const char* what);
+void texts_to_wire(const std::vector<std::string>& v, capnp::List<capnp::Text>::Builder b);
 
 }  // namespace orrery::rpc

@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
                         "decided is aborted: the job gives its devices back and waits again")
       ->check(CLI::Range(std::int64_t{100}, std::int64_t{86400000}))
       ->capture_default_str();
+  serve_cmd->add_option("--user-checkpoint-root", serve.user_checkpoint_root,
+                        "where signal jobs save themselves (ORRERY_CHECKPOINT_DIR = ROOT/job-J): a path "
+                        "every node sees alike; default DATA/user-checkpoints");
   serve_cmd->add_option("--policy", serve.policy,
                         "the planner: orrery, fifo or tiresias (docs/policies.md; the same code orrery-sim runs)")
       ->check(CLI::IsMember({"orrery", "fifo", "tiresias"}))

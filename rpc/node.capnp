@@ -66,11 +66,18 @@ struct Launch {
   epoch @1 :Int64;
   world @2 :Int32;
   local @3 :List(LocalPlacement);
-  workload @4 :Text;
-  args @5 :List(Text);            # the workload's arguments; the core adds "--steps=N"
+  workdir @4 :Text;               # absolute; empty: the node's data directory
+  command @5 :List(Text);         # the program and its arguments
   restoreStep @6 :Int64 = -1;     # >= 0: restore the local ranks from that step's shards, which
                                   # the agent downloads from the core (downloadShard) first
   collective @7 :Text;            # collective group name, the same on every node of the job
+  env @8 :List(Text);             # "NAME=VALUE" the job sets
+  preemption @9 :Common.Preemption;
+  graceMs @10 :Int64;             # signal: SIGTERM .. SIGKILL
+  checkpointDir @11 :Text;        # ORRERY_CHECKPOINT_DIR (a signal job's own checkpoints)
+  restartCount @12 :Int64;        # ORRERY_RESTART_COUNT
+  masterAddr @13 :Text;           # MASTER_ADDR/MASTER_PORT: rank 0's node, for torch.distributed
+  masterPort @14 :Int32;
 }
 
 # The node side: commands from the core. Each refuses an epoch older than the newest the agent has
@@ -103,6 +110,13 @@ interface NodeSession {
   # receiver checks them). Unknown shard -> failed.
   downloadShard @3 (job :Int32, step :Int64, rank :Int32, sink :Common.ByteSink)
       -> (size :UInt64, crc32c :UInt32);
+  # New output (stdout and stderr as the process wrote them) of rank `rank` of incarnation `epoch`,
+  # at most 1 MiB a call, sent before the reports of the same moment (so a job's last lines arrive
+  # before the report that ends it). The core appends it to the rank's output, behind a line
+  # "--- epoch E on node N ---" where an incarnation begins. Refused: a superseded session, an
+  # unknown job or rank, an epoch the job never had, a larger chunk; the node drops a refused chunk
+  # and keeps one it could not deliver for its next connection.
+  output @4 (job :Int32, epoch :Int64, rank :Int32, data :Data) -> ();
 }
 
 interface NodeApi {

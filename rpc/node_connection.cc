@@ -92,6 +92,16 @@ class RpcCoreLink final : public runtime::CoreLink {
       req.send().wait(c_.io.waitScope);
     });
   }
+  Status output(const runtime::OutputChunk& c) override {
+    return call([&] {
+      auto req = s_.outputRequest();
+      req.setJob(c.job);
+      req.setEpoch(c.epoch);
+      req.setRank(c.rank);
+      req.setData(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(c.data.data()), c.data.size()));
+      req.send().wait(c_.io.waitScope);
+    });
+  }
   Status heartbeat() {
     return call([&] { s_.heartbeatRequest().send().wait(c_.io.waitScope); });
   }

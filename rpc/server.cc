@@ -147,6 +147,17 @@ class ClientApiImpl final : public wire::ClientApi::Server {
     for (unsigned i = 0; i < lines->size(); ++i) list.set(i, (*lines)[i]);
     return kj::READY_NOW;
   }
+  kj::Promise<void> output(OutputContext ctx) override {
+    auto p = ctx.getParams();
+    auto o = s_.output(p.getJob(), p.getRank(), p.getOffset(), p.getMaxBytes());
+    if (!o) return refuse(o.status());
+    auto w = ctx.getResults().initOutput();
+    w.setData(kj::arrayPtr(reinterpret_cast<const capnp::byte*>(o->data.data()), o->data.size()));
+    w.setNextOffset(o->next_offset);
+    w.setSize(o->size);
+    w.setJobEnded(o->job_ended);
+    return kj::READY_NOW;
+  }
 
  private:
   static kj::Promise<void> done(const Status& st) {
@@ -278,6 +289,14 @@ class NodeSessionImpl final : public wire::NodeSession::Server {
       ctx.getResults().setCrc32c(dl->crc());
     });
   }
+  kj::Promise<void> output(OutputContext ctx) override {
+    auto p = ctx.getParams();
+    auto data = p.getData();
+    auto st = s_.worker_output(session_, p.getJob(), p.getEpoch(), p.getRank(),
+                               std::string_view(reinterpret_cast<const char*>(data.begin()), data.size()));
+    if (!st) return refuse(st);
+    return kj::READY_NOW;
+  }
 
  private:
   Service& s_;
@@ -394,6 +413,7 @@ int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
   so.data_dir = o.data_dir;
   so.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
   so.cut_timeout_ms = o.cut_timeout_ms;
+  so.user_checkpoint_root = o.user_checkpoint_root;
   so.launch_timeout_ms = o.launch_timeout_ms;
   so.policy = o.policy;
   auto svc = Service::open(so, std::move(fleet), clock);

@@ -25,6 +25,7 @@ struct ServeOptions {
   std::string metrics;       // "host:port" for /metrics over HTTP; empty: none
   std::int64_t heartbeat_timeout_ms = 5000;
   std::int64_t cut_timeout_ms = 60000;      // a cut not stored by then is aborted
+  std::string user_checkpoint_root;         // signal jobs' own checkpoints (empty: DATA/user-checkpoints)
   std::int64_t launch_timeout_ms = 120000;  // a launch or restore not started by then is aborted
   std::int64_t tick_ms = 100;  // planner loop period
   std::string policy = "orrery";  // the planner (core/policy/planner.h)

@@ -14,6 +14,15 @@
 
 namespace orrery::spec {
 
+// A cut at `step` becomes the job's checkpoint. A requeue job keeps nothing of its run: its
+// checkpoint is the start (step 0) and its progress goes back there (INV-MODE).
+template <class D>
+void commit_cut(const D& d, JobVars<D>& job, const typename D::Int& step) {
+  const auto requeue = is(d, job.mode, Preemption::kRequeue);
+  job.ckpt = d.ite(requeue, d.k(0), step);
+  job.progress = d.ite(requeue, d.k(0), job.progress);
+}
+
 // Record the submitted job spec and start from a clean slate.
 struct EffectSubmit {
   static constexpr std::string_view name = "record_spec";
@@ -26,6 +35,7 @@ struct EffectSubmit {
     job.min_dev = p.min_dev;
     job.max_dev = p.max_dev;
     job.mem = p.mem;
+    job.mode = p.mode;
     job.devices = d.k(0);
     job.splice = d.k(0);
     job.epoch = d.k(0);
@@ -183,7 +193,7 @@ struct EffectMove {
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>& p) {
     auto& job = s.jobs[j];
     const auto q = move_params(d, job, p);
-    job.ckpt = p.step;
+    commit_cut(d, job, p.step);
     job.epoch = job.epoch + d.k(1);
     job.resv_gen = job.resv_gen + d.k(1);
     free_held(d, s, j, job.ben, waiting_job(d, s, job.ben));
@@ -242,7 +252,7 @@ struct EffectSuspend {
   static constexpr std::string_view name = "commit_checkpoint_release_reserved";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>& p) {
-    s.jobs[j].ckpt = p.step;
+    commit_cut(d, s.jobs[j], p.step);
     free_held_for_beneficiary(d, s, j);
   }
 };

@@ -30,6 +30,10 @@ struct GuardSubmit {
              p.world <= d.k(kMaxWorld)},
         {"1 <= memory per worker <= 2^40 MiB", d.k(1) <= p.mem && p.mem <= d.k(kMaxMemMib)},
         {"world splits evenly over a device count in range", feasible},
+        {"preemption mode known", d.k(0) <= p.mode && p.mode < d.k(kNumPreemptions)},
+        {"a signal or requeue job runs one worker per device: min_devices == max_devices == world",
+         d.implies(!is(d, p.mode, Preemption::kTransparent),
+                   p.min_dev == p.world && p.max_dev == p.world)},
     };
   }
 };
@@ -91,6 +95,7 @@ struct GuardGang {
         {"device count in [min_devices, max_devices]",
          job.min_dev <= count && count <= job.max_dev},
         {"world == devices * splice, splice <= limit", exact_split(d, job.world, count, p.splice)},
+        {"only a transparent job is spliced", d.implies(!transparent(d, job), p.splice == d.k(1))},
         {"devices of the job's type, with memory for a worker", type_ok},
         {"devices not held by another job", free},
         {"devices not reserved for another job", unreserved},
@@ -160,6 +165,7 @@ struct GuardGrow {
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
     auto cs = GuardGang::clauses(d, s, j, p);
+    cs.push_back({"only a transparent job is resized", transparent(d, s.jobs[j])});
     cs.push_back({"keeps every held device", kept_count(d, s, j, p) == s.jobs[j].devices});
     cs.push_back({"more devices than now", s.jobs[j].devices < d.size(p.sel)});
     return cs;
@@ -172,6 +178,7 @@ struct GuardShrink {
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
     auto cs = GuardGang::clauses(d, s, j, p);
+    cs.push_back({"only a transparent job is resized", transparent(d, s.jobs[j])});
     cs.push_back({"keeps a subset of the held devices", kept_count(d, s, j, p) == d.size(p.sel)});
     cs.push_back({"fewer devices than now", d.size(p.sel) < s.jobs[j].devices});
     cs.push_back({"beneficiary favoured by tier or fair share", favoured(d, s, p.beneficiary, j)});
@@ -213,7 +220,9 @@ struct GuardCheckpoint {
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
     const auto& job = s.jobs[j];
     return {{"0 <= step, last checkpoint <= step <= current step",
-             d.k(0) <= p.step && job.ckpt <= p.step && p.step <= job.progress}};
+             d.k(0) <= p.step && job.ckpt <= p.step && p.step <= job.progress},
+            // A signal or requeue job cannot be asked to save and go on: its only cut stops it.
+            {"only a transparent job takes a checkpoint while it runs", transparent(d, job)}};
   }
 };
 

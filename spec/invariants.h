@@ -27,11 +27,12 @@ enum class Inv {
   kReserve,  // INV-RESERVE
   kNode,     // INV-NODE
   kSplice,   // INV-SPLICE
+  kMode,     // INV-MODE
 };
-inline constexpr std::array<Inv, 13> kAllInvariants = {
+inline constexpr std::array<Inv, 14> kAllInvariants = {
     Inv::kWorld, Inv::kGang,  Inv::kExcl,  Inv::kCap,     Inv::kCkpt,    Inv::kEpoch,
     Inv::kTier,  Inv::kTerm,  Inv::kAdmit, Inv::kIndex,   Inv::kReserve, Inv::kNode,
-    Inv::kSplice};
+    Inv::kSplice, Inv::kMode};
 
 constexpr std::string_view inv_id(Inv i) {
   switch (i) {
@@ -48,6 +49,7 @@ constexpr std::string_view inv_id(Inv i) {
     case Inv::kReserve: return "INV-RESERVE";
     case Inv::kNode: return "INV-NODE";
     case Inv::kSplice: return "INV-SPLICE";
+    case Inv::kMode: return "INV-MODE";
   }
   return "INV-?";
 }
@@ -68,6 +70,8 @@ constexpr std::string_view inv_summary(Inv i) {
     case Inv::kNode: return "devices taken only on Up nodes; none held on a Down or Joining node";
     case Inv::kSplice:
       return "a move's target is a gang; a resize keeps a subset or superset; an epoch never swaps";
+    case Inv::kMode:
+      return "only transparent jobs are spliced or resized; a requeue job keeps no progress";
   }
   return "";
 }
@@ -79,7 +83,7 @@ template <class D>
 JobVars<D> new_job(const D& d, int devices) {
   auto z = d.k(0);
   return JobVars<D>{d.k(static_cast<std::int64_t>(JobState::kNew)),
-                    z, z, z, z, z, z, z, z, z, z, d.k(-1), z, z, d.k(-1), z, z,
+                    z, z, z, z, z, z, z, z, z, z, d.k(-1), z, z, d.k(-1), z, z, z,
                     d.no_devices(devices), d.no_devices(devices)};
 }
 
@@ -267,6 +271,16 @@ typename D::Bool job_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int
              d.implies(!moving_state(d, job.state), count == d.k(0) && job.tsplice == d.k(0));
     }
 
+    case Inv::kMode:
+      // The mode is known; a signal or requeue job runs one worker per device (its range is its
+      // world), never resizes, and a requeue job's checkpoint is never past its start.
+      return d.k(0) <= job.mode && job.mode < d.k(kNumPreemptions) &&
+             d.implies(!is(d, job.state, JobState::kNew) && !transparent(d, job),
+                       job.min_dev == job.world && job.max_dev == job.world &&
+                           d.k(0) <= job.splice && job.splice <= d.k(1) &&
+                           job.tsplice <= d.k(1) && !is(d, job.state, JobState::kResizing)) &&
+             d.implies(is(d, job.mode, Preemption::kRequeue), job.ckpt <= d.k(0));
+
     case Inv::kExcl:
     case Inv::kCap:
     case Inv::kAdmit:
@@ -441,7 +455,8 @@ typename D::Int freed_for(const D& d, const ClusterVars<D>& pre, int j, const Pa
 
 inline constexpr bool has_step_part(Inv inv) {
   return inv == Inv::kWorld || inv == Inv::kCkpt || inv == Inv::kEpoch || inv == Inv::kTier ||
-         inv == Inv::kTerm || inv == Inv::kReserve || inv == Inv::kNode || inv == Inv::kSplice;
+         inv == Inv::kTerm || inv == Inv::kReserve || inv == Inv::kNode || inv == Inv::kSplice ||
+         inv == Inv::kMode;
 }
 inline constexpr bool has_device_step_part(Inv inv) {
   return inv == Inv::kReserve || inv == Inv::kNode;
@@ -510,12 +525,14 @@ typename D::Bool job_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
     case Inv::kCkpt: {
       // Progress moves back only on failure or abort (leaving a holding state for Queued or
       // Failed, or restarting in place: Placed), and then exactly to the last committed
-      // checkpoint (or the start).
+      // checkpoint (or the start); or to the start, for a requeue job.
       auto failure = holding_state(d, a.state) &&
                      one_of(d, b.state, {JobState::kQueued, JobState::kFailed, JobState::kPlaced});
       auto to_ckpt = b.progress == d.ite(d.k(0) <= a.ckpt, a.ckpt, d.k(0));
-      return d.implies(submitted,
-                       a.ckpt <= b.ckpt && (a.progress <= b.progress || (failure && to_ckpt)));
+      // A requeue job's cut keeps nothing of its run: back to the start (INV-MODE).
+      auto requeued = is(d, a.mode, Preemption::kRequeue) && b.progress == d.k(0);
+      return d.implies(submitted, a.ckpt <= b.ckpt && (a.progress <= b.progress ||
+                                                       (failure && to_ckpt) || requeued));
     }
     case Inv::kEpoch:
       return d.implies(submitted,
@@ -537,6 +554,9 @@ typename D::Bool job_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
       // keeps a subset or a superset, never swaps one device for another (a swap is a move, and a
       // move starts a new incarnation).
       return d.implies(b.epoch == a.epoch, subset(d, b.held, a.held) || subset(d, a.held, b.held));
+    case Inv::kMode:
+      // The mode is fixed once submitted.
+      return d.implies(!is(d, a.state, JobState::kNew), b.mode == a.mode);
     case Inv::kGang:
     case Inv::kExcl:
     case Inv::kCap:

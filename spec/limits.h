@@ -57,6 +57,18 @@ inline constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
 // Workload arguments: each becomes one argv entry of every worker process (exec's limits).
 inline constexpr std::size_t kMaxArgs = 256;
 inline constexpr std::size_t kMaxArgLength = 4096;
+// A user's program (TOML `command`, `env`, `workdir`): argv entries as above; environment
+// variables (names of A-Z a-z 0-9 _ not starting with a digit, values like arguments); a working
+// directory path.
+inline constexpr std::size_t kMaxCommand = kMaxArgs + 2;  // the program, arguments, a built-in's --steps
+inline constexpr std::size_t kMaxEnv = 256;
+inline constexpr std::size_t kMaxEnvNameLength = 128;
+inline constexpr std::size_t kMaxPathLength = 4096;
+// signal mode's grace period between SIGTERM and SIGKILL, and a job's protection from eviction
+// right after it starts (min_runtime_s): at most a day, in milliseconds.
+inline constexpr std::int64_t kMaxGraceMs = 24LL * 3600 * 1000;
+inline constexpr std::int64_t kDefaultGraceMs = 30'000;
+inline constexpr std::int64_t kMaxMinRuntimeMs = 24LL * 3600 * 1000;
 
 // --- The runtime's practical limits (smaller than the spec's) -----------------------------------
 // Workers of one job that the runtime can run. Each rank is a process spawned by its node agent

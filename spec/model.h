@@ -48,6 +48,7 @@ struct JobVars {
   Int resv_gen;   // reservation generation: reservations made for this job under an older
                   // generation are void (Place, Resume, Cancel and Release start a new one)
   Int tsplice;    // while Migrating or Resizing: workers per device on the target (else 0)
+  Int mode;       // Preemption: how the job's program is preempted, fixed at submission
   typename D::DevSet held;    // the devices held now
   typename D::DevSet target;  // while Migrating or Resizing: the devices the job moves to once
                               // the cut is stored (those it does not hold are reserved for it);
@@ -60,13 +61,13 @@ struct JobVars {
 template <class D>
 constexpr auto job_fields() {
   using J = JobVars<D>;
-  return std::array<std::pair<std::string_view, typename D::Int J::*>, 17>{{
+  return std::array<std::pair<std::string_view, typename D::Int J::*>, 18>{{
       {"state", &J::state},       {"tier", &J::tier},         {"dtype", &J::dtype},
       {"world", &J::world},       {"min_dev", &J::min_dev},   {"max_dev", &J::max_dev},
       {"mem", &J::mem},           {"devices", &J::devices},   {"splice", &J::splice},
       {"epoch", &J::epoch},       {"progress", &J::progress}, {"ckpt", &J::ckpt},
       {"failures", &J::failures}, {"attained", &J::attained}, {"ben", &J::ben},
-      {"resv_gen", &J::resv_gen}, {"tsplice", &J::tsplice},
+      {"resv_gen", &J::resv_gen}, {"tsplice", &J::tsplice},   {"mode", &J::mode},
   }};
 }
 
@@ -155,7 +156,7 @@ template <class D>
 struct Params {
   using Int = typename D::Int;
   Int tier, dtype, world, min_dev, max_dev, mem;
-  Int step, gpu_ms, splice, beneficiary;
+  Int step, gpu_ms, splice, beneficiary, mode;
   typename D::DevSet sel;
 };
 
@@ -226,6 +227,13 @@ typename D::Bool waiting_state(const D& d, const typename D::Int& st) {
 template <class D>
 typename D::Bool reserving_state(const D& d, const typename D::Int& st) {
   return waiting_state(d, st) || moving_state(d, st);
+}
+
+// The job runs through orrery's worker library: only such a job is spliced, resized or cut while it
+// runs on (INV-MODE).
+template <class D>
+typename D::Bool transparent(const D& d, const JobVars<D>& job) {
+  return is(d, job.mode, Preemption::kTransparent);
 }
 
 // Entering one of these states starts a new incarnation of the job.

@@ -155,6 +155,17 @@ constexpr std::string_view node_event_name(NodeEvent e) {
 enum class Tier : std::int64_t { kPremium = 0, kStandard = 1, kBasic = 2 };
 inline constexpr int kNumTiers = 3;
 
+// How a job's program is preempted (its TOML's `preemption`), fixed at submission.
+//   transparent: the program runs through orrery's worker library (orrery-train-mlp, orrery.torch):
+//                its state is cut at a safe point, so it is preempted, migrated, resized and
+//                spliced bit-identically and loses only the time of the cut.
+//   signal:      SIGTERM, then SIGKILL after the grace period; the program saves itself to
+//                ORRERY_CHECKPOINT_DIR and resumes from there. One worker per device, no resize.
+//   requeue:     killed and restarted from scratch: its progress is lost (its checkpoint is
+//                always none). One worker per device, no resize.
+enum class Preemption : std::int64_t { kTransparent = 0, kSignal = 1, kRequeue = 2 };
+inline constexpr int kNumPreemptions = 3;
+
 // At most this many workers of one job share a device by replica splicing.
 inline constexpr int kSpliceLimit = 8;
 // A job is requeued after each of its first kMaxRetries failures (worker crash or node loss); the
@@ -202,6 +213,21 @@ constexpr std::string_view tier_name(Tier t) {
     case Tier::kBasic: return "basic";
   }
   return "?";
+}
+
+constexpr std::string_view preemption_name(Preemption m) {
+  switch (m) {
+    case Preemption::kTransparent: return "transparent";
+    case Preemption::kSignal: return "signal";
+    case Preemption::kRequeue: return "requeue";
+  }
+  return "?";
+}
+
+inline std::optional<Preemption> parse_preemption(std::string_view s) {
+  for (int i = 0; i < kNumPreemptions; ++i)
+    if (preemption_name(static_cast<Preemption>(i)) == s) return static_cast<Preemption>(i);
+  return std::nullopt;
 }
 
 inline std::optional<Tier> parse_tier(std::string_view s) {

@@ -214,14 +214,22 @@ TEST(DecisionDecodeErrorTest, BadOriginValues) {
 // The whole job spec travels with its Submit: the journal alone rebuilds every job.
 TEST(DecisionCodecTest, TheProgramOfASubmitRoundTrips) {
   auto d = Decision::submit("train", spec::Tier::kBasic, "H100", 4, 1, 4, 1024, "vision");
-  d.workload = "mlp";
-  d.args = {"--lr=0.1", "", "--seed=7"};
+  d.command = {"/usr/bin/python3", "", "--seed=7"};
+  d.env = {"A=1", "B="};
+  d.workdir = "/home/u/run";
+  d.mode = spec::Preemption::kSignal;
+  d.grace_ms = 12500;
+  d.min_runtime_ms = 60000;
   d.steps = 5000;
   d.checkpoint_every = 250;
   auto r = decode_record(encode_decision_record(d, 9));
   ASSERT_TRUE(r.ok()) << r.reason();
-  EXPECT_EQ(r->decision.workload, "mlp");
-  EXPECT_EQ(r->decision.args, d.args);
+  EXPECT_EQ(r->decision.command, d.command);
+  EXPECT_EQ(r->decision.env, d.env);
+  EXPECT_EQ(r->decision.workdir, "/home/u/run");
+  EXPECT_EQ(r->decision.mode, spec::Preemption::kSignal);
+  EXPECT_EQ(r->decision.grace_ms, 12500);
+  EXPECT_EQ(r->decision.min_runtime_ms, 60000);
   EXPECT_EQ(r->decision.steps, 5000);
   EXPECT_EQ(r->decision.checkpoint_every, 250);
   EXPECT_EQ(r->decision.tenant, "vision");
@@ -230,12 +238,39 @@ TEST(DecisionCodecTest, TheProgramOfASubmitRoundTrips) {
   r = decode_record(encode_decision_record(d, 9));
   ASSERT_TRUE(r.ok()) << r.reason();
   EXPECT_EQ(r->decision.tenant, "");
-  EXPECT_EQ(r->decision.workload, "mlp");
-  // A negative argument count is refused: it is the 8 bytes before the three arguments (each a
-  // length and its bytes: 16 + 8 + 16).
+  EXPECT_EQ(r->decision.command, d.command);
+  // A negative environment count is refused: it is the 8 bytes before the two entries (each a
+  // length and its bytes: 8 + 3, 8 + 2).
   auto rec = encode_decision_record(d, 9);
-  set_i64(rec, rec.size() - 40 - 8, -1);
-  ExpectDecodeError(rec, "argument count out of range");
+  set_i64(rec, rec.size() - 21 - 8, -1);
+  ExpectDecodeError(rec, "environment count out of range");
+  // An unknown preemption mode is refused.
+  d.mode = static_cast<spec::Preemption>(7);
+  ExpectDecodeError(encode_decision_record(d, 9), "unknown preemption mode 7");
+}
+
+// A journal written before users' programs named a built-in workload; it decodes as that
+// workload's command, so an old journal still rebuilds every job.
+TEST(DecisionCodecTest, AnOldWorkloadSubmitDecodesAsItsCommand) {
+  auto d = Decision::submit("train", spec::Tier::kBasic, "H100", 4, 1, 4, 1024, "vision");
+  auto rec = encode_decision_record(d, 9);
+  auto put = [&](std::int64_t v) {
+    for (int i = 0; i < 8; ++i) rec.push_back(static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xff));
+  };
+  auto put_str = [&](const std::string& s) {
+    put(static_cast<std::int64_t>(s.size()));
+    rec += s;
+  };
+  put_str("mlp");
+  put(300);  // steps
+  put(50);   // checkpoint_every
+  put(1);
+  put_str("--lr=0.1");
+  auto r = decode_record(rec);
+  ASSERT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->decision.command, (std::vector<std::string>{"orrery-train-mlp", "--lr=0.1", "--steps=300"}));
+  EXPECT_EQ(r->decision.mode, spec::Preemption::kTransparent);
+  EXPECT_EQ(r->decision.checkpoint_every, 50);
 }
 
 TEST(DecisionCodecTest, OriginRoundTrips) {
@@ -274,10 +309,9 @@ TEST(DecisionDecodeErrorTest, TrailingBytes) {
   ExpectDecodeError(rec + "garbage!", "bad length for field 'tenant'");
   auto t = full_decision(EventKind::kSubmit);
   t.tenant = "x";
-  // After a tenant comes the program (workload, steps, checkpoint period, arguments), if any.
-  ExpectDecodeError(encode_decision_record(t, 0) + "!", "field 'workload'");
-  t.workload = "mlp";
-  t.args = {"--lr=0.1"};
+  // After a tenant comes the program (a tag, the mode, steps, ..., command, environment), if any.
+  ExpectDecodeError(encode_decision_record(t, 0) + "!", "field 'program tag'");
+  t.command = {"orrery-train-mlp", "--lr=0.1"};
   ExpectDecodeError(encode_decision_record(t, 0) + "!", "trailing bytes after decision");
   // A device count smaller than the devices that follow leaves bytes that are no tenant.
   set_i64(rec, kDevCount, 1);

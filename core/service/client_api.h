@@ -13,9 +13,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
+#include "spec/limits.h"
 #include "spec/vocabulary.h"
 
 namespace orrery::service {
@@ -29,10 +31,16 @@ struct JobSpec {
   std::int64_t min_devices = 1;  // elastic range
   std::int64_t max_devices = 1;
   std::int64_t mem_mib = 64;     // device memory per worker
-  std::string workload = "mlp";  // a workload registered in runtime/workloads
-  std::vector<std::string> args;  // workload arguments
-  std::int64_t steps = 100;       // training steps to run
-  std::int64_t checkpoint_every = 0;  // periodic checkpoint every N steps (0: none)
+  // The user's program (docs/pytorch.md): argv, extra environment, working directory (absolute;
+  // empty: the node's data directory), and how it is preempted.
+  std::vector<std::string> command;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string workdir;
+  spec::Preemption preemption = spec::Preemption::kTransparent;
+  std::int64_t grace_ms = spec::kDefaultGraceMs;  // signal: SIGTERM .. SIGKILL
+  std::int64_t min_runtime_ms = 0;  // a planner does not evict it within this long of its start
+  std::int64_t steps = 0;           // training steps the program runs (progress display); 0: unknown
+  std::int64_t checkpoint_every = 0;  // periodic checkpoint every N steps (transparent; 0: none)
   std::string tenant;  // who submits it: the planner shares a tier fairly among tenants ("": default)
 };
 
@@ -71,6 +79,14 @@ struct ClusterEvent {
   std::string text;         // "job 2 train-a Running -> Checkpointing: Preempt job 2 for job 3"
 };
 
+// A window of one rank's output (ClientApi::output; docs/runtime.md, "Workers' output").
+struct WorkerOutput {
+  std::string data;               // the stream's bytes [next_offset - data.size(), next_offset)
+  std::uint64_t next_offset = 0;  // where the next read goes on
+  std::uint64_t size = 0;         // the stream's end: all the rank wrote so far
+  bool job_ended = false;         // Completed, Failed or Cancelled: no incarnation writes more
+};
+
 class ClientApi {
  public:
   virtual ~ClientApi() = default;
@@ -94,6 +110,10 @@ class ClientApi {
                        const std::function<bool(const ClusterEvent&)>& on_event) = 0;
   // A job's timeline and its workers' output lines (the last `max_lines`).
   virtual Result<std::vector<std::string>> logs(int job, int max_lines) = 0;
+  // What rank `rank` of `job` wrote (stdout and stderr, every incarnation), from stream offset
+  // `offset` on, at most `max_bytes` (the core caps it at 1 MiB). An offset past the end reads
+  // nothing; one before the oldest byte kept reads from there. Unknown job or rank: kNotFound.
+  virtual Result<WorkerOutput> output(int job, int rank, std::uint64_t offset, std::uint32_t max_bytes) = 0;
 };
 
 }  // namespace orrery::service

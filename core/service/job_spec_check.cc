@@ -68,25 +68,60 @@ Status validate_job_spec(const JobSpec& s, std::string* field) {
                                      " workers per device: the job could never be placed");
   }
   if (s.mem_mib < 1 || s.mem_mib > spec::kMaxMemMib) return c.in_range("mem_mib", s.mem_mib, 1, spec::kMaxMemMib);
-  // The workload runs at least one step (a job of none would complete without running).
-  if (s.steps < 1 || s.steps > spec::kMaxSteps) return c.in_range("steps", s.steps, 1, spec::kMaxSteps);
+  // steps: for the progress shown (0: the program's own business); the checkpoint period.
+  if (s.steps < 0 || s.steps > spec::kMaxSteps) return c.in_range("steps", s.steps, 0, spec::kMaxSteps);
   if (s.checkpoint_every < 0 || s.checkpoint_every > spec::kMaxSteps)
     return c.in_range("checkpoint_every", s.checkpoint_every, 0, spec::kMaxSteps);
-  // A workload name becomes part of a binary's name: no '.'.
-  if (!spec::valid_name(s.workload, /*allow_dot=*/false)) {
-    return c.fail("workload", "workload: must be " + rule + ", without '.', got \"" + s.workload + "\"");
+  // The program: argv entries exec can carry.
+  if (s.command.empty() || s.command[0].empty())
+    return c.fail("command", "command: must name the program to run, e.g. [\"/usr/bin/python3\", \"train.py\"]");
+  if (s.command.size() > spec::kMaxCommand) {
+    return c.fail("command", "command: at most " + std::to_string(spec::kMaxCommand) + " entries, got " +
+                                 std::to_string(s.command.size()));
   }
-  if (s.args.size() > spec::kMaxArgs) {
-    return c.fail("args", "args: at most " + std::to_string(spec::kMaxArgs) + " arguments, got " +
-                              std::to_string(s.args.size()));
-  }
-  for (std::size_t i = 0; i < s.args.size(); ++i) {
-    if (s.args[i].size() > spec::kMaxArgLength || has_bad_char(s.args[i])) {
-      return c.fail("args", "args[" + std::to_string(i) + "]: must be at most " +
-                                std::to_string(spec::kMaxArgLength) +
-                                " bytes without line breaks or NUL characters");
+  for (std::size_t i = 0; i < s.command.size(); ++i) {
+    if (s.command[i].size() > spec::kMaxArgLength || has_bad_char(s.command[i])) {
+      return c.fail("command", "command[" + std::to_string(i) + "]: must be at most " +
+                                   std::to_string(spec::kMaxArgLength) +
+                                   " bytes without line breaks or NUL characters");
     }
   }
+  if (s.env.size() > spec::kMaxEnv)
+    return c.fail("env", "env: at most " + std::to_string(spec::kMaxEnv) + " variables, got " +
+                             std::to_string(s.env.size()));
+  for (const auto& [name, value] : s.env) {
+    bool ok = !name.empty() && name.size() <= spec::kMaxEnvNameLength &&
+              !(name[0] >= '0' && name[0] <= '9');
+    for (char ch : name)
+      ok = ok && ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_');
+    if (!ok)
+      return c.fail("env", "env: \"" + name + "\" is not a variable name (A-Z a-z 0-9 _, not starting with a digit)");
+    if (value.size() > spec::kMaxArgLength || has_bad_char(value))
+      return c.fail("env", "env." + name + ": must be at most " + std::to_string(spec::kMaxArgLength) +
+                               " bytes without line breaks or NUL characters");
+  }
+  if (!s.workdir.empty() && (s.workdir[0] != '/' || s.workdir.size() > spec::kMaxPathLength || has_bad_char(s.workdir)))
+    return c.fail("workdir", "workdir: must be an absolute path of at most " + std::to_string(spec::kMaxPathLength) +
+                                 " bytes, got \"" + s.workdir + "\"");
+  // How it is preempted (spec::Preemption; GuardSubmit): only a transparent job is spliced,
+  // resized or checkpointed while it runs.
+  const auto mode = static_cast<std::int64_t>(s.preemption);
+  if (mode < 0 || mode >= spec::kNumPreemptions)
+    return c.fail("preemption", "preemption: must be transparent, signal or requeue");
+  if (s.preemption != spec::Preemption::kTransparent) {
+    const std::string m(spec::preemption_name(s.preemption));
+    if (s.min_devices != s.world || s.max_devices != s.world)
+      return c.fail("min_devices", "a " + m + " job runs one worker per device: min_devices and max_devices must "
+                                   "equal world (" + std::to_string(s.world) + "); only transparent jobs are "
+                                   "spliced or resized");
+    if (s.checkpoint_every != 0)
+      return c.fail("checkpoint_every", "checkpoint_every: a " + m + " job checkpoints itself; orrery cuts only "
+                                        "transparent jobs while they run");
+  }
+  if (s.grace_ms < 0 || s.grace_ms > spec::kMaxGraceMs)
+    return c.in_range("grace_s", s.grace_ms / 1000, 0, spec::kMaxGraceMs / 1000);
+  if (s.min_runtime_ms < 0 || s.min_runtime_ms > spec::kMaxMinRuntimeMs)
+    return c.in_range("min_runtime_s", s.min_runtime_ms / 1000, 0, spec::kMaxMinRuntimeMs / 1000);
   return Status::Ok();
 }
 

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "spec/limits.h"
+#include "spec/vocabulary.h"
 
 namespace orrery::service {
 
@@ -36,8 +38,15 @@ struct LaunchCommand {
   std::int64_t epoch = 0;
   int world = 0;
   std::vector<LocalShare> local;
-  std::string workload;
-  std::vector<std::string> args;  // the job's arguments plus "--steps=N"
+  std::vector<std::string> command;  // the program and its arguments (JobSpec::command)
+  std::vector<std::string> env;      // "NAME=VALUE"
+  std::string workdir;
+  spec::Preemption mode = spec::Preemption::kTransparent;
+  std::int64_t grace_ms = spec::kDefaultGraceMs;
+  std::string checkpoint_dir;        // the job's own checkpoints (signal mode), on every node alike
+  std::int64_t restart_count = 0;    // earlier incarnations that started
+  std::string master_addr;           // rank 0's node and a port derived from (job, epoch)
+  int master_port = 0;
   std::int64_t restore_step = -1;  // >= 0: restore from that step's shards in the store
   std::string collective;          // "/orrery-<cluster id>-jobJ-epochE" (or tcp://HOST:PORT/...):
                                    // the same on every node of the incarnation

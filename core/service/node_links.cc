@@ -58,11 +58,25 @@ LaunchCommand Service::launch_command(int job, int node, std::int64_t restore_st
   c.job = job;
   c.epoch = jv.epoch;
   c.world = static_cast<int>(jv.world);
-  c.workload = v.spec.workload.empty() ? "mlp" : v.spec.workload;
-  c.args = v.spec.args;
-  c.args.push_back("--steps=" + std::to_string(v.spec.steps));
+  c.command = v.spec.command;
+  for (const auto& [k, val] : v.spec.env) c.env.push_back(k + "=" + val);
+  c.workdir = v.spec.workdir;
+  c.mode = v.spec.preemption;
+  c.grace_ms = v.spec.grace_ms;
+  // A signal job's own checkpoints: one folder per job, the same on every node (a shared path
+  // when nodes are machines of their own: --user-checkpoint-root). A requeue job gets none.
+  if (c.mode == spec::Preemption::kSignal && !options_.user_checkpoint_root.empty())
+    c.checkpoint_dir = options_.user_checkpoint_root + "/job-" + std::to_string(job);
+  c.restart_count = jv.epoch > 0 ? jv.epoch - 1 : 0;  // every earlier incarnation
   c.restore_step = restore_step;
   std::string id = "orrery-" + cluster_id_ + "-job" + std::to_string(job) + "-epoch" + std::to_string(jv.epoch);
+  // torch.distributed's rendezvous (signal and requeue programs use their own collectives): on
+  // rank 0's node, at a port derived from the incarnation, like the TCP collective's below.
+  if (!jv.held.empty()) {
+    const int rank0 = core_->fleet().device_node(jv.held.front());
+    c.master_addr = conns_[static_cast<std::size_t>(rank0)]->host;
+    c.master_port = 29500 + static_cast<int>(crc32c(id + "/master") % 2000);
+  }
   c.collective = "/" + id;
   if (nodes_of(job).size() > 1 && !jv.held.empty()) {
     int rank0 = core_->fleet().device_node(jv.held.front());

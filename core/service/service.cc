@@ -21,7 +21,10 @@ using spec::NodeState;
 using spec::Origin;
 
 Service::Service(ServiceOptions options, const core::Clock& clock)
-    : options_(std::move(options)), clock_(clock) {}
+    : options_(std::move(options)), clock_(clock) {
+  if (options_.user_checkpoint_root.empty() && !options_.data_dir.empty())
+    options_.user_checkpoint_root = options_.data_dir + "/user-checkpoints";
+}
 Service::~Service() = default;
 
 namespace {
@@ -155,8 +158,16 @@ void Service::remember_spec(int job, const core::Decision& d) {
   v.spec.max_devices = d.max_devices;
   v.spec.mem_mib = d.mem_mib;
   v.spec.tenant = d.tenant;
-  v.spec.workload = d.workload;
-  v.spec.args = d.args;
+  v.spec.command = d.command;
+  v.spec.env.clear();
+  for (const auto& e : d.env) {
+    auto eq = e.find('=');
+    v.spec.env.emplace_back(e.substr(0, eq), eq == std::string::npos ? "" : e.substr(eq + 1));
+  }
+  v.spec.workdir = d.workdir;
+  v.spec.preemption = d.mode;
+  v.spec.grace_ms = d.grace_ms;
+  v.spec.min_runtime_ms = d.min_runtime_ms;
   v.spec.steps = d.steps;
   v.spec.checkpoint_every = d.checkpoint_every;
   v.have_spec = true;

@@ -20,11 +20,12 @@
 //   DATA/journal              the decision journal (recovered on restart): every job spec whole
 //   DATA/jobs/job-<J>.result  a completed job's final words (the digest of its weights)
 //   DATA/checkpoints/...      the checkpoint store (core/service/checkpoint_store.h)
+//   DATA/output/job-<J>/...   the workers' output (core/service/output_store.h)
 //
 // Files, by concept: service.cc (opening, committing, settling), submission.cc (the client API's
 // queries and submissions), operator_actions.cc (preempt, migrate, resize, drain), node_links.cc
 // (registration, reports, shards, commands to agents), planner_tick.cc (heartbeats, drains, the
-// planner), metrics.cc (/metrics).
+// planner), metrics.cc (/metrics), worker_output.cc (the workers' output).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -49,6 +51,7 @@
 #include "core/service/client_api.h"
 #include "core/service/job_spec_check.h"
 #include "core/service/node_api.h"
+#include "core/service/output_store.h"
 
 namespace orrery::service {
 
@@ -67,6 +70,10 @@ struct ServiceOptions {
   core::JournalOptions journal{core::FsyncPolicy::kGroup, 256};
   // The planner (core/policy/planner.h): orrery, fifo or tiresias, the same code orrery-sim runs.
   std::string policy = "orrery";
+  // Where signal jobs save themselves (ORRERY_CHECKPOINT_DIR = ROOT/job-J): a path every node
+  // sees alike (a shared filesystem across machines). Empty: DATA/user-checkpoints, or the node's
+  // own folder when the service has no data directory.
+  std::string user_checkpoint_root;
 };
 
 class Service final : public ClientApi, public protocol::CommitListener {
@@ -92,6 +99,7 @@ class Service final : public ClientApi, public protocol::CommitListener {
   Status watch(std::uint64_t after_seq,
                const std::function<bool(const ClusterEvent&)>& on_event) override;
   Result<std::vector<std::string>> logs(int job, int max_lines) override;
+  Result<WorkerOutput> output(int job, int rank, std::uint64_t offset, std::uint32_t max_bytes) override;
 
   // Node side.
   Result<NodeSession> register_node(const std::string& name, const NodeInventory& inventory,
@@ -106,6 +114,11 @@ class Service final : public ClientApi, public protocol::CommitListener {
                                                     std::uint32_t crc);
   Result<std::unique_ptr<ShardDownload>> download_shard(const NodeSession& session, int job,
                                                         std::int64_t step, int rank);
+  // Output of rank `rank` written by incarnation `epoch` (worker_output.cc): kept in DATA/output
+  // (core/service/output_store.h). Refused: a stale session (kFailedPrecondition), an unknown job
+  // or rank (kNotFound), an epoch the job never had, a chunk over kOutputChunkMax.
+  Status worker_output(const NodeSession& session, int job, std::int64_t epoch, int rank,
+                       std::string_view data);
   // The transport could not deliver a command, or the agent refused it.
   void command_failed(const NodeSession& session, int job, std::int64_t epoch,
                       const std::string& what);
@@ -191,6 +204,9 @@ class Service final : public ClientApi, public protocol::CommitListener {
   std::unique_ptr<core::policy::GangPlacer> placer_;
   std::unique_ptr<core::policy::Planner> planner_;  // ServiceOptions::policy
   std::unique_ptr<CheckpointStore> store_;
+  // The workers' output (worker_output.cc), made on first use: DATA/output, or memory without DATA.
+  std::unique_ptr<OutputStore> output_;
+  OutputStore& output_store();
   std::map<int, std::unique_ptr<JobView>> views_;
   std::set<int> active_;  // jobs not Completed, Failed or Cancelled
   std::vector<std::unique_ptr<NodeConn>> conns_;  // per fleet node

@@ -22,8 +22,12 @@ Result<int> Service::submit(const JobSpec& spec) {
   core::Decision d = core::Decision::submit(spec.name, spec.tier, spec.device_type, spec.world,
                                             spec.min_devices, spec.max_devices, spec.mem_mib,
                                             spec.tenant);
-  d.workload = spec.workload.empty() ? "mlp" : spec.workload;
-  d.args = spec.args;
+  d.mode = spec.preemption;
+  d.command = spec.command;
+  for (const auto& [k, v] : spec.env) d.env.push_back(k + "=" + v);
+  d.workdir = spec.workdir;
+  d.grace_ms = spec.grace_ms;
+  d.min_runtime_ms = spec.min_runtime_ms;
   d.steps = spec.steps;
   d.checkpoint_every = spec.checkpoint_every;
   auto c = commit(d);

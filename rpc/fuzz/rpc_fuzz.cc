@@ -53,7 +53,9 @@ void with_root(kj::ArrayPtr<const capnp::word> words, F&& f) {
 bool same(const service::JobSpec& a, const service::JobSpec& b) {
   return a.name == b.name && a.tier == b.tier && a.device_type == b.device_type && a.world == b.world &&
          a.min_devices == b.min_devices && a.max_devices == b.max_devices && a.mem_mib == b.mem_mib &&
-         a.workload == b.workload && a.args == b.args && a.steps == b.steps &&
+         a.command == b.command && a.env == b.env && a.workdir == b.workdir &&
+         a.preemption == b.preemption && a.grace_ms == b.grace_ms &&
+         a.min_runtime_ms == b.min_runtime_ms && a.steps == b.steps &&
          a.checkpoint_every == b.checkpoint_every && a.tenant == b.tenant;
 }
 

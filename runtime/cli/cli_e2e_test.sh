@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest cli_e2e_local_cluster: `orrery up` in the background (2 nodes of 4 host devices, a free
 # loopback port), the shipped examples/jobs/*.toml submitted, `orrery ls` polled until every job is
-# Completed, then SIGINT to `orrery up`: it must exit 0 and leave no process behind. Exit codes on
+# Completed, the workers' output (`orrery logs JOB --rank R`, then `--follow` of a new job until it
+# completes), then SIGINT to `orrery up`: it must exit 0 and leave no process behind. Exit codes on
 # the way (docs/runtime.md): an unknown job 4, a `watch` whose connection is lost 2, `ls` with no
 # core 2.
 #   cli_e2e_test.sh ORRERY_BINARY SOURCE_DIR
@@ -53,6 +54,24 @@ done
 "$ORRERY" ls
 [ -n "$ok" ] || fail "jobs not all Completed"
 "$ORRERY" logs train-basic | tail -5
+# The workers' output, kept by the core: rank 0's own lines (orrery-train-mlp's final line), behind
+# the header of its incarnation; every rank's, prefixed; an unknown rank is exit 4.
+out=$("$ORRERY" logs train-basic --rank 0) || fail "orrery logs train-basic --rank 0"
+grep -q "^--- epoch [0-9]* on node node[12] ---$" <<<"$out" || fail "no incarnation header in rank 0's output: $out"
+grep -q "done rank=0 world=2 steps=150" <<<"$out" || fail "rank 0's output lacks its final line: $out"
+out=$("$ORRERY" logs train-basic -n 3) || fail "orrery logs train-basic"
+grep -q "^\[rank 1\] orrery-train-mlp: done rank=1 world=2" <<<"$out" || fail "no rank 1 output in: $out"
+rc=0
+"$ORRERY" logs train-basic --rank 2 2>"$WORK/logs.err" || rc=$?
+[ "$rc" = 4 ] || fail "logs of rank 2 of a world-2 job exited $rc, expected 4: $(cat "$WORK/logs.err")"
+# --follow from the submission on: the output as it comes, and an end when the job completes.
+id=$("$ORRERY" submit "$SRC/examples/jobs/basic.toml" | sed -n 's/^submitted job \([0-9]*\) .*/\1/p')
+[ -n "$id" ] || fail "no job id from orrery submit"
+rc=0
+timeout 60 "$ORRERY" logs "$id" --rank 1 --follow >"$WORK/follow.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { cat "$WORK/follow.log"; fail "orrery logs $id --rank 1 --follow exited $rc"; }
+grep -q "done rank=1 world=2 steps=150" "$WORK/follow.log" || { cat "$WORK/follow.log"; fail "follow missed the final line"; }
+[ "$(tail -1 "$WORK/follow.log" | cut -d: -f1)" = "job $id Completed" ] || { cat "$WORK/follow.log"; fail "follow did not end with the job's completion"; }
 "$ORRERY" watch --count 3 >/dev/null || fail "orrery watch"
 rc=0
 "$ORRERY" cancel no-such-job 2>"$WORK/cancel.err" || rc=$?
@@ -84,4 +103,4 @@ grep -q "lost" "$WORK/watch.log" || { tail -3 "$WORK/watch.log"; fail "orrery wa
 rc=0
 "$ORRERY" ls 2>"$WORK/ls.err" || rc=$?
 [ "$rc" = 2 ] || fail "orrery ls without a core exited $rc, expected 2: $(cat "$WORK/ls.err")"
-echo "PASS: $n jobs completed; orrery up stopped cleanly, no process left; exit codes 4 (unknown job) and 2 (connection lost, no core)"
+echo "PASS: $n jobs completed; workers' output shown and followed to the end; orrery up stopped cleanly, no process left; exit codes 4 (unknown job, unknown rank) and 2 (connection lost, no core)"

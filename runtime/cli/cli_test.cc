@@ -5,6 +5,7 @@
 // by cli_e2e_test.sh.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iterator>
 #include <memory>
 #include <sstream>
@@ -22,13 +23,19 @@ struct Outcome {
   int connects;
 };
 
-// A core that knows job 0 ("train-a") and node "node1", refuses everything it is asked to do to
-// job 0 as `refusal`, and whose connection is lost (kUnavailable, as rpc/client_connection.h
-// reports it) for every call once `lost` is set.
+// A core that knows job 0 ("train-a", world 2) and node "node1", refuses everything it is asked
+// to do to job 0 as `refusal`, and whose connection is lost (kUnavailable, as rpc/client_connection.h
+// reports it) for every call once `lost` is set. Its ranks' output is `streams`; at the
+// `grow_after`-th output call each rank writes `growth` and the job completes.
 class FakeApi final : public service::ClientApi {
  public:
   Status refusal = Status::FailedPrecondition("job 0 is Queued; preempt needs Running");
   bool lost = false;
+  std::vector<std::string> streams = {"", ""};
+  std::vector<std::string> growth = {"", ""};
+  int grow_after = -1;
+  bool ended = false;
+  int output_calls = 0;
 
   Result<int> submit(const service::JobSpec&) override {
     if (lost) return gone();
@@ -40,6 +47,9 @@ class FakeApi final : public service::ClientApi {
     service::JobStatus j;
     j.job = 0;
     j.name = "train-a";
+    j.world = 2;
+    j.state = ended ? spec::JobState::kCompleted : spec::JobState::kRunning;
+    if (ended) j.note = "digest 00ff";
     return std::vector<service::JobStatus>{j};
   }
   Result<std::vector<service::NodeStatus>> nodes() override {
@@ -55,8 +65,26 @@ class FakeApi final : public service::ClientApi {
     return gone();  // the connection ends in the middle of watching
   }
   Result<std::vector<std::string>> logs(int job, int) override {
-    if (auto st = act(job); !st.ok()) return st;
-    return std::vector<std::string>{};
+    if (lost) return gone();
+    if (job != 0) return Status::NotFound("unknown job " + std::to_string(job));
+    return std::vector<std::string>{"job 0 train-a Queued -> Running"};
+  }
+  Result<service::WorkerOutput> output(int job, int rank, std::uint64_t offset, std::uint32_t max_bytes) override {
+    if (lost) return gone();
+    if (job != 0) return Status::NotFound("unknown job " + std::to_string(job));
+    if (rank < 0 || rank >= 2) return Status::NotFound("job 0 has no rank " + std::to_string(rank) + " (world 2)");
+    if (++output_calls == grow_after) {
+      for (int r = 0; r < 2; ++r) streams[r] += growth[r];
+      ended = true;
+    }
+    const std::string& s = streams[static_cast<std::size_t>(rank)];
+    service::WorkerOutput w;
+    w.size = s.size();
+    offset = std::min<std::uint64_t>(offset, s.size());
+    w.data = s.substr(offset, max_bytes);
+    w.next_offset = offset + w.data.size();
+    w.job_ended = ended;
+    return w;
   }
 
  private:
@@ -213,6 +241,77 @@ TEST(Cli, LostConnectionExitsTwo) {
   Outcome r = run({"--secret-file", "/x", "watch"}, &api);  // lost while watching
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(r.err, "orrery watch: connection to 127.0.0.1:7070 lost: EOF\n");
+}
+
+TEST(CliLogs, LastLinesOfOneRank) {
+  FakeApi api;
+  api.streams[1] = "--- epoch 1 on node node1 ---\nx1\nx2\nx3\n";
+  Outcome r = run({"--secret-file", "/x", "logs", "0", "--rank", "1", "-n", "2"}, &api);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "x2\nx3\n");
+  r = run({"--secret-file", "/x", "logs", "train-a", "--rank", "1", "-n", "10"}, &api);
+  EXPECT_EQ(r.out, api.streams[1]);
+  api.streams[1] = "a\nunfinished";  // an unfinished last line counts as a line
+  r = run({"--secret-file", "/x", "logs", "0", "--rank", "1", "-n", "1"}, &api);
+  EXPECT_EQ(r.out, "unfinished");
+  r = run({"--secret-file", "/x", "logs", "0", "--rank", "0"}, &api);  // wrote nothing
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(CliLogs, LastLinesOfALongStreamAndNotMoreThanAsked) {
+  FakeApi api;
+  for (int i = 0; i < 100000; ++i) api.streams[0] += "line " + std::to_string(i) + "\n";  // ~1.1 MB
+  Outcome r = run({"--secret-file", "/x", "logs", "0", "--rank", "0", "-n", "3"}, &api);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "line 99997\nline 99998\nline 99999\n");
+  r = run({"--secret-file", "/x", "logs", "0", "--rank", "0", "-n", "20000"}, &api);  // windows grow
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 20000);
+  EXPECT_EQ(r.out.substr(0, 11), "line 80000\n");
+}
+
+TEST(CliLogs, TimelineThenEveryRankPrefixed) {
+  FakeApi api;
+  api.streams[0] = "a1\na2\na3";
+  api.streams[1] = "b1\n";
+  Outcome r = run({"--secret-file", "/x", "logs", "0", "-n", "2"}, &api);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "job 0 train-a Queued -> Running\n[rank 0] a2\n[rank 0] a3\n[rank 1] b1\n");
+}
+
+TEST(CliLogs, FollowPrintsNewOutputUntilTheJobEnds) {
+  FakeApi api;
+  api.streams[0] = "old\n";
+  api.growth[0] = "new 1\nnew 2\n";
+  api.grow_after = 4;  // after the tail's reads and a quiet poll
+  Outcome r = run({"--secret-file", "/x", "logs", "0", "--rank", "0", "--follow"}, &api);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "old\nnew 1\nnew 2\njob 0 Completed: digest 00ff\n");
+  // Every rank: lines prefixed, an unfinished last line printed at the end.
+  api.streams = {"a\n", "b\n"};
+  api.growth = {"a2\nhalf", "b2\n"};
+  api.grow_after = 5;  // at the first poll of rank 0
+  r = run({"--secret-file", "/x", "logs", "train-a", "-f", "-n", "5"}, &api);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "job 0 train-a Queued -> Running\n[rank 0] a\n[rank 1] b\n[rank 0] a2\n[rank 1] b2\n"
+                   "[rank 0] half\njob 0 Completed: digest 00ff\n");
+}
+
+TEST(CliLogs, UnknownRankOrJobExitsFourALostConnectionTwo) {
+  FakeApi api;
+  Outcome r = run({"--secret-file", "/x", "logs", "0", "--rank", "5"}, &api);
+  EXPECT_EQ(r.rc, 4);
+  EXPECT_EQ(r.err, "orrery logs: job 0 has no rank 5 (world 2)\n");
+  r = run({"--secret-file", "/x", "logs", "7", "--rank", "0"}, &api);
+  EXPECT_EQ(r.rc, 4);
+  EXPECT_EQ(r.err, "orrery logs: unknown job 7\n");
+  EXPECT_EQ(run({"--secret-file", "/x", "logs", "0", "--rank", "-1"}, &api).rc, 1);
+  api.lost = true;
+  r = run({"--secret-file", "/x", "logs", "0", "--rank", "0", "--follow"}, &api);
+  EXPECT_EQ(r.rc, 2);
+  Outcome h = run({"logs", "--help"});
+  EXPECT_EQ(h.rc, 0);
+  for (auto* opt : {"--rank", "--follow", "--lines"}) EXPECT_NE(h.out.find(opt), std::string::npos) << opt;
 }
 
 TEST(Cli, UpWithoutBinariesExitsTwo) {

@@ -4,11 +4,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <ostream>
+#include <string_view>
+#include <thread>
+#include <vector>
 
 #include "runtime/cli/format.h"
 #include "runtime/cli/job_spec.h"
@@ -62,6 +68,140 @@ struct Session {
     return found;
   }
 };
+
+
+// --- orrery logs: the workers' output ----------------------------------------------------------
+
+constexpr std::uint32_t kOutputWindow = 1 << 20;  // the most the core returns a call
+constexpr int kMaxRanksShown = 64;  // without --rank: the first ranks of a larger job
+constexpr auto kFollowPoll = std::chrono::milliseconds(500);
+
+// One rank's output as printed: prefixed "[rank R] " line by line (all ranks), or as it comes
+// (one rank). A prefixed line is printed once whole; `flush` prints an unfinished one.
+struct RankStream {
+  int rank = 0;
+  std::uint64_t offset = 0;  // where the next read goes on
+  std::string partial;       // prefixed: an unfinished last line
+  bool prefix = false;
+
+  void emit(std::ostream& out, std::string_view data) {
+    if (!prefix) {
+      out << data << std::flush;
+      return;
+    }
+    partial += data;
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = partial.find('\n', from)) != std::string::npos; from = nl + 1)
+      out << "[rank " << rank << "] " << std::string_view(partial).substr(from, nl + 1 - from);
+    partial.erase(0, from);
+    out << std::flush;
+  }
+  void flush(std::ostream& out) {
+    if (prefix && !partial.empty()) out << "[rank " << rank << "] " << partial << "\n";
+    partial.clear();
+  }
+};
+
+// The last `n` lines of the rank's output: reads back from the end in growing windows until it
+// has n line breaks before the end or the start of what the core keeps. Leaves `r.offset` at the
+// end read, so following goes on from there.
+Status tail_lines(service::ClientApi& api, int job, RankStream& r, int n, std::ostream& out) {
+  auto head = api.output(job, r.rank, std::numeric_limits<std::uint64_t>::max(), 0);
+  if (!head.ok()) return head.status();
+  const std::uint64_t end = head->size;
+  r.offset = end;
+  std::string text;
+  for (std::uint64_t window = 64 << 10;; window *= 8) {
+    std::uint64_t at = end > window ? end - window : 0;
+    text.clear();
+    bool clamped = false;  // the core keeps nothing before what it returned
+    while (at < end) {
+      auto w = api.output(job, r.rank, at, static_cast<std::uint32_t>(std::min<std::uint64_t>(kOutputWindow, end - at)));
+      if (!w.ok()) return w.status();
+      if (w->data.empty()) break;
+      if (w->next_offset - w->data.size() > at) clamped = true;
+      text += w->data;
+      at = w->next_offset;
+    }
+    const auto breaks = std::count(text.begin(), text.end(), '\n') - (!text.empty() && text.back() == '\n');
+    if (breaks >= n || window >= end || clamped || window >= (64ull << 20)) break;
+  }
+  // The start of the last n lines (an unfinished last line counts as one): after the n-th line
+  // break from the end, not counting the one that ends the text.
+  std::size_t from = text.size();
+  if (from > 0 && text.back() == '\n') --from;
+  for (int found = 0; from > 0;) {
+    auto nl = text.rfind('\n', from - 1);
+    if (nl == std::string::npos) {
+      from = 0;
+    } else if (++found == n) {
+      from = nl + 1;
+      break;
+    } else {
+      from = nl;
+    }
+  }
+  r.emit(out, std::string_view(text).substr(from));
+  return Status::Ok();
+}
+
+// `orrery logs JOB [--rank R] [--follow] [-n N]`.
+int run_logs(const CliContext& ctx, service::ClientApi& api, int job, int rank, bool follow, int lines) {
+  std::vector<RankStream> ranks;
+  if (rank >= 0) {
+    ranks.push_back({rank, 0, "", false});
+  } else {
+    // The timeline first, as before there was output, then every rank's output.
+    auto l = api.logs(job, lines);
+    if (!l.ok()) return failed(ctx, "logs", l.status());
+    for (const auto& line : *l) *ctx.out << line << "\n";
+    auto jobs = api.jobs();
+    if (!jobs.ok()) return failed(ctx, "logs", jobs.status());
+    std::int64_t world = 0;
+    for (const auto& j : *jobs)
+      if (j.job == job) world = j.world;
+    for (int r = 0; r < std::min<std::int64_t>(world, kMaxRanksShown); ++r) ranks.push_back({r, 0, "", true});
+    if (world > kMaxRanksShown)
+      *ctx.err << "orrery logs: showing ranks 0.." << kMaxRanksShown - 1 << " of " << world
+               << " (orrery logs " << job << " --rank R for the others)\n";
+  }
+  for (auto& r : ranks) {
+    if (auto st = tail_lines(api, job, r, lines, *ctx.out); !st.ok()) return failed(ctx, "logs", st);
+    if (!follow) r.flush(*ctx.out);
+  }
+  if (!follow) return kExitOk;
+  // Until the job has ended and a look after that finds nothing more (a node ships a job's output
+  // before the report that ends it; the second look is for what was still on its way).
+  bool ended = false;
+  for (;;) {
+    bool got = false, now_ended = false;
+    for (auto& r : ranks) {
+      for (;;) {
+        auto w = api.output(job, r.rank, r.offset, kOutputWindow);
+        if (!w.ok()) return failed(ctx, "logs", w.status());
+        now_ended = w->job_ended;
+        r.offset = w->next_offset;
+        if (w->data.empty()) break;
+        got = true;
+        r.emit(*ctx.out, w->data);
+        if (w->data.size() < kOutputWindow) break;
+      }
+    }
+    if (ended && !got) break;
+    if (now_ended && !ended) {
+      ended = true;
+      got = false;  // wait once more for output still on its way
+    }
+    if (!got) std::this_thread::sleep_for(kFollowPoll);
+  }
+  for (auto& r : ranks) r.flush(*ctx.out);
+  auto jobs = api.jobs();
+  if (!jobs.ok()) return failed(ctx, "logs", jobs.status());
+  for (const auto& j : *jobs)
+    if (j.job == job)
+      *ctx.out << "job " << job << " " << spec::state_name(j.state) << (j.note.empty() ? "" : ": " + j.note) << "\n";
+  return kExitOk;
+}
 
 }  // namespace
 
@@ -125,10 +265,16 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
       ->capture_default_str();
   watch->add_option("--job", watch_jobs, "only these jobs (ids or names)");
   watch->add_option("--count", count, "stop after this many events (default: follow forever)");
-  auto* logs = app.add_subcommand("logs", "a job's timeline and its workers' output");
+  int rank = -1;
+  bool follow = false;
+  auto* logs = app.add_subcommand(
+      "logs", "a job's timeline and its workers' output (stdout and stderr, every incarnation)");
   logs->add_option("JOB", job_ref, "job id or name")->required();
-  logs->add_option("-n,--lines", lines, "last N lines")->capture_default_str()->check(
-      CLI::PositiveNumber);
+  logs->add_option("-n,--lines", lines, "last N lines (of the timeline and of each rank)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  logs->add_option("--rank", rank, "only this rank's output (default: the timeline, then every rank's)")
+      ->check(CLI::NonNegativeNumber);
+  logs->add_flag("-f,--follow", follow, "then print new output until the job ends (or Ctrl-C)");
   UpOptions up_opts;
   auto* up = app.add_subcommand("up", "run a local cluster (core + nodes) until Ctrl-C");
   up->add_option("--nodes", up_opts.nodes, "node agents")->capture_default_str()->check(
@@ -237,12 +383,7 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   if (cancel->parsed()) return done(s.api->cancel(job), "cancelling job " + std::to_string(job));
   if (drain->parsed()) return done(s.api->drain(node), "draining node " + node);
   if (undrain->parsed()) return done(s.api->undrain(node), "node " + node + " back in service");
-  if (logs->parsed()) {
-    auto l = s.api->logs(job, lines);
-    if (!l.ok()) return failed(ctx, cmd, l.status());
-    for (const auto& line : *l) *ctx.out << line << "\n";
-    return kExitOk;
-  }
+  if (logs->parsed()) return run_logs(ctx, *s.api, job, rank, follow, lines);
   if (watch->parsed()) {
     std::vector<int> only;
     for (const auto& ref : watch_jobs) {

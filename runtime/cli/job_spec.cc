@@ -1,7 +1,9 @@
 #include "runtime/cli/job_spec.h"
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <functional>
 #include <optional>
 #include <set>
@@ -30,17 +32,18 @@ class Parser {
  public:
   Parser(std::string_view source, const toml::table& root) : source_(source), root_(root) {}
 
-  Result<service::JobSpec> run() {
+  Result<service::JobSpec> run(const std::string& base_dir) {
     service::JobSpec s;
     // Unknown keys first: a misspelt key is the likeliest cause of any later "missing" error.
     static const std::set<std::string_view> known = {
-        "name",    "tier", "device_type", "world",    "min_devices",     "max_devices",
-        "mem_mib", "steps", "workload",   "args",     "checkpoint_every", "tenant"};
+        "name",       "tier",     "device_type", "world",      "min_devices",      "max_devices",
+        "mem_mib",    "steps",    "workload",    "args",       "checkpoint_every", "tenant",
+        "command",    "env",      "workdir",     "preemption", "grace_s",          "min_runtime_s"};
     for (const auto& [k, v] : root_) {
       if (!known.contains(k.str())) {
         return err(k.source(), std::string(k.str()) + ": unknown key (known: name, tier, "
-                   "device_type, world, min_devices, max_devices, mem_mib, steps, "
-                   "checkpoint_every, workload, args, tenant)");
+                   "device_type, world, min_devices, max_devices, mem_mib, command, env, workdir, "
+                   "preemption, grace_s, min_runtime_s, steps, checkpoint_every, workload, args, tenant)");
       }
     }
     // Types here; ranges, names and the core's submit guard in the one validation every entry
@@ -59,33 +62,79 @@ class Parser {
     s.min_devices = s.max_devices;
     if (auto st = integer("min_devices", false, s.min_devices); !st.ok()) return st;
     if (auto st = integer("mem_mib", false, s.mem_mib); !st.ok()) return st;
-    if (auto st = integer("steps", false, s.steps); !st.ok()) return st;
     if (auto st = integer("checkpoint_every", false, s.checkpoint_every); !st.ok()) return st;
-    if (auto st = str("workload", false, s.workload); !st.ok()) return st;
-    if (const toml::node* a = root_.get("args")) {
-      const toml::array* arr = a->as_array();
-      if (!arr) return err(a->source(), "args: expected an array of strings, got " +
-                                            std::string(toml_type_name(a->type())));
-      for (std::size_t i = 0; i < arr->size(); ++i) {
-        const toml::node& e = *arr->get(i);
-        auto v = e.value<std::string>();
-        if (!e.is_string() || !v) {
-          return err(e.source(), "args[" + std::to_string(i) + "]: expected a string, got " +
-                                     std::string(toml_type_name(e.type())));
-        }
-        s.args.push_back(*v);
+    std::string mode = "transparent";
+    if (auto st = str("preemption", false, mode); !st.ok()) return st;
+    auto m = spec::parse_preemption(mode);
+    if (!m) return err(at("preemption"), "preemption: must be transparent, signal or requeue, got \"" + mode + "\"");
+    s.preemption = *m;
+    if (auto st = seconds("grace_s", s.grace_ms); !st.ok()) return st;
+    if (auto st = seconds("min_runtime_s", s.min_runtime_ms); !st.ok()) return st;
+    // The program: `command`, or a built-in workload (`workload` + `args`), which is the same
+    // thing spelt for orrery's own programs: workload "mlp" runs ["orrery-train-mlp", args...,
+    // "--steps=N"].
+    std::string workload;
+    if (auto st = str("workload", false, workload); !st.ok()) return st;
+    std::vector<std::string> args;
+    if (auto st = strings("args", args); !st.ok()) return st;
+    if (auto st = strings("command", s.command); !st.ok()) return st;
+    if (root_.contains("command") && (root_.contains("workload") || root_.contains("args")))
+      return err(at("command"), "command: give either command or workload/args, not both");
+    const bool builtin = !root_.contains("command");
+    s.steps = builtin ? 100 : 0;
+    if (auto st = integer("steps", false, s.steps); !st.ok()) return st;
+    if (builtin) {
+      if (workload.empty()) workload = "mlp";
+      if (!spec::valid_name(workload, /*allow_dot=*/false))
+        return err(at("workload"), "workload: must be " + std::string(spec::kNameRule) +
+                                       ", without '.', got \"" + workload + "\"");
+      if (workload != "mlp") return err(at("workload"), "workload: unknown built-in workload \"" + workload +
+                                                           "\" (there is \"mlp\"; run your own program with command)");
+      // The workload's own limits, named by the keys the user wrote.
+      if (s.steps < 1 || s.steps > spec::kMaxSteps)
+        return err(at("steps"), "steps: " + std::to_string(s.steps) + " out of range [1, " +
+                                    std::to_string(spec::kMaxSteps) + "]");
+      if (args.size() > spec::kMaxArgs)
+        return err(at("args"), "args: at most " + std::to_string(spec::kMaxArgs) + " arguments, got " +
+                                   std::to_string(args.size()));
+      for (std::size_t i = 0; i < args.size(); ++i)
+        if (args[i].size() > spec::kMaxArgLength || args[i].find_first_of(std::string("\n\r\0", 3)) != std::string::npos)
+          return err(root_.get("args")->as_array()->get(i)->source(),
+                     "args[" + std::to_string(i) + "]: must be at most " + std::to_string(spec::kMaxArgLength) +
+                         " bytes without line breaks or NUL characters");
+      s.command = {"orrery-train-" + workload};
+      s.command.insert(s.command.end(), args.begin(), args.end());
+      s.command.push_back("--steps=" + std::to_string(s.steps));
+    }
+    if (const toml::node* e = root_.get("env")) {
+      const toml::table* tbl = e->as_table();
+      if (!tbl) return err(e->source(), "env: expected a table of strings (env = { NAME = \"value\" }), got " +
+                                            std::string(toml_type_name(e->type())));
+      for (const auto& [k, v] : *tbl) {
+        auto val = v.value_exact<std::string>();
+        if (!v.is_string() || !val)
+          return err(v.source(), "env." + std::string(k.str()) + ": expected a string, got " +
+                                     std::string(toml_type_name(v.type())));
+        s.env.emplace_back(std::string(k.str()), *val);
       }
     }
+    // workdir: relative to the job spec's folder, which is also the default.
+    std::string workdir = ".";
+    if (auto st = str("workdir", false, workdir); !st.ok()) return st;
+    if (workdir.empty()) return err(at("workdir"), "workdir: must not be empty");
+    s.workdir = workdir[0] == '/' ? workdir : base_dir + (workdir == "." ? "" : "/" + workdir);
     std::string field;
     if (auto st = service::validate_job_spec(s, &field); !st.ok()) {
       // min_devices and max_devices default from world: a bad default is world's fault.
       if (!root_.contains(field) && (field == "min_devices" || field == "max_devices")) field = "world";
+      if (field == "command" && builtin) field = root_.contains("args") ? "args" : "workload";
       const toml::node* n = root_.get(field);
-      if (field == "args" && n && n->as_array()) {
-        // "args[i]: ...": point at the element.
+      if ((field == "command" || field == "args") && n && n->as_array()) {
+        // "command[i]: ...": point at the element.
         const std::string& r = st.reason();
-        if (r.rfind("args[", 0) == 0) {
-          const std::size_t i = std::stoul(r.substr(5));
+        if (r.rfind("command[", 0) == 0) {
+          std::size_t i = std::stoul(r.substr(8));
+          if (builtin) --i;  // args[i] is command[i + 1]
           if (i < n->as_array()->size()) n = n->as_array()->get(i);
         }
       }
@@ -117,6 +166,44 @@ class Parser {
       return err(n->source(), std::string(key) + ": expected a string, got " +
                                   std::string(toml_type_name(n->type())));
     out = *v;
+    return Status::Ok();
+  }
+
+  // An array of strings.
+  Status strings(std::string_view key, std::vector<std::string>& out) const {
+    const toml::node* a = root_.get(key);
+    if (!a) return Status::Ok();
+    const toml::array* arr = a->as_array();
+    if (!arr) return err(a->source(), std::string(key) + ": expected an array of strings, got " +
+                                          std::string(toml_type_name(a->type())));
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const toml::node& e = *arr->get(i);
+      auto v = e.value<std::string>();
+      if (!e.is_string() || !v) {
+        return err(e.source(), std::string(key) + "[" + std::to_string(i) + "]: expected a string, got " +
+                                   std::string(toml_type_name(e.type())));
+      }
+      out.push_back(*v);
+    }
+    return Status::Ok();
+  }
+
+  // Seconds (an integer or a float) as milliseconds.
+  Status seconds(std::string_view key, std::int64_t& out_ms) const {
+    const toml::node* n = root_.get(key);
+    if (!n) return Status::Ok();
+    double v = 0;
+    if (n->is_integer()) {
+      v = static_cast<double>(n->as_integer()->get());
+    } else if (n->is_floating_point()) {
+      v = n->as_floating_point()->get();
+    } else {
+      return err(n->source(), std::string(key) + ": expected a number of seconds, got " +
+                                  std::string(toml_type_name(n->type())));
+    }
+    if (!(v >= 0 && v <= 86400))
+      return err(n->source(), std::string(key) + ": must be between 0 and 86400 seconds");
+    out_ms = static_cast<std::int64_t>(v * 1000 + 0.5);
     return Status::Ok();
   }
 
@@ -291,7 +378,8 @@ void quoted(std::ostream& o, const std::string& s) {
 
 }  // namespace
 
-Result<service::JobSpec> parse_job_spec(std::string_view text, std::string_view source) {
+Result<service::JobSpec> parse_job_spec(std::string_view text, std::string_view source,
+                                        const std::string& base_dir) {
   if (auto st = check_non_ascii(text, source); !st.ok()) return st;
   toml::table root;
   try {
@@ -299,7 +387,12 @@ Result<service::JobSpec> parse_job_spec(std::string_view text, std::string_view 
   } catch (const toml::parse_error& e) {
     return Status::Error(place(source, e.source()) + std::string(e.description()));
   }
-  return Parser(source, root).run();
+  std::string base = base_dir;
+  if (base.empty()) {
+    std::error_code ec;
+    base = std::filesystem::current_path(ec).string();
+  }
+  return Parser(source, root).run(base);
 }
 
 Result<service::JobSpec> load_job_spec(const std::string& path) {
@@ -308,30 +401,54 @@ Result<service::JobSpec> load_job_spec(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return Status::Error(path + ": cannot read the job spec");
-  return parse_job_spec(text.str(), path);
+  std::error_code ec;
+  auto dir = std::filesystem::absolute(std::filesystem::path(path), ec).parent_path().lexically_normal();
+  return parse_job_spec(text.str(), path, dir.string());
 }
 
 std::string to_toml(const service::JobSpec& s) {
   std::ostringstream o;
+  auto list = [&](const std::vector<std::string>& v) {
+    o << "[";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i) o << ", ";
+      quoted(o, v[i]);
+    }
+    o << "]";
+  };
+  auto secs = [&](std::int64_t ms) {
+    if (ms % 1000 == 0) {
+      o << ms / 1000;
+    } else {
+      o << ms / 1000 << "." << std::setw(3) << std::setfill('0') << ms % 1000 << std::setfill(' ');
+    }
+  };
   o << "name = ";
   quoted(o, s.name);
   o << "\ntier = \"" << spec::tier_name(s.tier) << "\"\ndevice_type = ";
   quoted(o, s.device_type);
   o << "\nworld = " << s.world << "\nmin_devices = " << s.min_devices
-    << "\nmax_devices = " << s.max_devices << "\nmem_mib = " << s.mem_mib
-    << "\nsteps = " << s.steps << "\ncheckpoint_every = " << s.checkpoint_every
-    << "\nworkload = ";
-  quoted(o, s.workload);
-  o << "\nargs = [";
-  for (std::size_t i = 0; i < s.args.size(); ++i) {
-    if (i) o << ", ";
-    quoted(o, s.args[i]);
-  }
-  o << "]\n";
+    << "\nmax_devices = " << s.max_devices << "\nmem_mib = " << s.mem_mib << "\ncommand = ";
+  list(s.command);
+  o << "\nworkdir = ";
+  quoted(o, s.workdir);
+  o << "\npreemption = \"" << spec::preemption_name(s.preemption) << "\"\ngrace_s = ";
+  secs(s.grace_ms);
+  o << "\nmin_runtime_s = ";
+  secs(s.min_runtime_ms);
+  o << "\nsteps = " << s.steps << "\ncheckpoint_every = " << s.checkpoint_every << "\n";
   if (!s.tenant.empty()) {
     o << "tenant = ";
     quoted(o, s.tenant);
     o << "\n";
+  }
+  if (!s.env.empty()) {
+    o << "\n[env]\n";
+    for (const auto& [k, v] : s.env) {
+      o << k << " = ";
+      quoted(o, v);
+      o << "\n";
+    }
   }
   return o.str();
 }

@@ -20,8 +20,11 @@
 
 namespace orrery::cli {
 
-// Parses `text` (TOML). `source` names it in errors (a file path, "<stdin>").
-Result<service::JobSpec> parse_job_spec(std::string_view text, std::string_view source);
+// Parses `text` (TOML). `source` names it in errors (a file path, "<stdin>"). A relative
+// `workdir` (and the default, ".") is relative to `base_dir` (the spec's folder; empty: the
+// current directory), so the spec's `workdir` is always absolute.
+Result<service::JobSpec> parse_job_spec(std::string_view text, std::string_view source,
+                                        const std::string& base_dir = "");
 
 // Reads and parses the file at `path` (errors name the path).
 Result<service::JobSpec> load_job_spec(const std::string& path);

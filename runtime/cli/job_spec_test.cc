@@ -10,13 +10,13 @@ namespace {
 using service::JobSpec;
 
 JobSpec parse_ok(const std::string& text) {
-  auto r = parse_job_spec(text, "job.toml");
+  auto r = parse_job_spec(text, "job.toml", "/jobs");
   EXPECT_TRUE(r.ok()) << r.reason();
   return r.ok() ? *r : JobSpec{};
 }
 
 std::string parse_error(const std::string& text) {
-  auto r = parse_job_spec(text, "job.toml");
+  auto r = parse_job_spec(text, "job.toml", "/jobs");
   EXPECT_FALSE(r.ok()) << "accepted:\n" << text;
   return r.reason();
 }
@@ -32,8 +32,77 @@ TEST(JobSpec, MinimalSpecTakesDocumentedDefaults) {
   EXPECT_EQ(s.mem_mib, 64);
   EXPECT_EQ(s.steps, 100);
   EXPECT_EQ(s.checkpoint_every, 0);
-  EXPECT_EQ(s.workload, "mlp");
-  EXPECT_TRUE(s.args.empty());
+  // The built-in workload is a command like any other.
+  EXPECT_EQ(s.command, (std::vector<std::string>{"orrery-train-mlp", "--steps=100"}));
+  EXPECT_EQ(s.preemption, spec::Preemption::kTransparent);
+  EXPECT_EQ(s.grace_ms, 30000);
+  EXPECT_EQ(s.min_runtime_ms, 0);
+  EXPECT_TRUE(s.env.empty());
+  EXPECT_EQ(s.workdir, "/jobs");  // the spec's folder
+}
+
+// The built-in workload's arguments: its command without the program and "--steps=N".
+std::vector<std::string> args_of(const JobSpec& s) {
+  if (s.command.size() < 2) return {};
+  return std::vector<std::string>(s.command.begin() + 1, s.command.end() - 1);
+}
+
+TEST(JobSpec, AUsersOwnProgram) {
+  JobSpec s = parse_ok(R"(
+name = "mine"
+world = 2
+command = ["/usr/bin/python3", "train.py", "--epochs", "3"]
+workdir = "code"
+preemption = "signal"
+grace_s = 12.5
+min_runtime_s = 600
+[env]
+OMP_NUM_THREADS = "1"
+DATA = "/data/x y"
+)");
+  EXPECT_EQ(s.command, (std::vector<std::string>{"/usr/bin/python3", "train.py", "--epochs", "3"}));
+  EXPECT_EQ(s.workdir, "/jobs/code");
+  EXPECT_EQ(s.preemption, spec::Preemption::kSignal);
+  EXPECT_EQ(s.grace_ms, 12500);
+  EXPECT_EQ(s.min_runtime_ms, 600000);
+  EXPECT_EQ(s.steps, 0);  // unknown: the program's own business
+  ASSERT_EQ(s.env.size(), 2u);
+  EXPECT_EQ(s.env[0], (std::pair<std::string, std::string>{"DATA", "/data/x y"}));
+  EXPECT_EQ(s.env[1], (std::pair<std::string, std::string>{"OMP_NUM_THREADS", "1"}));
+  JobSpec t = parse_ok(to_toml(s));
+  EXPECT_EQ(t.command, s.command);
+  EXPECT_EQ(t.workdir, s.workdir);
+  EXPECT_EQ(t.preemption, s.preemption);
+  EXPECT_EQ(t.grace_ms, s.grace_ms);
+  EXPECT_EQ(t.min_runtime_ms, s.min_runtime_ms);
+  EXPECT_EQ(t.env, s.env);
+}
+
+TEST(JobSpec, UsersProgramErrorsNameTheKey) {
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\ncommand = []\n"),
+            "job.toml:3:11: command: must name the program to run, e.g. [\"/usr/bin/python3\", \"train.py\"]");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\ncommand = [\"x\", 3]\n"),
+            "job.toml:3:17: command[1]: expected a string, got an integer");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\ncommand = [\"x\"]\nworkload = \"mlp\"\n"),
+            "job.toml:3:11: command: give either command or workload/args, not both");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\ncommand = [\"x\"]\npreemption = \"kill\"\n"),
+            "job.toml:4:14: preemption: must be transparent, signal or requeue, got \"kill\"");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\ncommand = [\"x\"]\ngrace_s = \"10\"\n"),
+            "job.toml:4:11: grace_s: expected a number of seconds, got a string");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\ncommand = [\"x\"]\nenv = { \"1X\" = \"v\" }\n"),
+            "job.toml:4:7: env: \"1X\" is not a variable name (A-Z a-z 0-9 _, not starting with a digit)");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\ncommand = [\"x\"]\nenv = [\"A=1\"]\n"),
+            "job.toml:4:7: env: expected a table of strings (env = { NAME = \"value\" }), got an array");
+  // Only a transparent job is spliced or resized, or checkpointed while it runs.
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nmin_devices = 2\ncommand = [\"x\"]\npreemption = \"signal\"\n"),
+            "job.toml:3:15: a signal job runs one worker per device: min_devices and max_devices must equal "
+            "world (4); only transparent jobs are spliced or resized");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\ncommand = [\"x\"]\npreemption = \"requeue\"\ncheckpoint_every = 5\n"),
+            "job.toml:5:20: checkpoint_every: a requeue job checkpoints itself; orrery cuts only transparent "
+            "jobs while they run");
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\nworkload = \"bert\"\n"),
+            "job.toml:3:12: workload: unknown built-in workload \"bert\" (there is \"mlp\"; run your own "
+            "program with command)");
 }
 
 TEST(JobSpec, EveryKey) {
@@ -61,7 +130,8 @@ tenant = "vision-team"
   EXPECT_EQ(s.mem_mib, 1024);
   EXPECT_EQ(s.steps, 5000);
   EXPECT_EQ(s.checkpoint_every, 250);
-  EXPECT_EQ(s.args, (std::vector<std::string>{"--hidden", "512", "--lr=0.01"}));
+  EXPECT_EQ(args_of(s), (std::vector<std::string>{"--hidden", "512", "--lr=0.01"}));
+  EXPECT_EQ(s.command.back(), "--steps=5000");
 }
 
 TEST(JobSpec, MinDevicesAloneKeepsMaxAtWorld) {
@@ -94,8 +164,8 @@ TEST(JobSpec, RoundTripsThroughToToml) {
   EXPECT_EQ(t.max_devices, s.max_devices);
   EXPECT_EQ(t.mem_mib, s.mem_mib);
   EXPECT_EQ(t.steps, s.steps);
-  EXPECT_EQ(t.args, s.args);
-  EXPECT_EQ(t.args[1], "tab\there");
+  EXPECT_EQ(t.command, s.command);
+  EXPECT_EQ(args_of(t)[1], "tab\there");
 }
 
 TEST(JobSpec, MissingRequiredKeys) {
@@ -138,6 +208,9 @@ TEST(JobSpec, OutOfRange) {
             "job.toml:3:11: mem_mib: 0 out of range [1, 1099511627776]");
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nsteps = -1\n"),
             "job.toml:3:9: steps: -1 out of range [1, 1099511627776]");
+  // A user's program may leave steps unknown (0), never negative.
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\ncommand = [\"x\"]\nsteps = -1\n"),
+            "job.toml:4:9: steps: -1 out of range [0, 1099511627776]");
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\ncheckpoint_every = -5\n"),
             "job.toml:3:20: checkpoint_every: -5 out of range [0, 1099511627776]");
   EXPECT_EQ(parse_error("name = \"a\"\ntier = \"gold\"\nworld = 4\n"),
@@ -226,8 +299,8 @@ TEST(JobSpec, NonAsciiInValueStringsAndComments) {
       "# caf\xC3\xA9 \xEF\xBB\x9F\nname = \"a\" # \xC3\xA9\nworld = 1\n"
       "args = [\n  \"caf\xC3\xA9\",  # \xC3\xA9\n  'na\xC3\xAFve',\n  \"\"\"\n\xC3\xA9\"\"\",\n"
       "  '''\xEF\xBB\x9F'''\n]\n");
-  EXPECT_EQ(s.args, (std::vector<std::string>{"caf\xC3\xA9", "na\xC3\xAFve", "\xC3\xA9",
-                                              "\xEF\xBB\x9F"}));
+  EXPECT_EQ(args_of(s), (std::vector<std::string>{"caf\xC3\xA9", "na\xC3\xAFve", "\xC3\xA9",
+                                                 "\xEF\xBB\x9F"}));
   EXPECT_EQ(parse_error("name = \"caf\xC3\xA9\"\nworld = 1\n").rfind("job.toml:1:8: name: must be", 0), 0u);
 }
 

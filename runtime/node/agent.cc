@@ -71,8 +71,15 @@ Status Agent::launch(CoreLink& core, const service::LaunchCommand& c) {
   spec.epoch = c.epoch;
   spec.world = c.world;
   for (const auto& s : c.local) spec.local.push_back(LocalPlacement{s.device, s.ranks});
-  spec.workload = c.workload;
-  spec.args = c.args;
+  spec.command = c.command;
+  spec.env = c.env;
+  spec.workdir = c.workdir;
+  spec.mode = c.mode;
+  spec.grace_ms = c.grace_ms;
+  spec.checkpoint_dir = c.checkpoint_dir;
+  spec.restart_count = c.restart_count;
+  if (!c.master_addr.empty()) spec.master_addr = c.master_addr;
+  spec.master_port = c.master_port;
   spec.restore_step = c.restore_step;
   spec.collective = c.collective;  // the core names the incarnation's group, the same on every node
   auto st = runtime_.launch(spec);
@@ -146,6 +153,33 @@ bool Agent::forward(CoreLink& core, const JobEvent& e) {
   return true;
 }
 
+bool Agent::send_output(CoreLink& core, const OutputChunk& c) {
+  auto st = core.output(c);
+  if (st) return true;
+  if (!core.connected()) return false;
+  dropped_output_bytes_ += c.data.size();
+  if (last_refused_output_ != std::pair{c.job, c.epoch}) {
+    last_refused_output_ = {c.job, c.epoch};
+    std::fprintf(stderr, "orrery-node: output of job %d epoch %lld refused, dropped: %s\n", c.job,
+                 static_cast<long long>(c.epoch), st.reason().c_str());
+  }
+  return true;
+}
+
+void Agent::ship_output(CoreLink& core) {
+  std::size_t budget = kOutputPerPump;
+  // What an earlier pump could not deliver goes first; until it is all out nothing new is taken,
+  // which keeps it within one pump's budget.
+  while (!unsent_output_.empty() && budget > 0) {
+    if (!core.connected() || !send_output(core, unsent_output_.front())) return;
+    budget -= std::min(budget, unsent_output_.front().data.size());
+    unsent_output_.pop_front();
+  }
+  if (!unsent_output_.empty() || budget == 0 || !core.connected()) return;
+  for (auto& c : runtime_.take_output(budget))
+    if (!core.connected() || !send_output(core, c)) unsent_output_.push_back(std::move(c));
+}
+
 void Agent::pump(CoreLink& core) {
   while (!queue_.empty() && core.connected()) {
     auto [cmd, done] = std::move(queue_.front());
@@ -155,6 +189,7 @@ void Agent::pump(CoreLink& core) {
     if (done) done(st);
   }
   for (auto& e : runtime_.poll()) outbox_.push_back(std::move(e));
+  ship_output(core);
   while (!outbox_.empty() && core.connected()) {
     if (!forward(core, outbox_.front())) break;
     outbox_.pop_front();

@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "spec/limits.h"
+#include "spec/vocabulary.h"
 
 namespace orrery::runtime {
 
@@ -29,7 +31,7 @@ struct NodeRuntimeOptions {
   std::int64_t device_mem_mib = 256;  // emulated device memory per device (host backend)
   std::string backend = "host";
   std::string data_dir;        // local checkpoint shards, proxy and worker logs
-  std::string bin_dir;         // where orrery-proxy and the workload binaries are
+  std::string bin_dir;         // where orrery-proxy and orrery's programs are (<build>/bin)
 };
 
 // Where a job's ranks run on this node: local device index -> the ranks spliced on it.
@@ -38,19 +40,46 @@ struct LocalPlacement {
   std::vector<int> ranks;       // ranks time-sliced on it (splice = ranks.size())
 };
 
+// One incarnation of a job on this node. The program is the user's own (`command`); how it is
+// preempted is `mode` (spec::Preemption, docs/pytorch.md):
+//   transparent: it runs through the worker library; cuts are taken at safe points by the proxies.
+//   signal:      a cut is SIGTERM to every local rank, SIGKILL after `grace_ms`; whatever the
+//                program saved in ORRERY_CHECKPOINT_DIR is its checkpoint.
+//   requeue:     a cut kills the ranks at once; the job restarts from scratch.
+// For signal and requeue a cut still ends in kCheckpointed: the node writes an empty marker shard
+// per local rank (no device memory, no host state), so the core commits the cut and restores it
+// exactly as a transparent job's (the marker restores nothing).
 struct LaunchSpec {
   int job = -1;
   std::int64_t epoch = 0;
   int world = 0;                    // W, all ranks of the job, on every node
   std::vector<LocalPlacement> local;  // this node's share of the job
-  std::string workload = "mlp";     // a registered workload (runtime/workloads)
-  std::vector<std::string> args;    // workload arguments (e.g. "--steps=200")
+  // argv of every rank: command[0] is the program (without '/': looked up in PATH, with
+  // NodeRuntimeOptions::bin_dir first, so "orrery-train-mlp" finds orrery's own); a relative
+  // path is relative to `workdir`.
+  std::vector<std::string> command;
+  std::vector<std::string> env;     // "NAME=VALUE" the job sets (after orrery's own, so it wins)
+  std::string workdir;              // absolute; empty: the node's data_dir
+  spec::Preemption mode = spec::Preemption::kTransparent;
+  std::int64_t grace_ms = spec::kDefaultGraceMs;  // signal: SIGTERM .. SIGKILL
+  std::string checkpoint_dir;       // ORRERY_CHECKPOINT_DIR, created; empty: <data_dir>/user/job-J
+  std::int64_t restart_count = 0;   // ORRERY_RESTART_COUNT: earlier incarnations of the job
+  std::string master_addr = "127.0.0.1";  // MASTER_ADDR/MASTER_PORT for torch.distributed
+  int master_port = 0;                    // 0: derived from (job, epoch)
   std::int64_t restore_step = -1;   // >= 0: restore every local rank from that step's shards
   // The collective group of this incarnation: a name all nodes of the job derive identically
   // from (job, epoch), so their proxies meet without a rendezvous service. A shm name ("/x":
   // every rank on this machine; empty: /orrery-coll-j<J>-e<E>) or "tcp://HOST:PORT/ID" across
   // machines (HOST:PORT on the node holding rank 0, whose proxy serves the hub there).
   std::string collective;
+};
+
+// New output of a worker (its stdout and stderr, merged as the process wrote them).
+struct OutputChunk {
+  int job = -1;
+  std::int64_t epoch = 0;
+  int rank = 0;
+  std::string data;
 };
 
 struct JobEvent {
@@ -72,7 +101,7 @@ struct JobEvent {
 class NodeRuntime {
  public:
   virtual ~NodeRuntime() = default;
-  // Starts the ranks of one incarnation. Errors (unknown workload, device out of range, shards
+  // Starts the ranks of one incarnation. Errors (program not found, bad workdir, device out of range, shards
   // missing) leave nothing running.
   virtual Status launch(const LaunchSpec& spec) = 0;
   // Asks the job's local ranks to checkpoint at a step boundary and, if `then_stop`, to exit
@@ -90,6 +119,9 @@ class NodeRuntime {
   virtual std::vector<JobEvent> poll() = 0;
   // Local checkpoint shard path of (job, step, rank).
   virtual std::string shard_path(int job, std::int64_t step, int rank) const = 0;
+  // Workers' output written since the last call, at most about `max_bytes` in all, oldest first;
+  // the output of ended incarnations is drained too.
+  virtual std::vector<OutputChunk> take_output(std::size_t max_bytes) = 0;
 };
 
 // Starts the proxies (one per device) and returns the runtime over them.

@@ -20,78 +20,21 @@
 #include <set>
 #include <thread>
 
+#include "runtime/node/output_tail.h"
+#include "runtime/node/worker_spawn.h"
 #include "runtime/proxy/collective.h"
 #include "runtime/proxy/ring.h"
 #include "runtime/proxy/shard.h"
 #include "runtime/worker/worker.h"
 #include "spec/limits.h"
 
-extern char** environ;
-
 namespace orrery::runtime {
-
-std::string workload_binary(std::string_view workload) {
-  if (workload == "mlp") return "orrery-train-mlp";
-  return "";
-}
 
 std::string default_collective_name(int job, std::int64_t epoch) {
   return "/orrery-coll-j" + std::to_string(job) + "-e" + std::to_string(epoch);
 }
 
 namespace {
-
-std::string last_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (!line.empty()) last = line;
-  }
-  return last;
-}
-
-std::string exit_text(int status) {
-  if (WIFSIGNALED(status)) {
-    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
-           strsignal(WTERMSIG(status)) + ")";
-  }
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  return "stopped";
-}
-
-// Node-wide settings children inherit; every other ORRERY_* variable of ours is dropped, so that
-// a worker never sees a stale per-job one (its own come in `extra`).
-bool inherited(const char* var) {
-  return std::strncmp(var, "ORRERY_", 7) != 0 ||
-         std::strncmp(var, "ORRERY_CUDA_DEVICES=", 20) == 0;  // orrery-proxy --help
-}
-
-// posix_spawn with stdout and stderr appended to `log`; the environment is ours (inherited())
-// plus `extra`.
-Result<pid_t> spawn(const std::string& bin, const std::vector<std::string>& args,
-                    const std::vector<std::string>& extra_env, const std::string& log) {
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(bin.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (inherited(*e)) env_store.emplace_back(*e);
-  }
-  for (const auto& e : extra_env) env_store.push_back(e);
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, bin.c_str(), &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return Status::Error("cannot start " + bin + ": " + std::strerror(rc));
-  return pid;
-}
 
 std::string sanitize(const std::string& s) {
   std::string out;
@@ -126,6 +69,11 @@ struct JobRun {
   int job = 0;
   std::int64_t epoch = 0;
   int world = 0;
+  spec::Preemption mode = spec::Preemption::kTransparent;
+  std::int64_t grace_ms = 0;
+  // A cut of a signal or requeue job: the ranks were signalled; SIGKILL at kill_at.
+  bool cutting = false;
+  std::chrono::steady_clock::time_point kill_at{}, last_busy{};
   std::string collective;
   std::vector<RankProc> ranks;
   std::int64_t reported_steps = 0;
@@ -150,11 +98,18 @@ class LocalNodeRuntime final : public NodeRuntime {
   std::string shard_path(int job, std::int64_t step, int rank) const override {
     return shard_file(opt_.data_dir + "/ckpt", job, step, rank);
   }
+  std::vector<OutputChunk> take_output(std::size_t max_bytes) override {
+    std::lock_guard<std::mutex> l(mu_);
+    return tail_.take(max_bytes);
+  }
 
  private:
   Status fence(int job, std::int64_t epoch, const char* what) const;
   Status send(ProxyProc& p, const Command& c);
   void end_run(JobRun& run, bool kill_workers);
+  Status cut_by_signal(JobRun& run, bool then_stop);
+  // A signal or requeue job's cut is over (every rank exited): marker shards, kCheckpointed.
+  void finish_signal_cut(JobRun& run);
   void refresh(JobRun& run);
   void emit(JobEvent::Kind k, const JobRun& run, std::int64_t step, std::string detail,
             std::int64_t gpu_ms = 0) {
@@ -167,6 +122,7 @@ class LocalNodeRuntime final : public NodeRuntime {
   std::map<int, JobRun> runs_;
   std::map<int, std::int64_t> newest_;
   std::deque<JobEvent> events_;
+  OutputTail tail_;  // every rank's log, followed for take_output()
 };
 
 LocalNodeRuntime::~LocalNodeRuntime() {
@@ -231,11 +187,12 @@ Status LocalNodeRuntime::spawn_proxy(ProxyProc& p) {
   ::shm_unlink(p.shm.c_str());  // a leftover of a dead proxy or a crashed runtime of the same pid
   p.map = ShmMapping();
   p.seg = nullptr;
-  auto pid = spawn(opt_.bin_dir + "/" + kProxyBinary,
-                   {"--shm", p.shm, "--device", std::to_string(p.device), "--mem-mib",
-                    std::to_string(opt_.device_mem_mib), "--backend", opt_.backend, "--ckpt-dir",
-                    opt_.data_dir + "/ckpt", "--parent-pid", std::to_string(::getpid())},
-                   {}, p.log);
+  SpawnSpec sp;
+  sp.argv = {opt_.bin_dir + "/" + kProxyBinary, "--shm", p.shm, "--device", std::to_string(p.device),
+             "--mem-mib", std::to_string(opt_.device_mem_mib), "--backend", opt_.backend, "--ckpt-dir",
+             opt_.data_dir + "/ckpt", "--parent-pid", std::to_string(::getpid())};
+  sp.log = p.log;
+  auto pid = spawn_process(sp);
   if (!pid) return pid.status();
   p.pid = *pid;
   p.dead = false;
@@ -260,7 +217,7 @@ Status LocalNodeRuntime::wait_ready(ProxyProc& p) {
     if (::waitpid(p.pid, &st, WNOHANG) == p.pid) {
       p.dead = true;
       return Status::Error("orrery-proxy for device " + std::to_string(p.device) + " " +
-                           exit_text(st) + ": " + last_line(p.log));
+                           exit_text(st) + ": " + last_lines(p.log, 1));
     }
     if (std::chrono::steady_clock::now() > deadline) {
       ::kill(p.pid, SIGKILL);
@@ -313,11 +270,27 @@ Status LocalNodeRuntime::launch(const LaunchSpec& spec) {
   if (spec.job < 0) return Status::Error("launch: job id must not be negative");
   if (spec.world <= 0 || spec.world > spec::kMaxRunWorld)
     return Status::Error("launch: world must be in 1.." + std::to_string(spec::kMaxRunWorld));
-  const std::string wbin = workload_binary(spec.workload);
-  if (wbin.empty()) return Status::Error("launch: unknown workload '" + spec.workload + "'");
-  const std::string bin = opt_.bin_dir + "/" + wbin;
-  if (::access(bin.c_str(), X_OK) != 0) return Status::Error("launch: " + bin + " is not an executable");
+  if (spec.command.empty()) return Status::InvalidArgument("launch: no command");
+  const std::string workdir = spec.workdir.empty() ? opt_.data_dir : spec.workdir;
+  if (auto st = check_directory(workdir, "workdir"); !st) return st;
+  const char* path_env = std::getenv("PATH");
+  auto program = resolve_program(spec.command[0], workdir, opt_.bin_dir, path_env ? path_env : "");
+  if (!program) return program.status();
+  const std::string ckpt_dir = spec.checkpoint_dir.empty()
+                                   ? opt_.data_dir + "/user/job-" + std::to_string(spec.job)
+                                   : spec.checkpoint_dir;
+  {
+    std::error_code ec;
+    std::filesystem::create_directories(ckpt_dir, ec);
+    if (ec) return Status::FailedPrecondition("checkpoint dir " + ckpt_dir + ": " + ec.message());
+  }
   if (spec.local.empty()) return Status::Error("launch: no local placement");
+  if (spec.mode != spec::Preemption::kTransparent)
+    for (const auto& lp : spec.local)
+      if (lp.ranks.size() != 1)
+        return Status::InvalidArgument(std::string("launch: a ") +
+                                       std::string(spec::preemption_name(spec.mode)) +
+                                       " job runs one rank per device (only transparent jobs are spliced)");
   std::set<int> seen_ranks, seen_devices;
   for (const auto& lp : spec.local) {
     if (lp.device < 0 || lp.device >= static_cast<int>(proxies_.size())) {
@@ -347,6 +320,37 @@ Status LocalNodeRuntime::launch(const LaunchSpec& spec) {
   run.epoch = spec.epoch;
   run.world = spec.world;
   run.collective = coll;
+  run.mode = spec.mode;
+  run.grace_ms = spec.grace_ms;
+  run.last_busy = std::chrono::steady_clock::now();
+  int local_world = 0;
+  for (const auto& lp : spec.local) local_world += static_cast<int>(lp.ranks.size());
+  const int master_port =
+      spec.master_port > 0 ? spec.master_port
+                           : 29500 + static_cast<int>((spec.job * 97 + spec.epoch) % 2000);
+  // What every rank sees (docs/pytorch.md): orrery's variables, torch.distributed's, then the job's
+  // own (which win). orrery's Python package comes first on PYTHONPATH.
+  std::vector<std::string> common = {
+      "ORRERY_JOB=" + std::to_string(spec.job), "ORRERY_EPOCH=" + std::to_string(spec.epoch),
+      "ORRERY_WORLD=" + std::to_string(spec.world), "ORRERY_COLLECTIVE=" + coll,
+      "ORRERY_RESTORE_STEP=" + std::to_string(spec.restore_step),
+      "ORRERY_CHECKPOINT_DIR=" + ckpt_dir,
+      "ORRERY_RESTART_COUNT=" + std::to_string(spec.restart_count),
+      "ORRERY_PREEMPTION=" + std::string(spec::preemption_name(spec.mode)),
+      "WORLD_SIZE=" + std::to_string(spec.world), "LOCAL_WORLD_SIZE=" + std::to_string(local_world),
+      "MASTER_ADDR=" + spec.master_addr, "MASTER_PORT=" + std::to_string(master_port),
+      "PYTHONUNBUFFERED=1"};
+  {
+    const char* pp = std::getenv("PYTHONPATH");
+    std::string py = opt_.bin_dir + "/../python";
+    for (const auto& e : spec.env)
+      if (e.rfind("PYTHONPATH=", 0) == 0) pp = e.c_str() + 11;
+    if (pp != nullptr && *pp != '\0') py += std::string(":") + pp;
+    common.push_back("PYTHONPATH=" + py);
+  }
+  for (const auto& e : spec.env)
+    if (e.rfind("PYTHONPATH=", 0) != 0) common.push_back(e);
+  int local_rank = 0;
   run.reported_steps = spec.restore_step > 0 ? spec.restore_step : 0;
   run.reported_ckpt = spec.restore_step;
   for (const auto& lp : spec.local) {
@@ -360,20 +364,23 @@ Status LocalNodeRuntime::launch(const LaunchSpec& spec) {
       rp.ckpt = spec.restore_step;
       rp.log = opt_.data_dir + "/logs/job-" + std::to_string(spec.job) + "-epoch-" +
                std::to_string(spec.epoch) + "-rank-" + std::to_string(r) + ".log";
-      auto pid = spawn(bin, spec.args,
-                       {"ORRERY_PROXY=" + proxies_[lp.device].shm,
-                        "ORRERY_JOB=" + std::to_string(spec.job),
-                        "ORRERY_EPOCH=" + std::to_string(spec.epoch),
-                        "ORRERY_RANK=" + std::to_string(r),
-                        "ORRERY_WORLD=" + std::to_string(spec.world),
-                        "ORRERY_SPLICE=" + splice, "ORRERY_COLLECTIVE=" + coll,
-                        "ORRERY_RESTORE_STEP=" + std::to_string(spec.restore_step)},
-                       rp.log);
+      SpawnSpec sp;
+      sp.argv = spec.command;
+      sp.argv[0] = *program;
+      sp.workdir = workdir;
+      sp.log = rp.log;
+      sp.env = {"ORRERY_PROXY=" + proxies_[lp.device].shm, "ORRERY_RANK=" + std::to_string(r),
+                "ORRERY_SPLICE=" + splice, "RANK=" + std::to_string(r),
+                "LOCAL_RANK=" + std::to_string(local_rank++)};
+      // `common` ends with the job's own variables: last, so they win over orrery's.
+      sp.env.insert(sp.env.end(), common.begin(), common.end());
+      auto pid = spawn_process(sp);
       if (!pid) {
         end_run(run, true);
         return pid.status();
       }
       rp.pid = *pid;
+      tail_.add(spec.job, spec.epoch, r, rp.log);
       run.ranks.push_back(rp);
     }
   }
@@ -391,6 +398,7 @@ Status LocalNodeRuntime::checkpoint(int job, std::int64_t epoch, std::int64_t at
                          " does not run here");
   }
   refresh(it->second);
+  if (it->second.mode != spec::Preemption::kTransparent) return cut_by_signal(it->second, then_stop);
   std::int64_t furthest = 0;
   for (const auto& r : it->second.ranks) furthest = std::max(furthest, r.steps);
   if (at_step == 0 || (at_step > 0 && at_step <= furthest)) {
@@ -406,6 +414,51 @@ Status LocalNodeRuntime::checkpoint(int job, std::int64_t epoch, std::int64_t at
     if (auto s = send(proxies_[d], c); !s) return s;
   }
   return Status::Ok();
+}
+
+// A signal job's cut: SIGTERM to every local rank, SIGKILL after the grace period (poll()); a
+// requeue job's: SIGKILL now. Only a cut that stops the job exists for them: the program saves
+// itself (or not), orrery cannot ask it to save and go on.
+Status LocalNodeRuntime::cut_by_signal(JobRun& run, bool then_stop) {
+  if (!then_stop)
+    return Status::FailedPrecondition("checkpoint: job " + std::to_string(run.job) + " is a " +
+                                      std::string(spec::preemption_name(run.mode)) +
+                                      " job: orrery takes no checkpoint of it without stopping it");
+  if (run.cutting) return Status::Ok();
+  run.cutting = true;
+  const bool requeue = run.mode == spec::Preemption::kRequeue;
+  run.kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(requeue ? 0 : run.grace_ms);
+  for (auto& r : run.ranks)
+    if (!r.exited) ::kill(r.pid, requeue ? SIGKILL : SIGTERM);
+  return Status::Ok();
+}
+
+void LocalNodeRuntime::finish_signal_cut(JobRun& run) {
+  // One empty shard per local rank at the step the core knows, so that the cut is committed and
+  // restored like any other (restoring it restores nothing: the program reads its own files).
+  for (const auto& r : run.ranks) {
+    ShardMeta meta;
+    meta.job = run.job;
+    meta.epoch = run.epoch;
+    meta.step = run.reported_steps;
+    meta.rank = r.rank;
+    meta.world = run.world;
+    const std::string path = shard_path(run.job, run.reported_steps, r.rank);
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    auto w = ShardWriter::open(path, meta);
+    if (!w || !w->finish()) {
+      emit(JobEvent::Kind::kCrashed, run, run.reported_steps,
+           "cannot write the marker shard " + path + (w ? "" : ": " + w.reason()));
+      return;
+    }
+  }
+  int lowest = run.ranks[0].rank;
+  for (const auto& r : run.ranks) lowest = std::min(lowest, r.rank);
+  emit(JobEvent::Kind::kCheckpointed, run, run.reported_steps, shard_path(run.job, run.reported_steps, lowest));
+  emit(JobEvent::Kind::kStopped, run, run.reported_steps,
+       run.mode == spec::Preemption::kRequeue ? "killed (requeue: restarts from scratch)"
+                                              : "stopped by SIGTERM (signal: resumes from its own checkpoint)");
 }
 
 Status LocalNodeRuntime::stop(int job, std::int64_t epoch) {
@@ -432,6 +485,7 @@ std::vector<std::pair<int, std::int64_t>> LocalNodeRuntime::running() const {
 }
 
 void LocalNodeRuntime::end_run(JobRun& run, bool kill_workers) {
+  tail_.finish(run.job, run.epoch);  // its logs are followed until read to the end
   for (auto& r : run.ranks) {
     if (r.pid > 0 && !r.exited) {
       if (kill_workers) ::kill(r.pid, SIGKILL);
@@ -517,18 +571,42 @@ std::vector<JobEvent> LocalNodeRuntime::poll() {
       }
     }
     refresh(run);
+    const bool own_lib = run.mode == spec::Preemption::kTransparent;
+    if (!own_lib) {
+      const auto now = std::chrono::steady_clock::now();
+      if (run.cutting && now >= run.kill_at)
+        for (auto& r : run.ranks)
+          if (!r.exited) ::kill(r.pid, SIGKILL);  // the grace period is over
+      bool all_gone = true;
+      for (const auto& r : run.ranks) all_gone = all_gone && r.exited;
+      if (run.cutting && all_gone) {
+        finish_signal_cut(run);
+        end_run(run, true);
+        it = runs_.erase(it);
+        continue;
+      }
+      // A program outside the worker library reports no steps; its service is its wall time on
+      // the devices it holds, accounted every few seconds.
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - run.last_busy).count();
+      if (run.started && ms >= 5000 && !run.cutting) {
+        std::set<int> devs;
+        for (const auto& r : run.ranks) devs.insert(r.device);
+        emit(JobEvent::Kind::kProgress, run, run.reported_steps, "", ms * static_cast<std::int64_t>(devs.size()));
+        run.last_busy = now;
+      }
+    }
     bool all_hello = true, all_exited = true;
     std::int64_t min_steps = INT64_MAX, min_ckpt = INT64_MAX, busy = 0;
     const RankProc* crashed = nullptr;
     for (const auto& r : run.ranks) {
-      all_hello = all_hello && (r.hello || r.exited);
+      all_hello = all_hello && (r.hello || r.exited || !own_lib);
       all_exited = all_exited && r.exited;
       min_steps = std::min(min_steps, r.steps);
       min_ckpt = std::min(min_ckpt, r.ckpt);
       busy += r.busy_ns;
       const bool clean = r.exited && WIFEXITED(r.status) &&
                          (WEXITSTATUS(r.status) == 0 || WEXITSTATUS(r.status) == kExitStopped);
-      if (r.exited && !clean && crashed == nullptr) crashed = &r;
+      if (r.exited && !clean && crashed == nullptr && !run.cutting) crashed = &r;
     }
     if (!run.started && all_hello && crashed == nullptr) {
       run.started = true;
@@ -540,7 +618,7 @@ std::vector<JobEvent> LocalNodeRuntime::poll() {
       for (const auto& r : run.ranks) lowest = std::min(lowest, r.rank);
       emit(JobEvent::Kind::kCheckpointed, run, min_ckpt, shard_path(run.job, min_ckpt, lowest));
     }
-    if (min_steps > run.reported_steps) {
+    if (min_steps > run.reported_steps && own_lib) {
       run.reported_steps = min_steps;
       emit(JobEvent::Kind::kProgress, run, min_steps, "", (busy - run.reported_busy_ns) / 1'000'000);
       run.reported_busy_ns = busy;
@@ -549,13 +627,13 @@ std::vector<JobEvent> LocalNodeRuntime::poll() {
     if (crashed != nullptr) {
       std::string detail = "rank " + std::to_string(crashed->rank) + " (pid " +
                            std::to_string(crashed->pid) + ") " + exit_text(crashed->status);
-      const std::string tail = last_line(crashed->log);
+      const std::string tail = last_lines(crashed->log, 5, 1024);
       if (!tail.empty()) detail += ": " + tail;
       emit(JobEvent::Kind::kCrashed, run, run.reported_steps, detail);
       done = true;
     } else if (all_exited) {
       bool stopped = false;
-      for (const auto& r : run.ranks) stopped = stopped || WEXITSTATUS(r.status) == kExitStopped;
+      for (const auto& r : run.ranks) stopped = stopped || (own_lib && WEXITSTATUS(r.status) == kExitStopped);
       if (stopped) {
         emit(JobEvent::Kind::kStopped, run, run.reported_steps, "stopped after the checkpoint of step " +
                                                                      std::to_string(run.reported_ckpt));

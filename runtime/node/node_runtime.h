@@ -7,7 +7,9 @@
 //   ckpt/job-J/step-S/rank-R.ckpt     checkpoint shards (written and read by the proxies)
 //   logs/proxy-devD.log               each proxy's stdout and stderr
 //   logs/job-J-epoch-E-rank-R.log     each worker's stdout and stderr
-// Binaries in bin_dir: orrery-proxy, and per workload: "mlp" -> orrery-train-mlp.
+//   user/job-J/                       a job's ORRERY_CHECKPOINT_DIR unless the launch names one
+// Binaries in bin_dir: orrery-proxy; a command's program without '/' is looked up there first
+// (orrery-train-mlp), then in PATH (runtime/node/worker_spawn.h).
 // Worker environment: see runtime/worker/worker.h.
 //
 // Epoch fencing here: launch, checkpoint and stop with an epoch older than the newest this node
@@ -27,9 +29,6 @@
 namespace orrery::runtime {
 
 inline constexpr const char* kProxyBinary = "orrery-proxy";
-
-// The binary of a registered workload, or "" when there is none by that name.
-std::string workload_binary(std::string_view workload);
 
 // The collective name all nodes derive for an incarnation when LaunchSpec::collective is empty.
 std::string default_collective_name(int job, std::int64_t epoch);

@@ -603,8 +603,9 @@ LaunchSpec spec(int job, std::int64_t epoch, int world, std::vector<LocalPlaceme
   s.epoch = epoch;
   s.world = world;
   s.local = std::move(local);
-  s.args = kArgs;
-  for (auto& e : extra) s.args.push_back(e);
+  s.command = {"orrery-train-mlp"};
+  for (auto& a : kArgs) s.command.push_back(a);
+  for (auto& e : extra) s.command.push_back(e);
   s.collective = unique("coll");
   return s;
 }

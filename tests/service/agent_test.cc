@@ -37,6 +37,7 @@ class RecordingRuntime final : public NodeRuntime {
   }
   std::vector<std::pair<int, std::int64_t>> running() const override { return {run.begin(), run.end()}; }
   std::vector<JobEvent> poll() override { return std::exchange(events, {}); }
+  std::vector<OutputChunk> take_output(std::size_t) override { return {}; }
   std::string shard_path(int job, std::int64_t step, int rank) const override {
     return dir + "/" + std::to_string(job) + "-" + std::to_string(step) + "-" + std::to_string(rank);
   }
@@ -52,6 +53,7 @@ class RecordingRuntime final : public NodeRuntime {
 
 class RecordingCore final : public CoreLink {
  public:
+  Status output(const OutputChunk&) override { return up ? Status::Ok() : Status::Unavailable("connection lost"); }
   Status report(const service::NodeReport& r) override {
     if (!up) return Status::Error("connection lost");
     log.push_back("report " + std::string(service::report_kind_name(r.kind)) + " step " + std::to_string(r.step));
@@ -80,7 +82,7 @@ AgentCommand launch_cmd(int job, std::int64_t epoch, std::int64_t restore = -1) 
   c.launch.epoch = epoch;
   c.launch.world = 2;
   c.launch.local = {{0, {0}}, {1, {1}}};
-  c.launch.workload = "mlp";
+  c.launch.command = {"orrery-train-mlp"};
   c.launch.restore_step = restore;
   return c;
 }

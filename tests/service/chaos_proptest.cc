@@ -165,8 +165,9 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
   // Two or three jobs of world 2 to start with: one node left free (room to migrate to), or the
   // fleet full (any submission waits, so preemptions and shrinks find a beneficiary).
   for (int i = 0; i < initial; ++i) {
-    auto s = LocalCluster::mlp_job(std::string(1, static_cast<char>('a' + i)), kSteps, 200);
-    s.args = {"--step-delay-us=1500"};  // slower steps, same result: time to disrupt them
+    // Slower steps, same result: time to disrupt them.
+    auto s = LocalCluster::mlp_job(std::string(1, static_cast<char>('a' + i)), kSteps, 200,
+                                   {"--step-delay-us=1500"});
     s.tier = i == 1 ? spec::Tier::kBasic : spec::Tier::kStandard;
     submit(s);
   }

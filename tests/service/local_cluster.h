@@ -168,9 +168,14 @@ class LocalCluster {
     if (std::regex_search(note, m, std::regex("digest=([0-9a-f]+)"))) return m[1];
     return "none: " + note;
   }
-  // A data-parallel MLP job of world 2, elastic over 1..2 devices.
-  static service::JobSpec mlp_job(const std::string& name, int steps, int every) {
+  // A data-parallel MLP job of world 2, elastic over 1..2 devices: the built-in workload's
+  // command, orrery-train-mlp ARGS... --steps=STEPS.
+  static service::JobSpec mlp_job(const std::string& name, int steps, int every,
+                                  std::vector<std::string> args = {}) {
     service::JobSpec s;
+    s.command = {"orrery-train-mlp"};
+    s.command.insert(s.command.end(), args.begin(), args.end());
+    s.command.push_back("--steps=" + std::to_string(steps));
     s.name = name;
     s.world = 2;
     s.min_devices = 1;

@@ -55,8 +55,9 @@ class Cluster : public ::testing::Test {
   std::string timeline(int id) { return cluster_->timeline(id); }
   std::string reference_digest(int world, int steps) { return cluster_->reference_digest(world, steps); }
   static std::string digest_of(const std::string& note) { return LocalCluster::digest_of(note); }
-  static service::JobSpec mlp_job(const std::string& name, int steps, int every) {
-    return LocalCluster::mlp_job(name, steps, every);
+  static service::JobSpec mlp_job(const std::string& name, int steps, int every,
+                                  std::vector<std::string> args = {}) {
+    return LocalCluster::mlp_job(name, steps, every, std::move(args));
   }
 
   fs::path dir_;
@@ -69,8 +70,7 @@ TEST_F(Cluster, SubmitRunsToCompletionWithTheReferenceResult) {
   ASSERT_TRUE(eventually(5000, [&] { return node_up("n1"); })) << node_proc("n1").output();
   // 5 ms steps: the core asks for periodic checkpoints from the progress it sees at its ticks
   // (every 100 ms), so 200 unstretched steps (~80 ms) could finish before the first one.
-  auto spec = mlp_job("train", 200, 50);
-  spec.args.push_back("--step-delay-us=5000");
+  auto spec = mlp_job("train", 200, 50, {"--step-delay-us=5000"});
   int id = submit(spec);
   ASSERT_GE(id, 0);
   ASSERT_TRUE(eventually(30000, [&] {
