@@ -34,10 +34,13 @@ struct World : PlanContext {
   std::vector<Decision> proposed;  // this round's, in order
   std::set<int> cutting;
 
-  World(int devices, const std::string& policy = "orrery") : planner(make_planner(policy)) {
-    auto fleet = Fleet::parse("premium_reserve " + std::to_string(devices) +
-                              "\nregion r\ncluster c\nnode n0 host_mem_mib=1048576\ndevices H100-80G count=" +
-                              std::to_string(devices) + " mem_mib=81920\n");
+  World(int devices, const std::string& policy = "orrery")
+      : World("premium_reserve " + std::to_string(devices) +
+                  "\nregion r\ncluster c\nnode n0 host_mem_mib=1048576\ndevices H100-80G count=" +
+                  std::to_string(devices) + " mem_mib=81920\n",
+              policy) {}
+  World(const std::string& fleet_text, const std::string& policy) : planner(make_planner(policy)) {
+    auto fleet = Fleet::parse(fleet_text);
     if (!fleet) throw std::runtime_error("fleet: " + fleet.reason());
     auto made = SchedulerCore::create(std::move(*fleet), clock, nullptr);
     if (!made) throw std::runtime_error("core: " + made.reason());
@@ -73,6 +76,13 @@ struct World : PlanContext {
         s.job = d.job;
         must(s);
       }
+  }
+  void complete(int j) {
+    Decision c;
+    c.event = EventKind::kComplete;
+    c.origin = spec::Origin::kRuntime;
+    c.job = j;
+    must(c);
   }
   // Attained service for job j (Tiresias' second queue).
   void serve(int j, std::int64_t gpu_ms) {
@@ -185,6 +195,30 @@ TEST(VictimChoice, OnlyProtectedCandidatesMeansNoPreemptionNorShrink) {
   w.round();
   EXPECT_EQ(w.of(EventKind::kResizeDown), V{e});
   EXPECT_EQ(w.core->state(r), JobState::kRunning);
+}
+
+TEST(VictimChoice, NoDefragmentingMigrationWithinMinRuntime) {
+  // Two regions of one 4-device node. A (2 devices) on n0, B (3) and C (1, protected for 10
+  // minutes) on n1; when B ends, D (4) finds 5 devices free but no region with 4: moving C to n0
+  // would make room (Simulator.DefragmentsByMigrationWhenMovingPays), but not while C is protected.
+  World w("premium_reserve 8\nregion r0\ncluster c0\nnode n0 host_mem_mib=1048576\n"
+          "devices H100-80G count=4 mem_mib=81920\nregion r1\ncluster c1\nnode n1 host_mem_mib=1048576\n"
+          "devices H100-80G count=4 mem_mib=81920\n",
+          "orrery");
+  w.submit(Preemption::kTransparent, Tier::kStandard, 2);
+  const int b = w.submit(Preemption::kTransparent, Tier::kStandard, 3);
+  const int c = w.submit(Preemption::kTransparent, Tier::kStandard, 1, /*min_runtime_ms=*/600'000);
+  w.round();
+  ASSERT_EQ(w.of(EventKind::kPlace).size(), 3u);
+  w.complete(b);
+  w.submit(Preemption::kTransparent, Tier::kStandard, 4);
+  w.round();  // admitted: starts waiting
+  w.clock.advance(60'000);  // D has waited long enough for the move to pay
+  w.round();
+  EXPECT_TRUE(w.of(EventKind::kMigrate).empty());
+  w.clock.advance(540'000);  // C's protection is over
+  w.round();
+  EXPECT_EQ(w.of(EventKind::kMigrate), V{c});
 }
 
 TEST(VictimChoice, TiresiasWeighsTheLossToo) {
