@@ -591,6 +591,9 @@ class Harness final : public core::policy::PlanContext, public protocol::CommitL
     const auto& sh = shapes[static_cast<std::size_t>(x.a) % shapes.size()];
     auto d = core::Decision::submit("j" + std::to_string(core_->num_jobs()), static_cast<spec::Tier>(x.b % 3), "gpu",
                                     sh[0], sh[1], sh[2], 256);
+    // All three preemption modes; a signal or requeue job runs one worker per device.
+    d.mode = static_cast<spec::Preemption>(x.c % spec::kNumPreemptions);
+    if (d.mode != spec::Preemption::kTransparent) d.min_devices = d.max_devices = d.world;
     (void)driver_->commit(d, now());
   }
 

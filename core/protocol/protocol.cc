@@ -503,6 +503,9 @@ void Protocol::tick(std::int64_t now_ms) {
 
 void Protocol::request_checkpoint(int job, std::int64_t now_ms) {
   if (state(job) != JobState::kRunning) return;
+  // Only a transparent job is cut while it runs on (GuardCheckpoint, INV-MODE): a signal or
+  // requeue job's only cut stops it.
+  if (core_.job_info(job).mode != spec::Preemption::kTransparent) return;
   auto& t = track(job);
   if (t.periodic) return;
   t.periodic = true;
@@ -513,6 +516,7 @@ void Protocol::request_checkpoint(int job, std::int64_t now_ms) {
 }
 
 void Protocol::set_checkpoint_policy(int job, CheckpointPolicy policy) {
+  if (core_.job_info(job).mode != spec::Preemption::kTransparent) policy.every_steps = 0;
   track(job).policy = policy;
   if (policy.every_steps > 0) watched_.insert(job);
 }

@@ -61,7 +61,8 @@ class Protocol {
   // Timeouts of in-flight operations, periodic checkpoints.
   void tick(std::int64_t now_ms);
   // Ask a running job for a periodic cut now (the simulator's time-based checkpoints; the
-  // Service's come from the job's CheckpointPolicy in tick()).
+  // Service's come from the job's CheckpointPolicy in tick()). Only transparent jobs are cut while
+  // they run on: for a signal or requeue job both are ignored (INV-MODE).
   void request_checkpoint(int job, std::int64_t now_ms);
   void set_checkpoint_policy(int job, CheckpointPolicy policy);
 
