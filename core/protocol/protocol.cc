@@ -180,6 +180,8 @@ void Protocol::committed_impl(const core::Committed& c, const core::Decision& d,
   }
   auto& t = track(j);
   const JobState from = c.from, to = c.to;
+  // A move or a restore carried out: the note that said it was under way is stale.
+  if (to == JobState::kRunning && from == JobState::kRestoring) note(j, "");
   if (launching(to) && from != to) {
     begin_incarnation(j, t, c.seq, now_ms);
     watched_.insert(j);

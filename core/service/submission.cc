@@ -78,7 +78,8 @@ Result<std::vector<JobStatus>> Service::jobs() {
     s.devices = jv.devices;
     s.splice = jv.splice;
     s.progress = jv.progress;
-    s.steps = v.spec.steps;
+    // A signal or requeue program reports no steps: its progress is unknown, not 0 of N.
+    s.steps = v.spec.preemption == spec::Preemption::kTransparent ? v.spec.steps : 0;
     s.checkpoint = jv.ckpt;
     for (int n : nodes_of(j)) s.nodes.push_back(core_->fleet().nodes[static_cast<std::size_t>(n)].name);
     s.age_ms = v.submitted_ms >= 0 ? now - v.submitted_ms : 0;

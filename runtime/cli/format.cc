@@ -87,7 +87,9 @@ std::string format_jobs(const std::vector<service::JobStatus>& jobs) {
     rows.push_back({std::to_string(j.job), j.name, std::string(spec::tier_name(j.tier)),
                     std::string(spec::state_name(j.state)), std::to_string(j.epoch),
                     std::to_string(j.devices), j.splice > 0 ? std::to_string(j.splice) : "-",
-                    std::to_string(j.progress) + "/" + std::to_string(j.steps),
+                    // steps 0: the program does not report steps (signal, requeue) or did not say.
+                    j.steps > 0 ? std::to_string(j.progress) + "/" + std::to_string(j.steps)
+                                : (j.progress > 0 ? std::to_string(j.progress) : "-"),
                     j.checkpoint >= 0 ? std::to_string(j.checkpoint) : "-",
                     nodes.empty() ? "-" : nodes, format_age(j.age_ms),
                     j.tenant.empty() ? "-" : j.tenant, j.note});
