@@ -605,7 +605,7 @@ std::vector<JobEvent> LocalNodeRuntime::poll() {
       min_ckpt = std::min(min_ckpt, r.ckpt);
       busy += r.busy_ns;
       const bool clean = r.exited && WIFEXITED(r.status) &&
-                         (WEXITSTATUS(r.status) == 0 || WEXITSTATUS(r.status) == kExitStopped);
+                         (WEXITSTATUS(r.status) == 0 || (own_lib && WEXITSTATUS(r.status) == kExitStopped));
       if (r.exited && !clean && crashed == nullptr && !run.cutting) crashed = &r;
     }
     if (!run.started && all_hello && crashed == nullptr) {
