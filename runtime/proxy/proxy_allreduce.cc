@@ -52,7 +52,10 @@ Status ProxyServer::choose_reduce(Session& s, std::int64_t step, std::uint64_t c
 bool ProxyServer::serve_negotiation(Session& s, Rank& rk, WorkerSlot& ws) {
   const bool round1 = s.reduce == Session::Reduce::kNegotiating;
   const float* sum = s.coll->result(s.negotiation_step + (round1 ? 0 : 1), nullptr);
-  if (sum == nullptr) return false;
+  if (sum == nullptr) {
+    if (auto h = s.coll->health(); !h) return answer_reduce_error(rk, ws, fail_reduce(s, rk, h.reason()));
+    return false;
+  }
   Status st = round1 ? finish_negotiation(s, sum) : finish_bootstrap(s, sum);
   if (st && s.reduce == Session::Reduce::kBootstrapping) return true;  // round 2 is out
   if (st) st = contribute(s, rk);

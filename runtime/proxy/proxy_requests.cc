@@ -141,11 +141,10 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
       auto c = check_range(s, rk, buf, count * sizeof(float), "allreduce buffer");
       if (!c) return fail(c.reason());
       if (!s.coll) {
-        const bool rank0 = std::find(s.order.begin(), s.order.end(), 0) != s.order.end();
         // Every proxy of the job sizes it alike: the data, or a negotiation if that is larger.
         auto co = open_collective_group(
             s.collective, s.world,
-            std::max({count, negotiation_floats(s.world), id_floats()}), rank0);
+            std::max({count, negotiation_floats(s.world), id_floats()}), s.order);
         if (!co) return fail("allreduce: " + co.reason());
         s.coll = std::move(co.value());
       }

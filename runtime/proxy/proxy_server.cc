@@ -201,7 +201,11 @@ bool ProxyServer::serve_session(Session& s) {
     }
     std::uint64_t flags = 0;
     const float* res = s.coll->result(group_step(rk.reduce_step), &flags);
-    if (res == nullptr) return false;
+    if (res == nullptr) {
+      // A group that can no longer complete the step (a peer proxy gone): fail, do not wait.
+      if (auto h = s.coll->health(); !h) return answer_reduce_error(rk, ws, fail_reduce(s, rk, h.reason()));
+      return false;
+    }
     if ((flags & kFlagReduceFailed) != 0) {
       return answer_reduce_error(
           rk, ws, fail_reduce(s, rk, "another proxy of the job failed its part of the allreduce "
