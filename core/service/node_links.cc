@@ -291,6 +291,9 @@ void Service::command_failed(const NodeSession& s, int job, std::int64_t epoch, 
     r.node = s.node;
     r.detail = what;
     (void)protocol_->report(r, clock_.now_ms());
+    // In the job's timeline too (`orrery logs JOB`), as node_report does for a crash: a launch
+    // refused (program not found, bad workdir) is otherwise only in the note and the core's log.
+    emit(0, job, name, "node " + name + ": " + what);
   }
   settle();
 }
