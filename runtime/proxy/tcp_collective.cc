@@ -157,7 +157,13 @@ class TcpCollective final : public CollectiveGroup {
       l.unlock();
       std::memcpy(slot, data, count * sizeof(float));
       l.lock();
-      held_.push_back({rank, step, count, flags});
+      // The mesh may have come up during the copy, after form() sent what was held: then this
+      // one goes now.
+      if (ready_) {
+        send_held({rank, step, count, flags}, l);
+      } else {
+        held_.push_back({rank, step, count, flags});
+      }
       return Status::Ok();
     }
     // Each chunk to its owner: the remote ones queued (sent from `data`, no copy), ours copied
@@ -367,15 +373,7 @@ class TcpCollective final : public CollectiveGroup {
       peers_[i].receiver = std::thread([this, i] { receive_loop(i); });
     }
     // What was contributed before the mesh was up: its data waits in our slots.
-    for (const Held& h : held_) {
-      Phase& ph = phase_[h.step & 1];
-      if (ph.step != h.step || ph.done) continue;
-      queue_remote(ph, h.rank, h.step, h.count, h.flags, ph.slots[h.rank].get(), nullptr);
-      for (std::uint64_t c = 0; c < ph.chunks; ++c) {
-        if (mesh_.proxy_of[c % world_] == mesh_.self) count_in(ph, c, h.flags, l);
-        if (ph.step != h.step) break;
-      }
-    }
+    for (const Held& h : held_) send_held(h, l);
     held_.clear();
     // A step that failed while the mesh formed: its held data never goes out, so say so.
     for (Phase& ph : phase_) {
@@ -387,6 +385,17 @@ class TcpCollective final : public CollectiveGroup {
       }
     }
     kick_all();
+  }
+
+  // A contribution made before the mesh was up: its data waits in our slot for its rank.
+  void send_held(const Held& h, std::unique_lock<std::mutex>& l) {
+    Phase& ph = phase_[h.step & 1];
+    if (ph.step != h.step || ph.done) return;
+    queue_remote(ph, h.rank, h.step, h.count, h.flags, ph.slots[h.rank].get(), nullptr);
+    for (std::uint64_t c = 0; c < ph.chunks; ++c) {
+      if (mesh_.proxy_of[c % world_] == mesh_.self) count_in(ph, c, h.flags, l);
+      if (ph.step != h.step) break;
+    }
   }
 
   void send_loop(std::size_t i) {

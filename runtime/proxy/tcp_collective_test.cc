@@ -190,3 +190,40 @@ TEST(CollectiveTcp, MismatchedCountsFailTheStepEverywhere) {
 
 }  // namespace
 }  // namespace orrery::runtime
+namespace orrery::runtime {
+namespace {
+
+// Buffers of gradient size (16 MiB: hundreds of chunks, more than the sockets buffer at once),
+// the first step contributed before the mesh is up on one side.
+TEST(CollectiveTcp, LargeBuffersOverTwoNodes) {
+  const int w = 3;
+  const std::uint64_t n = 4'000'003;
+  const std::string name = tcp_name(next_port());
+  const auto x = inputs(w, n, 11);
+  const auto want = rank_order_sum(x);
+  auto a = open_tcp_collective(name, w, n, true, {0, 2});
+  ASSERT_TRUE(a.ok()) << a.reason();
+  std::vector<int> bad(2, 0);
+  std::thread ta([&] {
+    for (std::int64_t step = 0; step < 3; ++step) {
+      for (int r : {0, 2}) (void)(*a)->contribute(r, step, x[r].data(), n, 0);
+      const float* res = wait_result(**a, step, nullptr);
+      if (res == nullptr || std::memcmp(res, want.data(), n * sizeof(float)) != 0) ++bad[0];
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto b = open_tcp_collective(name, w, n, false, {1});
+  ASSERT_TRUE(b.ok()) << b.reason();
+  for (std::int64_t step = 0; step < 3; ++step) {
+    (void)(*b)->contribute(1, step, x[1].data(), n, 0);
+    const float* res = wait_result(**b, step, nullptr);
+    if (res == nullptr || std::memcmp(res, want.data(), n * sizeof(float)) != 0) ++bad[1];
+  }
+  ta.join();
+  EXPECT_EQ(bad[0], 0);
+  EXPECT_EQ(bad[1], 0);
+  EXPECT_TRUE((*a)->health().ok()) << (*a)->health().reason();
+}
+
+}  // namespace
+}  // namespace orrery::runtime
