@@ -189,7 +189,11 @@ class TcpCollective final : public CollectiveGroup {
   const float* result(std::int64_t step, std::uint64_t* flags) override {
     std::lock_guard<std::mutex> l(mu_);
     const Phase& ph = phase_[step & 1];
-    if (ph.step != step || !ph.done) return nullptr;
+    if (ph.step == step && ph.failed) {  // the sum's data mean nothing: the flags say so
+      if (flags != nullptr) *flags = ph.fail_flags;
+      return ph.res.get();
+    }
+    if (ph.res_step != step || !ph.done) return nullptr;
     if (flags != nullptr) *flags = ph.result_flags;
     return ph.res.get();
   }
@@ -198,7 +202,7 @@ class TcpCollective final : public CollectiveGroup {
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait_for(l, std::chrono::nanoseconds(timeout_ns), [&] {
       const Phase& ph = phase_[step & 1];
-      return broken_ || (ph.step == step && ph.done);
+      return broken_ || (ph.res_step == step && ph.done) || (ph.step == step && ph.failed);
     });
   }
 
@@ -208,10 +212,19 @@ class TcpCollective final : public CollectiveGroup {
   }
 
  private:
+  // Inputs (step: slots, counts) and the result (res_step: res, chunks done) turn over at
+  // different times: the inputs of s + 2 may arrive while this proxy's ranks have not read the
+  // result of s yet (a negotiation goes from its round 1 straight to the data two steps on),
+  // but a sum of s + 2 exists only once every rank, ours included, has contributed s + 2, i.e.
+  // read s. So the result side is reset by the first sum of s + 2, the input side by its first
+  // piece.
   struct Phase {
-    std::int64_t step = -1;
-    std::uint64_t count = 0, flags = 0, result_flags = 0;
-    std::uint64_t chunks = 0, chunks_done = 0;
+    std::int64_t step = -1;       // the inputs' step
+    std::uint64_t count = 0, flags = 0, chunks = 0;
+    bool failed = false;          // the ranks disagree on the step's size
+    std::uint64_t fail_flags = 0;
+    std::int64_t res_step = -1;   // the result's step
+    std::uint64_t result_flags = 0, res_chunks = 0, chunks_done = 0;
     bool done = false;
     std::vector<std::uint32_t> got;  // per chunk we own: contributions in (W + 1: summed)
     std::vector<std::unique_ptr<float[]>> slots;  // per rank, allocated at first use (cap)
@@ -246,15 +259,15 @@ class TcpCollective final : public CollectiveGroup {
     if (ph.step < step) {
       ph.step = step;
       ph.count = count;
-      ph.flags = ph.result_flags = 0;
+      ph.flags = 0;
       ph.chunks = chunk_count(count, world_);
-      ph.chunks_done = 0;
-      ph.done = false;
+      ph.failed = false;
+      ph.fail_flags = 0;
       ph.got.assign(ph.chunks, 0);
       if (!ph.res) ph.res.reset(new float[cap_]);
       if (ph.slots.empty()) ph.slots.resize(world_);
     }
-    if (ph.done && (ph.result_flags & kFlagReduceFailed) != 0) return nullptr;
+    if (ph.failed) return nullptr;
     if (ph.count != count) {
       fail_step(ph, flags | ph.flags, true);
       return nullptr;
@@ -270,11 +283,11 @@ class TcpCollective final : public CollectiveGroup {
   // The step cannot give a sum (the ranks disagree on its size): done, marked failed, here and
   // (once) at every peer, so that every proxy fails it instead of waiting.
   void fail_step(Phase& ph, std::uint64_t flags, bool tell) {
-    const bool first = !(ph.done && (ph.result_flags & kFlagReduceFailed) != 0);
-    ph.done = true;
-    ph.result_flags |= flags | kFlagReduceFailed;
+    const bool first = !ph.failed;
+    ph.failed = true;
+    ph.fail_flags |= flags | kFlagReduceFailed;
     if (first && tell && ready_) {
-      WireHeader h{kMagic, kFailedStep, -1, 0, ph.step, ph.result_flags, ph.count, 0, 0};
+      WireHeader h{kMagic, kFailedStep, -1, 0, ph.step, ph.fail_flags, ph.count, 0, 0};
       for (auto& p : peers_) {
         if (p.fd >= 0) p.queue.push_back({h, nullptr, nullptr});
       }
@@ -324,6 +337,7 @@ class TcpCollective final : public CollectiveGroup {
     ph.flags |= flags;
     if (++ph.got[c] < static_cast<std::uint32_t>(world_)) return;
     ph.got[c] = world_ + 1;
+    to_result(ph);  // a sum of this step: every rank, ours too, has read the last result
     // Every rank's piece of c is in, each with its rank's flags: ph.flags is the whole OR.
     const std::uint64_t f = ph.flags, per = chunk_floats(ph.count, world_);
     const std::uint64_t lo = c * per, n = std::min(per, ph.count - lo);
@@ -334,7 +348,8 @@ class TcpCollective final : public CollectiveGroup {
     l.unlock();
     sum_chunk_in_rank_order(in.data(), world_, n, out);
     l.lock();
-    if (ph.step != step || ph.done) return;
+    if (ph.step != step || ph.failed) return;
+    to_result(ph);
     WireHeader h{kMagic, kSum, -1, 0, step, f, ph.count, static_cast<std::uint32_t>(c),
                  static_cast<std::uint32_t>(n)};
     for (auto& p : peers_) {
@@ -346,9 +361,19 @@ class TcpCollective final : public CollectiveGroup {
     chunk_done(ph, f);
   }
 
+  // The result side turns to the inputs' step (see Phase).
+  void to_result(Phase& ph) {
+    if (ph.res_step == ph.step) return;
+    ph.res_step = ph.step;
+    ph.result_flags = 0;
+    ph.res_chunks = ph.chunks;
+    ph.chunks_done = 0;
+    ph.done = false;
+  }
+
   void chunk_done(Phase& ph, std::uint64_t flags) {
     ph.result_flags |= flags;
-    if (++ph.chunks_done == ph.chunks) ph.done = true;
+    if (++ph.chunks_done == ph.res_chunks) ph.done = true;
     cv_.notify_all();
   }
 
@@ -377,8 +402,8 @@ class TcpCollective final : public CollectiveGroup {
     held_.clear();
     // A step that failed while the mesh formed: its held data never goes out, so say so.
     for (Phase& ph : phase_) {
-      if (ph.done && (ph.result_flags & kFlagReduceFailed) != 0) {
-        WireHeader h{kMagic, kFailedStep, -1, 0, ph.step, ph.result_flags, ph.count, 0, 0};
+      if (ph.failed) {
+        WireHeader h{kMagic, kFailedStep, -1, 0, ph.step, ph.fail_flags, ph.count, 0, 0};
         for (auto& p : peers_) {
           if (p.fd >= 0) p.queue.push_back({h, nullptr, nullptr});
         }
@@ -390,7 +415,7 @@ class TcpCollective final : public CollectiveGroup {
   // A contribution made before the mesh was up: its data waits in our slot for its rank.
   void send_held(const Held& h, std::unique_lock<std::mutex>& l) {
     Phase& ph = phase_[h.step & 1];
-    if (ph.step != h.step || ph.done) return;
+    if (ph.step != h.step || ph.failed) return;
     queue_remote(ph, h.rank, h.step, h.count, h.flags, ph.slots[h.rank].get(), nullptr);
     for (std::uint64_t c = 0; c < ph.chunks; ++c) {
       if (mesh_.proxy_of[c % world_] == mesh_.self) count_in(ph, c, h.flags, l);
@@ -441,16 +466,17 @@ class TcpCollective final : public CollectiveGroup {
       // Ours to take: a contribution to a chunk we own, a sum of one we do not. Anything else
       // (a failed step's stragglers) is read into scratch and dropped.
       const bool owned = mesh_.proxy_of[h.chunk % world_] == mesh_.self;
-      const bool take = ph != nullptr && h.floats > 0 && !ph->done &&
+      const bool take = ph != nullptr && h.floats > 0 && !ph->failed &&
                         (h.kind == kContribution ? owned : (h.kind == kSum && !owned));
       float* dst = scratch_.get();
       if (take) {
+        if (h.kind == kSum) to_result(*ph);  // a sum of this step: every rank read the last one
         dst = (h.kind == kContribution ? slot_of(*ph, h.rank) : ph->res.get()) + h.chunk * per;
       }
       l.unlock();
       if (h.floats > 0 && !recv_all(p.fd, dst, h.floats * sizeof(float))) break;
       l.lock();
-      if (ph == nullptr || ph->step != h.step || ph->done) continue;
+      if (ph == nullptr || ph->step != h.step || ph->failed) continue;
       if (h.kind == kContribution && h.floats == 0) {
         ph->flags |= h.flags;  // a rank's word to a proxy owning none of the step's chunks
       } else if (take && h.kind == kContribution) {

@@ -227,3 +227,31 @@ TEST(CollectiveTcp, LargeBuffersOverTwoNodes) {
 
 }  // namespace
 }  // namespace orrery::runtime
+namespace orrery::runtime {
+namespace {
+
+// A negotiation goes from its step s straight to s + 2 (host data): a proxy that has read s
+// may send s + 2 before another has read s; that one's result of s must still be there.
+TEST(CollectiveTcp, TheResultOfSStaysUntilReadWhenSPlus2Begins) {
+  const int w = 2;
+  auto g = open_groups(tcp_name(next_port()), w, 5000, {{0}, {1}});
+  const auto x0 = inputs(w, 100, 1), x2 = inputs(w, 5000, 2);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(g[i]->contribute(i, 0, x0[i].data(), 100, 0).ok());
+  ASSERT_NE(wait_result(*g[1], 0, nullptr), nullptr);
+  ASSERT_TRUE(g[1]->contribute(1, 2, x2[1].data(), 5000, 0).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // its pieces reach g[0]
+  const float* r0 = wait_result(*g[0], 0, nullptr);
+  ASSERT_NE(r0, nullptr);
+  const auto want0 = rank_order_sum(x0);
+  EXPECT_EQ(std::memcmp(r0, want0.data(), 100 * sizeof(float)), 0);
+  ASSERT_TRUE(g[0]->contribute(0, 2, x2[0].data(), 5000, 0).ok());
+  const auto want2 = rank_order_sum(x2);
+  for (auto& gi : g) {
+    const float* r2 = wait_result(*gi, 2, nullptr);
+    ASSERT_NE(r2, nullptr);
+    EXPECT_EQ(std::memcmp(r2, want2.data(), 5000 * sizeof(float)), 0);
+  }
+}
+
+}  // namespace
+}  // namespace orrery::runtime
