@@ -11,6 +11,11 @@
 //    than the spec's kMaxRetries allows;
 //  - the core's journal replays clean through `orrery-check replay` (every decision re-checked
 //    against the spec's guards and invariants).
+// Every third sequence (the first included) also runs examples/pytorch/train_orrery.py as one of its
+// initial jobs (world 2 on 1..2 devices, a small model): it must end with every rank's printed
+// digest, and the completion note's, equal to the same job's uninterrupted run in this process
+// (run once, alone, before the first such sequence). Skipped, saying so, when /usr/bin/python3
+// cannot import torch or the orrery Python package is not built beside the binaries.
 // ORRERY_CHAOS_CASES sets the number of sequences (default 6; each takes 5-40 s). RC_PARAMS is
 // passed on to RapidCheck (e.g. RC_PARAMS="seed=42"); shrinking is off unless RC_PARAMS asks for it
 // (noshrink=0), since every step of a shrink replays a whole cluster run.
@@ -36,6 +41,10 @@ const std::string kCheck = ORRERY_CHECK_BIN;  // orrery-check
 constexpr int kHeartbeatTimeoutMs = 1000;
 constexpr int kSteps = 2000;  // per initial job: several seconds of training
 constexpr int kNodes = 3;     // of 2 devices each
+constexpr int kTorchSteps = 1500;  // the PyTorch job's: 10-30 s on the host backend
+constexpr int kTorchEvery = 150;
+// The repository (examples/pytorch), from this file's path.
+const std::string kSource = fs::path(__FILE__).parent_path().parent_path().parent_path().string();
 
 enum class Act { kPreempt, kMigrate, kResize, kKillAgent, kKillCore, kSubmit, kPause, kKillCoreInCut, kKillCoreInMigration };
 
@@ -109,6 +118,47 @@ void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms
 int case_number = 0;
 int kills_in_flight = 0;  // core kills that found the job's cut in flight (Checkpointing, Migrating)
 
+// "" when PyTorch jobs can run here, else why not (said once).
+const std::string& torch_missing() {
+  static const std::string why = [] {
+    if (!fs::exists(kBin + "/../python/orrery/torch.py"))
+      return std::string("the orrery Python package is not built in ") + kBin + "/../python";
+    if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+      return std::string("/usr/bin/python3 cannot import torch");
+    if (!fs::exists(kSource + "/examples/pytorch/train_orrery.py"))
+      return "no " + kSource + "/examples/pytorch/train_orrery.py";
+    return std::string();
+  }();
+  return why;
+}
+
+// The PyTorch job's uninterrupted digest, run once alone (every rank printing the same) on a
+// cluster of its own (one node of 2 devices) in `dir`; "" when it did not complete.
+std::string torch_reference(const fs::path& dir) {
+  static std::string memo;
+  if (!memo.empty()) return memo;
+  LocalCluster c(kBin, kCore, dir, 1, kHeartbeatTimeoutMs);
+  c.remove_dir_when_done();
+  if (c.start_core() != "") return "";
+  c.start_node("n1");
+  if (!eventually(10000, [&] { return c.node_up("n1"); })) return "";
+  auto id = c.submit(LocalCluster::pytorch_job("torch-reference", kSource, kTorchSteps, kTorchEvery));
+  if (!id.ok()) return "";
+  if (!eventually(240000, [&] {
+        auto j = c.job(*id);
+        return j && (j->state == spec::JobState::kCompleted || j->state == spec::JobState::kFailed);
+      }))
+    return "";
+  auto j = c.job(*id);
+  if (!j || j->state != spec::JobState::kCompleted || j->epoch != 1) return "";
+  std::string d = LocalCluster::digest_of(j->note);
+  for (int r = 0; r < 2; ++r)
+    if (LocalCluster::printed_digest(c.rank_output(*id, r)) != d) return "";
+  std::printf("  PyTorch reference (job %d, uninterrupted): digest %s\n", *id, d.c_str());
+  memo = d;
+  return memo;
+}
+
 RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) {
   // At full size from the first case: RapidCheck scales inRange by the size, which grows with the
   // case number, and a chaos run is too costly to spend its first cases on tiny values.
@@ -153,8 +203,19 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
     return true;
   }));
 
+  // The PyTorch job's uninterrupted digest, before any chaos (every third case).
+  const bool with_torch = (case_number - 1) % 3 == 0 && torch_missing().empty();
+  if ((case_number - 1) % 3 == 0 && !torch_missing().empty())
+    std::printf("  no PyTorch job in this case: %s\n", torch_missing().c_str());
+  std::string torch_digest;
+  if (with_torch) {
+    torch_digest = torch_reference(fs::path(dir.string() + "-torch-reference"));
+    RC_ASSERT(!torch_digest.empty());
+  }
+
   // What was accepted: id -> (world, steps).
   std::map<int, std::pair<int, int>> accepted;
+  std::set<int> torch_jobs;
   auto submit = [&](service::JobSpec s) {
     auto id = c.submit(s);
     RC_ASSERT(id.ok());
@@ -171,7 +232,13 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
     s.tier = i == 1 ? spec::Tier::kBasic : spec::Tier::kStandard;
     submit(s);
   }
-  RC_ASSERT(eventually(10000, [&] { return c.job_in(0, spec::JobState::kRunning); }));
+  if (with_torch) {
+    auto s = LocalCluster::pytorch_job("torch", kSource, kTorchSteps, kTorchEvery);
+    s.tier = spec::Tier::kStandard;
+    torch_jobs.insert(submit(s));
+  }
+  const int first = accepted.begin()->first;
+  RC_ASSERT(eventually(10000, [&] { return c.job_in(first, spec::JobState::kRunning); }));
 
   int submitted = 0;
   for (const auto& act : actions) {
@@ -300,7 +367,20 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
     auto tl = c.timeline(j.job);
     all += tl;
     auto [world, steps] = accepted[j.job];
-    if (j.state == spec::JobState::kCompleted) {
+    if (j.state == spec::JobState::kCompleted && torch_jobs.count(j.job)) {
+      // Every rank's printed digest and the note's: the uninterrupted run's.
+      RC_ASSERT(count_of(tl, "-> Completed") == 1);
+      RC_ASSERT(LocalCluster::digest_of(j.note) == torch_digest);
+      for (int r = 0; r < world; ++r) {
+        const auto printed = LocalCluster::printed_digest(c.rank_output(j.job, r));
+        if (printed != torch_digest)
+          std::printf("  PyTorch job %d rank %d: digest %s, uninterrupted %s\n", j.job, r,
+                      printed.c_str(), torch_digest.c_str());
+        RC_ASSERT(printed == torch_digest);
+      }
+      std::printf("  PyTorch job %d: epoch %lld, digest %s on every rank\n", j.job,
+                  static_cast<long long>(j.epoch), torch_digest.c_str());
+    } else if (j.state == spec::JobState::kCompleted) {
       RC_ASSERT(count_of(tl, "-> Completed") == 1);
       RC_ASSERT(LocalCluster::digest_of(j.note) == reference(c, world, steps));
     } else {

@@ -186,6 +186,47 @@ class LocalCluster {
     return s;
   }
 
+  // examples/pytorch/train_orrery.py as a transparent job of world 2, elastic over 1..2 devices (the
+  // shape of mlp_job): a small model (`--width 8 --hidden 64 --batch 4`), STEPS steps, a periodic
+  // checkpoint every EVERY. `source_dir`: the repository (the script and its workdir).
+  static service::JobSpec pytorch_job(const std::string& name, const std::string& source_dir,
+                                      int steps, int every) {
+    service::JobSpec s;
+    const std::string dir = source_dir + "/examples/pytorch";
+    s.command = {"/usr/bin/python3", dir + "/train_orrery.py", "--steps", std::to_string(steps),
+                 "--width", "8", "--hidden", "64", "--batch", "4", "--log-every", "100000"};
+    s.workdir = dir;
+    s.name = name;
+    s.world = 2;
+    s.min_devices = 1;
+    s.max_devices = 2;
+    s.mem_mib = 64;
+    s.steps = steps;
+    s.checkpoint_every = every;
+    return s;
+  }
+  // All that rank `rank` of `job` wrote (every incarnation), as the core keeps it; "" when it
+  // cannot be read.
+  std::string rank_output(int job, int rank) {
+    std::string all;
+    std::uint64_t off = 0;
+    for (int i = 0; i < 4096; ++i) {
+      auto r = with_client([&](service::ClientApi& c) { return c.output(job, rank, off, 1u << 20); });
+      if (!r.ok() || r->data.empty()) break;
+      all += r->data;
+      off = r->next_offset;
+      if (off >= r->size) break;
+    }
+    return all;
+  }
+  // The last "digest HEX" line a PyTorch rank printed, or "none".
+  static std::string printed_digest(const std::string& out) {
+    std::string d = "none";
+    static const std::regex re("(^|\n)digest ([0-9a-f]+)(?=\n|$)");
+    for (std::sregex_iterator it(out.begin(), out.end(), re), end; it != end; ++it) d = (*it)[2];
+    return d;
+  }
+
   const std::filesystem::path& dir() const { return dir_; }
   const std::string& addr() const { return addr_; }
   int port() const { return port_; }
