@@ -185,7 +185,7 @@ void Protocol::committed_impl(const core::Committed& c, const core::Decision& d,
   if (launching(to) && from != to) {
     begin_incarnation(j, t, c.seq, now_ms);
     watched_.insert(j);
-    if (from == JobState::kQueued) note(j, "");
+    if (from == JobState::kQueued || from == JobState::kSuspended) note(j, "");  // no longer waits
     return;
   }
   if (cutting(to) && from == JobState::kRunning) {
@@ -354,7 +354,12 @@ Status Protocol::report_impl(const Report& r, std::int64_t now_ms) {
       // Committed at most every progress_every_ms per job: cuts and completion commit the step
       // they need at once, so a journal record per report would buy nothing.
       const auto m = min_node_step(t);
-      if (m > jv.progress && now_ms - t.last_progress_ms >= timeouts_.progress_every_ms) {
+      // A signal or requeue program reports no steps, only its service (device time): that is
+      // committed at the same step, or no same-tier job would ever be favoured over it.
+      const bool service_only = core_.job_info(r.job).mode != spec::Preemption::kTransparent &&
+                                t.gpu_ms > 0 && m >= jv.progress;
+      if ((m > jv.progress || service_only) &&
+          now_ms - t.last_progress_ms >= timeouts_.progress_every_ms) {
         propose_progress(r.job, t, m);
         t.last_progress_ms = now_ms;
       }
