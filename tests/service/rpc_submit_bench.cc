@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   s.name = "bench";
   s.world = 2;
   s.max_devices = 2;
+  s.command = {"orrery-train-mlp", "--steps=100"};
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i)
     if (!(*api)->submit(s)) return 1;

@@ -75,6 +75,7 @@ class ServiceTest : public ::testing::Test {
     s.world = 2;
     s.max_devices = 2;
     s.steps = 1000;
+    s.command = {"orrery-train-mlp", "--steps=1000"};
     s.tenant = "vision";
     return s;
   }
