@@ -126,6 +126,7 @@ class ServiceSide {
     spec.max_devices = 2;
     spec.mem_mib = 64;
     spec.steps = 1000000;
+    spec.command = {"orrery-train-mlp", "--steps=1000000"};  // never run: the nodes are scripted
     auto id = s_->submit(spec);
     EXPECT_TRUE(id.ok()) << id.reason();
     pump();
