@@ -11,15 +11,8 @@ namespace {
 // a planner for admission, placement, resizing and preemption, the runtime for its reports, an
 // operator for Submit, Cancel and Release (users go through one). Abort has two (see pick_origin).
 spec::Origin natural_origin(EventKind e) {
+  if (spec::planner_event(e)) return spec::Origin::kPlanner;
   switch (e) {
-    case EventKind::kAdmit:
-    case EventKind::kPlace:
-    case EventKind::kResume:
-    case EventKind::kMigrate:
-    case EventKind::kResizeUp:
-    case EventKind::kResizeDown:
-    case EventKind::kPreempt:
-      return spec::Origin::kPlanner;
     case EventKind::kSubmit:
     case EventKind::kCancel:
     case EventKind::kRelease:

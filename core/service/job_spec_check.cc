@@ -37,6 +37,8 @@ class Check {
 
 }  // namespace
 
+bool exec_safe(const std::string& s) { return s.size() <= spec::kMaxArgLength && !has_bad_char(s); }
+
 Status validate_job_spec(const JobSpec& s, std::string* field) {
   Check c(field);
   const std::string rule(spec::kNameRule);
@@ -80,7 +82,7 @@ Status validate_job_spec(const JobSpec& s, std::string* field) {
                                  std::to_string(s.command.size()));
   }
   for (std::size_t i = 0; i < s.command.size(); ++i) {
-    if (s.command[i].size() > spec::kMaxArgLength || has_bad_char(s.command[i])) {
+    if (!exec_safe(s.command[i])) {
       return c.fail("command", "command[" + std::to_string(i) + "]: must be at most " +
                                    std::to_string(spec::kMaxArgLength) +
                                    " bytes without line breaks or NUL characters");
@@ -96,7 +98,7 @@ Status validate_job_spec(const JobSpec& s, std::string* field) {
       ok = ok && ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_');
     if (!ok)
       return c.fail("env", "env: \"" + name + "\" is not a variable name (A-Z a-z 0-9 _, not starting with a digit)");
-    if (value.size() > spec::kMaxArgLength || has_bad_char(value))
+    if (!exec_safe(value))
       return c.fail("env", "env." + name + ": must be at most " + std::to_string(spec::kMaxArgLength) +
                                " bytes without line breaks or NUL characters");
   }

@@ -24,5 +24,9 @@ namespace orrery::service {
 // ("name", "world", "args", ...: a key of the TOML job spec) for callers that point at its place.
 Status validate_job_spec(const JobSpec& spec, std::string* field = nullptr);
 
+// An argument, environment value or path exec and the worker's log lines can carry: at most
+// kMaxArgLength bytes, no line break, no NUL (the rule validate_job_spec applies to each).
+bool exec_safe(const std::string& s);
+
 
 }  // namespace orrery::service

@@ -98,7 +98,7 @@ class Parser {
         return err(at("args"), "args: at most " + std::to_string(spec::kMaxArgs) + " arguments, got " +
                                    std::to_string(args.size()));
       for (std::size_t i = 0; i < args.size(); ++i)
-        if (args[i].size() > spec::kMaxArgLength || args[i].find_first_of(std::string("\n\r\0", 3)) != std::string::npos)
+        if (!service::exec_safe(args[i]))
           return err(root_.get("args")->as_array()->get(i)->source(),
                      "args[" + std::to_string(i) + "]: must be at most " + std::to_string(spec::kMaxArgLength) +
                          " bytes without line breaks or NUL characters");
