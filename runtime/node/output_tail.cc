@@ -1,6 +1,7 @@
 #include "runtime/node/output_tail.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +38,17 @@ void OutputTail::read_some(File& f, std::size_t n, std::string& out) {
       f.at_end = true;  // not written yet (or never will be, once finished)
       return;
     }
+  }
+  // Only what the file holds now: a take with a large budget must not allocate (and zero) that
+  // budget for every file on every call.
+  struct stat sb {};
+  if (::fstat(f.fd, &sb) == 0) {
+    const auto size = static_cast<std::uint64_t>(sb.st_size);
+    n = std::min<std::uint64_t>(n, size > f.offset ? size - f.offset : 0);
+  }
+  if (n == 0) {
+    f.at_end = true;
+    return;
   }
   const std::size_t had = out.size();
   out.resize(had + n);
