@@ -92,7 +92,7 @@ Plain to_plain(const Plain& shape, OrdCluster ord) {
 OrdParams to_ord(const IdOrderDomain& d, const PlainParams& p, int devices) {
   OrdParams q{d.k(p.tier),   d.k(p.dtype),  d.k(p.world),  d.k(p.min_dev), d.k(p.max_dev),
               d.k(p.mem),    d.k(p.step),   d.k(p.gpu_ms), d.k(p.splice),  d.k(p.beneficiary),
-              d.k(p.mode),   d.no_devices(devices)};
+              d.k(p.mode),   d.k(p.op),     d.no_devices(devices)};
   for (auto dev : p.sel) q.sel[static_cast<std::size_t>(dev)] = d.b(true);
   d.log->mark_id(q.beneficiary.cls);
   return q;
@@ -189,6 +189,7 @@ PlainParams make_plain_params(const Plain& s, int variant) {
   p.gpu_ms = 50;
   p.splice = 2;
   p.mode = variant % spec::kNumPreemptions;
+  p.op = variant % 2;
   p.beneficiary = (variant + 1) % std::max(1, s.num_jobs());
   for (int dev = 0; dev < std::min(2, s.num_devices()); ++dev)
     p.sel.push_back(static_cast<std::int32_t>(dev));
@@ -303,7 +304,7 @@ PlainParams random_params(const Plain& s, std::mt19937_64& rng) {
   };
   PlainParams p{};
   for (auto* v : {&p.tier, &p.dtype, &p.world, &p.min_dev, &p.max_dev, &p.mem, &p.step, &p.gpu_ms,
-                  &p.splice, &p.mode})
+                  &p.splice, &p.mode, &p.op})
     *v = pick(-1, 9);
   p.beneficiary = pick(-1, s.num_jobs());
   for (int dev = 0; dev < s.num_devices(); ++dev)

@@ -81,7 +81,8 @@ SymParams make_params(const Z3Domain& d, int devices, const std::string& prefix)
   auto& c = *d.ctx;
   auto v = [&](const char* n) { return c.int_const((prefix + n).c_str()); };
   SymParams p{v("tier"),   v("dtype"),  v("world"), v("min_dev"), v("max_dev"),
-              v("mem"),    v("step"),   v("gpu_ms"), v("splice"), v("beneficiary"), v("mode"), {}};
+              v("mem"),    v("step"),   v("gpu_ms"), v("splice"), v("beneficiary"), v("mode"),
+              v("op"),     {}};
   for (int dev = 0; dev < devices; ++dev)
     p.sel.push_back(c.bool_const((prefix + "sel[" + std::to_string(dev) + "]").c_str()));
   return p;
@@ -193,13 +194,14 @@ std::string show_params(z3::model& m, const SymParams& p, spec::EventKind e) {
       out << sel();
       break;
     case EventKind::kResizeDown:
-      out << sel() << " beneficiary=job" << value_of(m, p.beneficiary);
+      out << sel() << " beneficiary=job" << value_of(m, p.beneficiary) << " op="
+          << value_of(m, p.op);
       break;
     case EventKind::kMigrate:
       out << sel() << " step=" << value_of(m, p.step);
       break;
     case EventKind::kPreempt:
-      out << " beneficiary=job" << value_of(m, p.beneficiary);
+      out << " beneficiary=job" << value_of(m, p.beneficiary) << " op=" << value_of(m, p.op);
       break;
     case EventKind::kRelease:
       break;

@@ -143,33 +143,35 @@ using InFlightRows = boost::mpl::vector<
     Row<Restoring,     Abort,       Queued,        Do<spec::EffectRequeueNoFault>>,
     Row<Resizing,      WorkerCrash, Queued,        Do<spec::EffectRequeue>,     If<spec::GuardRetry>>,
     Row<Resizing,      WorkerCrash, Failed,        Do<spec::EffectGiveUp>,      If<spec::GuardExhausted>>,
-    Row<Resizing,      NodeLoss,    Queued,        Do<spec::EffectRequeue>,     If<spec::GuardRetry>>,
-    Row<Resizing,      NodeLoss,    Failed,        Do<spec::EffectGiveUp>,      If<spec::GuardExhausted>>>;
+    Row<Resizing,      NodeLoss,    Queued,        Do<spec::EffectRequeuePlatform>, If<spec::GuardFaultsLeft>>,
+    Row<Resizing,      NodeLoss,    Failed,        Do<spec::EffectGiveUpPlatform>, If<spec::GuardFaultsExhausted>>>;
 
-// Failures (worker crash, node loss): back to the last committed checkpoint while retries are
-// left, failed after. Kept as one flat vector of 20 rows: nested joint_views make the MSM
-// back-end's compile-time memory explode.
+// Failures: back to the last committed checkpoint while the budget is not spent, failed after. A
+// worker crash (the job's own failure) spends its retries; a node loss (any platform fault: the
+// node lost, its proxy killed, the incarnation superseded) spends the platform cap instead. Kept
+// as one flat vector of 20 rows: nested joint_views make the MSM back-end's compile-time memory
+// explode.
 using FailureRows = boost::mpl::vector<
     Row<Placed,        WorkerCrash, Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
     Row<Placed,        WorkerCrash, Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
-    Row<Placed,        NodeLoss,    Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
-    Row<Placed,        NodeLoss,    Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Placed,        NodeLoss,    Queued, Do<spec::EffectRequeuePlatform>, If<spec::GuardFaultsLeft>>,
+    Row<Placed,        NodeLoss,    Failed, Do<spec::EffectGiveUpPlatform>, If<spec::GuardFaultsExhausted>>,
     Row<Running,       WorkerCrash, Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
     Row<Running,       WorkerCrash, Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
-    Row<Running,       NodeLoss,    Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
-    Row<Running,       NodeLoss,    Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Running,       NodeLoss,    Queued, Do<spec::EffectRequeuePlatform>, If<spec::GuardFaultsLeft>>,
+    Row<Running,       NodeLoss,    Failed, Do<spec::EffectGiveUpPlatform>, If<spec::GuardFaultsExhausted>>,
     Row<Checkpointing, WorkerCrash, Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
     Row<Checkpointing, WorkerCrash, Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
-    Row<Checkpointing, NodeLoss,    Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
-    Row<Checkpointing, NodeLoss,    Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Checkpointing, NodeLoss,    Queued, Do<spec::EffectRequeuePlatform>, If<spec::GuardFaultsLeft>>,
+    Row<Checkpointing, NodeLoss,    Failed, Do<spec::EffectGiveUpPlatform>, If<spec::GuardFaultsExhausted>>,
     Row<Migrating,     WorkerCrash, Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
     Row<Migrating,     WorkerCrash, Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
-    Row<Migrating,     NodeLoss,    Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
-    Row<Migrating,     NodeLoss,    Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
+    Row<Migrating,     NodeLoss,    Queued, Do<spec::EffectRequeuePlatform>, If<spec::GuardFaultsLeft>>,
+    Row<Migrating,     NodeLoss,    Failed, Do<spec::EffectGiveUpPlatform>, If<spec::GuardFaultsExhausted>>,
     Row<Restoring,     WorkerCrash, Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
     Row<Restoring,     WorkerCrash, Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>,
-    Row<Restoring,     NodeLoss,    Queued, Do<spec::EffectRequeue>, If<spec::GuardRetry>>,
-    Row<Restoring,     NodeLoss,    Failed, Do<spec::EffectGiveUp>,  If<spec::GuardExhausted>>>;
+    Row<Restoring,     NodeLoss,    Queued, Do<spec::EffectRequeuePlatform>, If<spec::GuardFaultsLeft>>,
+    Row<Restoring,     NodeLoss,    Failed, Do<spec::EffectGiveUpPlatform>, If<spec::GuardFaultsExhausted>>>;
 
 // Cancellation from every live state.
 using CancelRows = boost::mpl::vector<

@@ -106,6 +106,7 @@ Result<spec::Params<Concrete>> SchedulerCore::params_for(const Decision& d) cons
   p.splice = d.splice;
   p.beneficiary = d.beneficiary;
   p.mode = static_cast<std::int64_t>(d.mode);
+  p.op = d.origin == spec::Origin::kOperator ? 1 : 0;  // never the decision's own claim
   p.sel.reserve(d.devices.size());
   for (auto dev : d.devices) {
     if (dev < 0 || dev >= m)

@@ -134,7 +134,7 @@ Cluster to_sparse(const DCluster& d) {
 
 DParams to_dense(const SParams& p, int m) {
   DParams d{p.tier, p.dtype, p.world, p.min_dev, p.max_dev, p.mem,
-            p.step, p.gpu_ms, p.splice, p.beneficiary, p.mode, to_mask(p.sel, m)};
+            p.step, p.gpu_ms, p.splice, p.beneficiary, p.mode, p.op, to_mask(p.sel, m)};
   return d;
 }
 
@@ -304,6 +304,8 @@ SParams random_params(const Cluster& s, int j) {
   p.beneficiary = !ahead.empty() && broll < 2     ? *rc::gen::elementOf(ahead)
                   : !waiting.empty() && broll < 3 ? *rc::gen::elementOf(waiting)
                                                   : uniform<std::int64_t>(-2, n + 1);
+  // An operator's decision (op 1) about a third of the time, sometimes an out-of-range value.
+  p.op = uniform(0, 3) == 0 ? 1 : uniform(0, 9) == 0 ? uniform<std::int64_t>(-1, 3) : 0;
   // A selection: devices from the pools a planner would draw from (the job's own, free ones of
   // its type, ones reserved for it or for others), or anything.
   std::vector<int> own, free_typed, mine, others, all;
@@ -608,10 +610,17 @@ RC_GTEST_PROP(DomainEquivalence, SparseAndDenseAgreeOnEveryRow, ()) {
       // The rows of a job out of retries need one: reachable states seldom have one in a cut or a
       // restore, and no invariant constrains the failure count, so half of the time the acting
       // job is given its last.
-      if (sparse[r].guard_name == spec::GuardExhausted::name && uniform(0, 2) == 0 &&
-          s.jobs[static_cast<std::size_t>(j)].failures < spec::kMaxRetries) {
+      // Likewise the rows of a job at the platform cap.
+      const bool own = sparse[r].guard_name == spec::GuardExhausted::name;
+      const bool platform = sparse[r].guard_name == spec::GuardFaultsExhausted::name;
+      auto& jv = s.jobs[static_cast<std::size_t>(j)];
+      if (((own && jv.failures < spec::kMaxRetries) ||
+           (platform && jv.faults < spec::kMaxPlatformFaults)) &&
+          uniform(0, 2) == 0) {
         Cluster worn = s;
-        worn.jobs[static_cast<std::size_t>(j)].failures = spec::kMaxRetries + uniform(0, 2);
+        auto& wj = worn.jobs[static_cast<std::size_t>(j)];
+        if (own) wj.failures = spec::kMaxRetries + uniform(0, 2);
+        else wj.faults = spec::kMaxPlatformFaults + uniform(0, 2);
         const DCluster dworn = to_dense(worn);
         const bool worn_ok = compare_state_formulas(
             worn, dworn, [] { return std::string("the state with a job out of retries"); });

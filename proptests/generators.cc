@@ -360,7 +360,8 @@ core::Decision gen_preempt(const RefModel& m) {
   d.event = EventKind::kPreempt;
   d.job = pick_job(
       m, prefer_worn(m, jobs_where(m, [&](int j) { return running(m, j) && has_favoured(m, j); })));
-  d.beneficiary = pick_beneficiary(m, d.job);
+  // Now and then for no one: an operator's suspension (the core refuses it from anybody else).
+  d.beneficiary = uniform(0, 8) == 0 ? -1 : pick_beneficiary(m, d.job);
   return d;
 }
 
@@ -432,7 +433,7 @@ core::Decision gen_resize_down(const RefModel& m) {
                         return can_shrink(m, j) && has_favoured(m, j);
                       })));
   pick_selection(m, d.job, SelKind::kShrink, d);
-  d.beneficiary = pick_beneficiary(m, d.job);
+  d.beneficiary = uniform(0, 8) == 0 ? -1 : pick_beneficiary(m, d.job);  // -1: an operator's
   return d;
 }
 

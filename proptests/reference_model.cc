@@ -149,7 +149,8 @@ std::string describe_job(const RefJob& j) {
     first = false;
   }
   o << "} x" << j.splice << " epoch=" << j.epoch << " progress=" << j.progress << " ckpt=" << j.ckpt
-    << " failures=" << j.failures << " attained=" << j.attained << " mode=" << j.mode;
+    << " failures=" << j.failures << " faults=" << j.faults << " attained=" << j.attained
+    << " mode=" << j.mode << " hold=" << j.hold;
   if (j.ben >= 0) o << " ben=" << j.ben;
   if (!j.target.empty() || j.tsplice != 0) {
     o << " target={";
@@ -409,6 +410,9 @@ Prediction predict(RefModel& m, const core::Decision& d) {
   const int j = static_cast<int>(d.job);
   RefJob& job = m.jobs[j];
   const JobState s = job.state;
+  // An operator's preemption or shrink for no one (orrery suspend, orrery resize): allowed to
+  // operators only, whatever the tiers.
+  const bool for_no_one = d.origin == spec::Origin::kOperator && d.beneficiary == -1;
   p.job = j;
   p.from = s;
   std::string why = "no transition";
@@ -435,6 +439,10 @@ Prediction predict(RefModel& m, const core::Decision& d) {
     case EventKind::kPlace:
     case EventKind::kResume:
       if (s != (d.event == EventKind::kPlace ? JobState::kQueued : JobState::kSuspended)) break;
+      if (job.hold) {
+        why = "held by an operator";
+        break;
+      }
       if (!gang_fits(m, j, sel, d.splice, why)) break;
       ok = true;
       to = d.event == EventKind::kPlace ? JobState::kPlaced : JobState::kRestoring;
@@ -516,11 +524,11 @@ Prediction predict(RefModel& m, const core::Decision& d) {
         why = "not fewer devices";
         break;
       }
-      if (!ref_favoured(m, d.beneficiary, j)) {
+      if (!for_no_one && !ref_favoured(m, d.beneficiary, j)) {
         why = "beneficiary not favoured";
         break;
       }
-      if (!fits_devices(m, d.beneficiary, j)) {
+      if (!for_no_one && !fits_devices(m, d.beneficiary, j)) {
         why = "beneficiary's workers do not fit the devices";
         break;
       }
@@ -534,17 +542,18 @@ Prediction predict(RefModel& m, const core::Decision& d) {
     }
     case EventKind::kPreempt:
       if (s != JobState::kRunning) break;
-      if (!ref_favoured(m, d.beneficiary, j)) {
+      if (!for_no_one && !ref_favoured(m, d.beneficiary, j)) {
         why = "beneficiary not favoured";
         break;
       }
-      if (!fits_devices(m, d.beneficiary, j)) {
+      if (!for_no_one && !fits_devices(m, d.beneficiary, j)) {
         why = "beneficiary's workers do not fit the devices";
         break;
       }
       ok = true;
       to = JobState::kCheckpointing;
       job.ben = d.beneficiary;
+      job.hold = for_no_one;  // an operator's suspension holds the job until it is released
       break;
     case EventKind::kCheckpointDone:
       if (s == JobState::kCheckpointing) {
@@ -619,18 +628,24 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       release(m, j);
       break;
     case EventKind::kWorkerCrash:
-    case EventKind::kNodeLoss:
+    case EventKind::kNodeLoss: {
       if (!ref_holding(s)) break;
+      // A worker crash is the job's own failure and spends a retry; a node loss is the
+      // platform's and spends the platform cap instead.
+      const bool own = d.event == EventKind::kWorkerCrash;
       ok = true;
-      to = job.failures < kRefMaxRetries ? JobState::kQueued : JobState::kFailed;
+      to = (own ? job.failures < kRefMaxRetries : job.faults < kRefMaxPlatformFaults)
+               ? JobState::kQueued
+               : JobState::kFailed;
       // A preemption or a shrink cut short by the failure still leaves the devices (all of them)
       // to the job it was for; a move in flight is forgotten, its target's reservations end.
       p.resv_created = release(m, j, job.ben);
       p.resv_voided = void_reservations(m, j);
       forget_move(job);
       roll_back(job);
-      ++job.failures;
+      ++(own ? job.failures : job.faults);
       break;
+    }
     case EventKind::kAbort:
       if (s == JobState::kPlaced || s == JobState::kRestoring) {
         // A launch or a restore that did not happen: the devices go back (reserved for nobody),
@@ -650,6 +665,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
         p.resv_voided = void_reservations(m, j);
         forget_move(job);
         roll_back(job);
+        job.hold = false;  // an operator's suspension that did not happen holds nothing
       }
       break;
     case EventKind::kCancel:
@@ -667,6 +683,7 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       ok = true;
       to = s;
       p.resv_voided = void_reservations(m, j);
+      job.hold = false;  // orrery resume: the planners may place or resume it again
       break;
   }
   if (!ok) {

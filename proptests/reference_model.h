@@ -24,6 +24,8 @@ inline constexpr std::int64_t kRefSpliceLimit = 8;  // workers per device at mos
 // A failure requeues the job while fewer than this many failures came before it, so the job
 // fails on its fourth failure (three retries).
 inline constexpr std::int64_t kRefMaxRetries = 3;
+// Platform faults (NodeLoss) a job survives before it fails for good; its retries untouched.
+inline constexpr std::int64_t kRefMaxPlatformFaults = 100;
 inline constexpr int kRefNumTiers = 3;
 // Input bounds, so that nothing overflows 64-bit arithmetic: workers per job, MiB per worker,
 // GPU-ms of attained service per job.
@@ -80,6 +82,11 @@ struct RefJob {
   // requeue (one worker per device, never resized or spliced, no checkpoint while it runs; a
   // requeue job's every cut is its start: checkpoint step 0, progress back to 0).
   std::int64_t mode = 0;
+  // Platform faults so far (NodeLoss: they do not spend the job's retries, `failures`).
+  std::int64_t faults = 0;
+  // An operator suspended it (a preemption for no one) and has not resumed it (Release): it is
+  // not placed or resumed meanwhile.
+  bool hold = false;
   bool transparent() const { return mode == static_cast<std::int64_t>(spec::Preemption::kTransparent); }
   bool requeue() const { return mode == static_cast<std::int64_t>(spec::Preemption::kRequeue); }
 };

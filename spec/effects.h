@@ -42,6 +42,8 @@ struct EffectSubmit {
     job.progress = d.k(0);
     job.ckpt = d.k(-1);
     job.failures = d.k(0);
+    job.faults = d.k(0);
+    job.hold = d.k(0);
     job.attained = d.k(0);
     job.ben = d.k(-1);
     job.tsplice = d.k(0);
@@ -217,6 +219,7 @@ struct EffectRestartInPlace {
       s.owner_epoch[dev] = d.ite(in, job.epoch, s.owner_epoch[dev]);
     });
     clear_move(d, s, j);
+    job.hold = d.k(0);  // an operator's suspension that did not happen holds nothing
   }
 };
 
@@ -237,12 +240,14 @@ struct EffectCheckpoint {
   }
 };
 
-// Preemption starts: remember whom it is for, so that the devices it frees can be reserved.
+// Preemption starts: remember whom it is for, so that the devices it frees can be reserved. An
+// operator's, for no one, holds the job: once suspended it waits for an operator's Release.
 struct EffectPreempt {
   static constexpr std::string_view name = "remember_beneficiary";
   template <class D>
-  static void apply(const D&, ClusterVars<D>& s, int j, const Params<D>& p) {
+  static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>& p) {
     s.jobs[j].ben = p.beneficiary;
+    s.jobs[j].hold = d.ite(operator_for_no_one(d, p), d.k(1), d.k(0));
   }
 };
 
@@ -290,25 +295,40 @@ struct EffectCancel {
   }
 };
 
+// Whose a failure is, and so which budget it uses.
+enum class Fault { kOwn, kPlatform, kNone };
+
 // Worker crash, node loss, or an aborted launch or restore: release, roll progress back to the last
 // committed checkpoint (or the start), forget any move in flight (a new reservation generation
-// voids its target's reservations), and count the failure when `counts`.
+// voids its target's reservations), and count the failure against the job's retries (kOwn) or
+// the platform cap (kPlatform).
 template <class D>
-void fail(const D& d, ClusterVars<D>& s, int j, bool counts = true) {
+void fail(const D& d, ClusterVars<D>& s, int j, Fault fault) {
   auto& job = s.jobs[j];
   free_held_for_beneficiary(d, s, j);
   clear_move(d, s, j);
   job.resv_gen = job.resv_gen + d.k(1);
   job.progress = d.ite(d.k(0) <= job.ckpt, job.ckpt, d.k(0));
-  if (counts) job.failures = job.failures + d.k(1);
+  if (fault == Fault::kOwn) job.failures = job.failures + d.k(1);
+  if (fault == Fault::kPlatform) job.faults = job.faults + d.k(1);
 }
 
-// A failure with retries left: requeued, still admitted.
+// A failure of the job's own with retries left: requeued, still admitted.
 struct EffectRequeue {
   static constexpr std::string_view name = "release_rollback";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
-    fail(d, s, j);
+    fail(d, s, j, Fault::kOwn);
+  }
+};
+
+// A platform fault under the job (NodeLoss) below the platform cap: requeued from its last
+// committed checkpoint, its retries untouched.
+struct EffectRequeuePlatform {
+  static constexpr std::string_view name = "release_rollback_platform";
+  template <class D>
+  static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
+    fail(d, s, j, Fault::kPlatform);
   }
 };
 
@@ -319,26 +339,39 @@ struct EffectRequeueNoFault {
   static constexpr std::string_view name = "release_rollback_uncounted";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
-    fail(d, s, j, /*counts=*/false);
+    fail(d, s, j, Fault::kNone);
   }
 };
 
-// A failure with none left: failed for good, no longer admitted.
+// A failure of its own with no retry left: failed for good, no longer admitted.
 struct EffectGiveUp {
   static constexpr std::string_view name = "release_rollback_unadmit";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
     unadmit(d, s, j);
-    fail(d, s, j);
+    fail(d, s, j, Fault::kOwn);
   }
 };
 
-// A waiting job's reservations are given up: a new reservation generation voids them all, in O(1).
+// A platform fault at the platform cap: failed for good (the reason names the cap), unadmitted.
+struct EffectGiveUpPlatform {
+  static constexpr std::string_view name = "release_rollback_unadmit_platform";
+  template <class D>
+  static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
+    unadmit(d, s, j);
+    fail(d, s, j, Fault::kPlatform);
+  }
+};
+
+// A waiting job is released (operators only): its reservations are given up (a new reservation
+// generation voids them all, in O(1)), and an operator's hold on it ends, so the planners may
+// place or resume it again (orrery resume).
 struct EffectUnreserve {
-  static constexpr std::string_view name = "void_reservations";
+  static constexpr std::string_view name = "void_reservations_release_hold";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
     s.jobs[j].resv_gen = s.jobs[j].resv_gen + d.k(1);
+    s.jobs[j].hold = d.k(0);
   }
 };
 

@@ -101,6 +101,7 @@ struct GuardGang {
         {"devices not reserved for another job", unreserved},
         {"new devices on nodes that are Up", up},
         {"node capacity and host memory for swapped-out workers", cap_ok},
+        {"not held by an operator (orrery resume releases it)", job.hold == d.k(0)},
     };
   }
 };
@@ -172,7 +173,19 @@ struct GuardGrow {
   }
 };
 
-// Shrink at fixed world size, in favour of a waiting job the tier rules allow.
+// A decision that takes devices from job j (preemption, shrink) is for a waiting job the tier rules
+// favour, whose workers fit the devices; or it is an operator's, for no one (orrery suspend,
+// orrery resize): an operator may take a job's devices at will, a planner never.
+template <class D>
+Clauses<D> for_favoured_or_operator(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+  const auto op = operator_for_no_one(d, p);
+  return {{"beneficiary favoured by tier or fair share (or an operator's, for no one)",
+           op || favoured(d, s, p.beneficiary, j)},
+          {"beneficiary's workers fit the devices (or an operator's, for no one)",
+           op || fits_devices_of(d, s, p.beneficiary, j)}};
+}
+
+// Shrink at fixed world size, in favour of a waiting job the tier rules allow (or an operator's).
 struct GuardShrink {
   static constexpr std::string_view name = "shrinks_for_favoured";
   template <class D>
@@ -181,20 +194,19 @@ struct GuardShrink {
     cs.push_back({"only a transparent job is resized", transparent(d, s.jobs[j])});
     cs.push_back({"keeps a subset of the held devices", kept_count(d, s, j, p) == d.size(p.sel)});
     cs.push_back({"fewer devices than now", d.size(p.sel) < s.jobs[j].devices});
-    cs.push_back({"beneficiary favoured by tier or fair share", favoured(d, s, p.beneficiary, j)});
-    cs.push_back({"beneficiary's workers fit the devices", fits_devices_of(d, s, p.beneficiary, j)});
+    for (auto& c : for_favoured_or_operator(d, s, j, p)) cs.push_back(c);
     return cs;
   }
 };
 
 // Preemption only in favour of a waiting job of a strictly higher tier, or of the same tier with
-// strictly less attained service, that can use the devices (they will be reserved for it).
+// strictly less attained service, that can use the devices (they will be reserved for it); or an
+// operator's suspension, for no one (the job is then held: EffectPreempt).
 struct GuardPreempt {
   static constexpr std::string_view name = "favoured_beneficiary";
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
-    return {{"beneficiary favoured by tier or fair share", favoured(d, s, p.beneficiary, j)},
-            {"beneficiary's workers fit the devices", fits_devices_of(d, s, p.beneficiary, j)}};
+    return for_favoured_or_operator(d, s, j, p);
   }
 };
 
@@ -235,7 +247,8 @@ struct GuardCut {
   }
 };
 
-// After a failure the job is requeued while it has retries left, and fails for good after.
+// After a failure of its own the job is requeued while it has retries left, and fails for good
+// after.
 struct GuardRetry {
   static constexpr std::string_view name = "retries_left";
   template <class D>
@@ -248,6 +261,23 @@ struct GuardExhausted {
   template <class D>
   static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>&) {
     return {{"failures >= max retries", d.k(kMaxRetries) <= s.jobs[j].failures}};
+  }
+};
+
+// After a platform fault (NodeLoss) the job is relaunched from its last committed checkpoint while
+// it is under the platform cap, and fails for good after; its retries are not touched.
+struct GuardFaultsLeft {
+  static constexpr std::string_view name = "platform_faults_left";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>&) {
+    return {{"platform faults < platform cap", s.jobs[j].faults < d.k(kMaxPlatformFaults)}};
+  }
+};
+struct GuardFaultsExhausted {
+  static constexpr std::string_view name = "platform_faults_exhausted";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>&) {
+    return {{"platform faults >= platform cap", d.k(kMaxPlatformFaults) <= s.jobs[j].faults}};
   }
 };
 

@@ -28,11 +28,12 @@ enum class Inv {
   kNode,     // INV-NODE
   kSplice,   // INV-SPLICE
   kMode,     // INV-MODE
+  kHold,     // INV-HOLD
 };
-inline constexpr std::array<Inv, 14> kAllInvariants = {
+inline constexpr std::array<Inv, 15> kAllInvariants = {
     Inv::kWorld, Inv::kGang,  Inv::kExcl,  Inv::kCap,     Inv::kCkpt,    Inv::kEpoch,
     Inv::kTier,  Inv::kTerm,  Inv::kAdmit, Inv::kIndex,   Inv::kReserve, Inv::kNode,
-    Inv::kSplice, Inv::kMode};
+    Inv::kSplice, Inv::kMode, Inv::kHold};
 
 constexpr std::string_view inv_id(Inv i) {
   switch (i) {
@@ -50,6 +51,7 @@ constexpr std::string_view inv_id(Inv i) {
     case Inv::kNode: return "INV-NODE";
     case Inv::kSplice: return "INV-SPLICE";
     case Inv::kMode: return "INV-MODE";
+    case Inv::kHold: return "INV-HOLD";
   }
   return "INV-?";
 }
@@ -72,6 +74,8 @@ constexpr std::string_view inv_summary(Inv i) {
       return "a move's target is a gang; a resize keeps a subset or superset; an epoch never swaps";
     case Inv::kMode:
       return "only transparent jobs are spliced or resized; a requeue job keeps no progress";
+    case Inv::kHold:
+      return "a job an operator suspended is not started again until released; budgets count up";
   }
   return "";
 }
@@ -83,7 +87,7 @@ template <class D>
 JobVars<D> new_job(const D& d, int devices) {
   auto z = d.k(0);
   return JobVars<D>{d.k(static_cast<std::int64_t>(JobState::kNew)),
-                    z, z, z, z, z, z, z, z, z, z, d.k(-1), z, z, d.k(-1), z, z, z,
+                    z, z, z, z, z, z, z, z, z, z, d.k(-1), z, z, d.k(-1), z, z, z, z, z,
                     d.no_devices(devices), d.no_devices(devices)};
 }
 
@@ -281,6 +285,19 @@ typename D::Bool job_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int
                            job.tsplice <= d.k(1) && !is(d, job.state, JobState::kResizing)) &&
              d.implies(is(d, job.mode, Preemption::kRequeue), job.ckpt <= d.k(0));
 
+    case Inv::kHold:
+      // An operator's hold is 0 or 1, and a held job holds devices only while the cut that
+      // suspends it is in flight (for no one): it is never placed, resumed or moved. The retry
+      // and platform budgets are counts.
+      return (job.hold == d.k(0) || job.hold == d.k(1)) &&
+             d.implies(job.hold == d.k(1),
+                       one_of(d, job.state,
+                              {JobState::kCheckpointing, JobState::kSuspended, JobState::kQueued,
+                               JobState::kCompleted, JobState::kFailed, JobState::kCancelled}) &&
+                           d.implies(is(d, job.state, JobState::kCheckpointing),
+                                     job.ben == d.k(-1))) &&
+             d.k(0) <= job.failures && d.k(0) <= job.faults;
+
     case Inv::kExcl:
     case Inv::kCap:
     case Inv::kAdmit:
@@ -456,7 +473,7 @@ typename D::Int freed_for(const D& d, const ClusterVars<D>& pre, int j, const Pa
 inline constexpr bool has_step_part(Inv inv) {
   return inv == Inv::kWorld || inv == Inv::kCkpt || inv == Inv::kEpoch || inv == Inv::kTier ||
          inv == Inv::kTerm || inv == Inv::kReserve || inv == Inv::kNode || inv == Inv::kSplice ||
-         inv == Inv::kMode;
+         inv == Inv::kMode || inv == Inv::kHold;
 }
 inline constexpr bool has_device_step_part(Inv inv) {
   return inv == Inv::kReserve || inv == Inv::kNode;
@@ -540,7 +557,11 @@ typename D::Bool job_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
                            d.implies(starting_state(d, b.state) && !(b.state == a.state),
                                      a.epoch < b.epoch));
     case Inv::kTier:
-      return d.implies(preemptive(d, a, b), d.b(i == j) && favoured(d, pre, p.beneficiary, j));
+      // (An operator's decision for no one — orrery suspend, a shrink on demand — is the one
+      // exception: operators may take devices at will; planners cannot make such a decision.)
+      return d.implies(preemptive(d, a, b),
+                       d.b(i == j) && (favoured(d, pre, p.beneficiary, j) ||
+                                       operator_for_no_one(d, p)));
     case Inv::kTerm:
       return d.implies(terminal_state(d, a.state), b.state == a.state);
     case Inv::kReserve:
@@ -557,6 +578,12 @@ typename D::Bool job_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
     case Inv::kMode:
       // The mode is fixed once submitted.
       return d.implies(!is(d, a.state, JobState::kNew), b.mode == a.mode);
+    case Inv::kHold:
+      // The budgets never go back once submitted, and a hold starts only with an operator's
+      // suspension.
+      return d.implies(!is(d, a.state, JobState::kNew),
+                       a.failures <= b.failures && a.faults <= b.faults) &&
+             d.implies(a.hold == d.k(0) && b.hold == d.k(1), operator_for_no_one(d, p));
     case Inv::kGang:
     case Inv::kExcl:
     case Inv::kCap:

@@ -41,7 +41,7 @@ struct JobVars {
   Int epoch;      // incarnation number; every (re)start takes a larger one
   Int progress;   // committed training step
   Int ckpt;       // step of the last committed checkpoint, -1 when none
-  Int failures;   // worker crashes and node losses so far
+  Int failures;   // the job's own failures so far (its program crashed or exited non-zero)
   Int attained;   // GPU-milliseconds of service received (fair share within a tier)
   Int ben;        // while Checkpointing for a preemption or Resizing to fewer devices: the job it
                   // is for (else -1)
@@ -49,6 +49,10 @@ struct JobVars {
                   // generation are void (Place, Resume, Cancel and Release start a new one)
   Int tsplice;    // while Migrating or Resizing: workers per device on the target (else 0)
   Int mode;       // Preemption: how the job's program is preempted, fixed at submission
+  Int faults;     // platform faults under it so far (a node lost, a proxy killed, a superseded
+                  // incarnation): they relaunch it without touching its retries
+  Int hold;       // 1: an operator suspended it (a preemption for no one); it is not placed or
+                  // resumed until an operator releases it (Release), 0 otherwise
   typename D::DevSet held;    // the devices held now
   typename D::DevSet target;  // while Migrating or Resizing: the devices the job moves to once
                               // the cut is stored (those it does not hold are reserved for it);
@@ -61,13 +65,14 @@ struct JobVars {
 template <class D>
 constexpr auto job_fields() {
   using J = JobVars<D>;
-  return std::array<std::pair<std::string_view, typename D::Int J::*>, 18>{{
+  return std::array<std::pair<std::string_view, typename D::Int J::*>, 20>{{
       {"state", &J::state},       {"tier", &J::tier},         {"dtype", &J::dtype},
       {"world", &J::world},       {"min_dev", &J::min_dev},   {"max_dev", &J::max_dev},
       {"mem", &J::mem},           {"devices", &J::devices},   {"splice", &J::splice},
       {"epoch", &J::epoch},       {"progress", &J::progress}, {"ckpt", &J::ckpt},
       {"failures", &J::failures}, {"attained", &J::attained}, {"ben", &J::ben},
       {"resv_gen", &J::resv_gen}, {"tsplice", &J::tsplice},   {"mode", &J::mode},
+      {"faults", &J::faults},     {"hold", &J::hold},
   }};
 }
 
@@ -157,6 +162,8 @@ struct Params {
   using Int = typename D::Int;
   Int tier, dtype, world, min_dev, max_dev, mem;
   Int step, gpu_ms, splice, beneficiary, mode;
+  Int op;  // 1 when an operator decided the event (Origin::kOperator; the core sets it from the
+           // decision's origin, so no planner can claim it), else 0
   typename D::DevSet sel;
 };
 
@@ -343,6 +350,13 @@ template <class D>
 typename D::Bool precedes(const D& d, const JobVars<D>& ben, const JobVars<D>& victim) {
   return waiting_state(d, ben.state) && ben.dtype == victim.dtype &&
          (ben.tier < victim.tier || (ben.tier == victim.tier && ben.attained < victim.attained));
+}
+
+// An operator's decision for no one (a suspension or a shrink no waiting job asked for): the core
+// sets `op` from the decision's origin, so a planner can never make one.
+template <class D>
+typename D::Bool operator_for_no_one(const D& d, const Params<D>& p) {
+  return p.op == d.k(1) && p.beneficiary == d.k(-1);
 }
 
 // The job b (any value: it comes from a decision) may take resources from job v: another job that

@@ -168,9 +168,13 @@ inline constexpr int kNumPreemptions = 3;
 
 // At most this many workers of one job share a device by replica splicing.
 inline constexpr int kSpliceLimit = 8;
-// A job is requeued after each of its first kMaxRetries failures (worker crash or node loss); the
-// next failure fails it for good.
+// A job is requeued after each of its first kMaxRetries failures of its own (its program crashed or
+// exited non-zero: WorkerCrash); the next one fails it for good.
 inline constexpr int kMaxRetries = 3;
+// Platform faults (NodeLoss: the node lost, its proxy killed, an incarnation superseded) relaunch
+// a job from its last committed checkpoint without touching its retries. This separate, generous
+// cap per job stops one that keeps landing on failing hardware.
+inline constexpr int kMaxPlatformFaults = 100;
 
 // The spec's bounds (kMaxWorld, kMaxMemMib, kMaxAttained, kMaxNodeDevices, kMaxFleetDevices) and
 // every other limit live in spec/limits.h, included above.

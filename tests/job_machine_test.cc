@@ -292,6 +292,8 @@ TEST_F(JobMachineTest, EveryRowIsTakenByTheMachine) {
     drive_to(m, row.src);
     if (HasFatalFailure()) return;
     cluster_.jobs[0].failures = row.guard_name == "retries_exhausted" ? spec::kMaxRetries : 0;
+    cluster_.jobs[0].faults =
+        row.guard_name == "platform_faults_exhausted" ? spec::kMaxPlatformFaults : 0;
     const auto epoch = cluster_.jobs[0].epoch;
     auto st = fire(m, row.event);
     ASSERT_TRUE(st.ok()) << st.reason();
@@ -321,7 +323,8 @@ TEST(JobRowsTest, SixtyTwoRowsInTableOrder) {
   EXPECT_EQ(rows[13].label(),
             "#14 Migrating --CheckpointDone--> Restoring [cut_and_target_fits / "
             "checkpoint_new_epoch_take_target]");
-  EXPECT_EQ(rows[16].label(), "#17 Queued --Release--> Queued [none / void_reservations]");
+  EXPECT_EQ(rows[16].label(),
+            "#17 Queued --Release--> Queued [none / void_reservations_release_hold]");
   EXPECT_EQ(rows[26].label(), "#27 Migrating --Abort--> Placed [none / new_epoch_rollback_in_place]");
   EXPECT_EQ(rows.back().label(),
             "#62 Resizing --Cancel--> Cancelled [none / release_unreserve_unadmit]");
@@ -355,16 +358,22 @@ TEST(JobRowsTest, SeveralRowsForOneSourceAndEventHaveMutuallyExclusiveGuards) {
       targets.insert(r->dst);
     }
     EXPECT_EQ(targets, (std::set<JobState>{JobState::kQueued, JobState::kFailed}));
-    // Exactly one guard holds for every failure count (exclusive and exhaustive).
-    for (std::int64_t failures = -1; failures <= spec::kMaxRetries + 3; ++failures) {
-      s.jobs[0].failures = failures;
-      int holding = 0;
-      for (const auto* r : rows) holding += spec::all_of(d, r->guard(d, s, 0, p)) ? 1 : 0;
-      EXPECT_EQ(holding, 1) << "failures=" << failures;
-      const bool retry = failures < spec::kMaxRetries;
-      for (const auto* r : rows) {
-        if (spec::all_of(d, r->guard(d, s, 0, p))) {
-          EXPECT_EQ(r->dst, retry ? JobState::kQueued : JobState::kFailed) << failures;
+    // Exactly one guard holds for every count (exclusive and exhaustive). A worker crash (the
+    // job's own failure) reads its retries only, a node loss (the platform's) its platform
+    // faults only: the other budget never decides.
+    const bool own = key.second == EventKind::kWorkerCrash;
+    const std::int64_t cap = own ? spec::kMaxRetries : spec::kMaxPlatformFaults;
+    for (std::int64_t n = -1; n <= cap + 3; ++n) {
+      for (std::int64_t other : {std::int64_t{0}, std::int64_t{1000}}) {
+        s.jobs[0].failures = own ? n : other;
+        s.jobs[0].faults = own ? other : n;
+        int holding = 0;
+        for (const auto* r : rows) holding += spec::all_of(d, r->guard(d, s, 0, p)) ? 1 : 0;
+        EXPECT_EQ(holding, 1) << "count=" << n;
+        for (const auto* r : rows) {
+          if (spec::all_of(d, r->guard(d, s, 0, p))) {
+            EXPECT_EQ(r->dst, n < cap ? JobState::kQueued : JobState::kFailed) << n;
+          }
         }
       }
     }
@@ -382,8 +391,10 @@ TEST(JobRowsTest, TerminalStatesHaveNoOutgoingRows) {
     if (r.dst == JobState::kCancelled) {
       EXPECT_EQ(r.event, EventKind::kCancel) << r.label();
     }
-    if (r.dst == JobState::kFailed) {
-      EXPECT_EQ(r.guard_name, "retries_exhausted") << r.label();
+    if (r.dst == JobState::kFailed) {  // a budget spent: the job's retries or the platform cap
+      EXPECT_EQ(r.guard_name, r.event == EventKind::kWorkerCrash ? "retries_exhausted"
+                                                                 : "platform_faults_exhausted")
+          << r.label();
     }
   }
 }

@@ -52,6 +52,9 @@ void JobBook::update(const SchedulerCore& core, int job) {
       break;
     case JobState::kQueued:
     case JobState::kSuspended:
+      // A job an operator suspended waits for `orrery resume` (Release), not for devices: no
+      // planner places it, resumes it or frees devices for it meanwhile.
+      if (jv.hold != 0) break;
       key_of_[i] = key_(core, job);
       wait_since_[i] = core.now_ms();
       lanes_.add(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
