@@ -217,6 +217,7 @@ Result<service::NodeReport> report_from_wire(wire::JobReport::Reader r) {
   auto d = text_from_wire(r.getDetail(), "detail");
   if (!d) return d.status();
   out.detail = *d;
+  out.platform = r.getPlatform();
   return out;
 }
 
@@ -227,6 +228,7 @@ void report_to_wire(const service::NodeReport& r, wire::JobReport::Builder b) {
   b.setStep(r.step);
   b.setGpuMs(r.gpu_ms);
   b.setDetail(r.detail);
+  b.setPlatform(r.platform);
 }
 
 Result<service::LaunchCommand> launch_from_wire(wire::Launch::Reader r) {

@@ -53,6 +53,8 @@ struct JobReport {
   step @3 :Int64;
   gpuMs @4 :Int64;    # progress: device time since the last report
   detail @5 :Text;
+  platform @6 :Bool;  # crashed: the platform failed (the proxy died, a shard was lost), not the
+                      # job's program; it does not spend the job's retries
 }
 
 # This node's share of an incarnation: local device index -> the ranks spliced on it.

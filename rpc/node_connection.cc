@@ -211,9 +211,10 @@ std::string local_address(kj::AsyncIoStream& stream, std::ostream& err) {
   return buf;
 }
 
-// 0: connection lost (retry); 1: refused for good.
+// 0: connection lost (retry); 1: refused for good. `held_before`: this agent was registered in an
+// earlier session.
 int one_session(const NodeConnectionOptions& o, runtime::Agent& agent, const std::atomic<bool>& stop,
-                std::ostream& out, std::ostream& err, bool* registered) {
+                std::ostream& out, std::ostream& err, bool held_before, bool* registered) {
   auto c = connect_to(o.core_address);
   if (!c) return 0;
   auto& conn = **c;
@@ -256,6 +257,14 @@ int one_session(const NodeConnectionOptions& o, runtime::Agent& agent, const std
       out << "orrery-node: " << refused.reason() << std::endl;
       return 0;
     }
+    // The name is taken by a live agent. For an agent that was registered before (reconnecting
+    // while the core has not yet seen its old connection end) that is its own old session, which
+    // expires within a heartbeat timeout: try again. A second agent started under a live node's
+    // name stops here, and the live one's jobs are untouched.
+    if (refused.code() == StatusCode::kAlreadyExists && held_before) {
+      out << "orrery-node: " << refused.reason() << "; trying again" << std::endl;
+      return 0;
+    }
     err << "orrery-node: " << o.core_address << " refused " << o.name << ": " << refused.reason() << "\n";
     return 1;
   }
@@ -291,9 +300,11 @@ int one_session(const NodeConnectionOptions& o, runtime::Agent& agent, const std
 int run_node_connection(const NodeConnectionOptions& o, runtime::Agent& agent, const std::atomic<bool>& stop,
                         std::ostream& out, std::ostream& err) {
   std::int64_t backoff_ms = 100;
+  bool held_before = false;  // this agent held the node's session in an earlier connection
   while (!stop.load()) {
     bool registered = false;
-    int rc = one_session(o, agent, stop, out, err, &registered);
+    int rc = one_session(o, agent, stop, out, err, held_before, &registered);
+    held_before = held_before || registered;
     if (rc != 0) return rc;
     if (stop.load()) break;
     if (registered) {

@@ -86,6 +86,12 @@ class ClientApiImpl final : public wire::ClientApi::Server {
   kj::Promise<void> cancel(CancelContext ctx) override {
     return done(s_.cancel(ctx.getParams().getJob()));
   }
+  kj::Promise<void> suspend(SuspendContext ctx) override {
+    return done(s_.suspend(ctx.getParams().getJob()));
+  }
+  kj::Promise<void> resume(ResumeContext ctx) override {
+    return done(s_.resume(ctx.getParams().getJob()));
+  }
   kj::Promise<void> jobs(JobsContext ctx) override {
     auto jobs = s_.jobs();
     if (!jobs) return refuse(jobs.status());
@@ -207,7 +213,7 @@ class RpcNodeLink final : public service::NodeLink, public kj::TaskSet::ErrorHan
     tasks_.add(p.catch_([s, session, job, epoch, w, fatal](kj::Exception&& e) {
       std::string msg = w + " job " + std::to_string(job) + " epoch " + std::to_string(epoch) +
                         " failed: " + reason_of(e);
-      if (fatal) s->command_failed(session, job, epoch, msg);
+      if (fatal) s->command_failed(session, job, epoch, msg, w == "checkpoint");
       else std::cerr << "orrery-core: " << msg << "\n";
     }));
   }

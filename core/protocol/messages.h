@@ -30,6 +30,7 @@ struct Command {
   std::int64_t epoch = 0;
   std::int64_t restore_step = -1;  // kLaunch
   bool then_stop = false;          // kCut
+  std::int64_t at_step = -1;       // kCut: the boundary to cut at (-1: the next one)
   std::uint64_t after_seq = 0;     // the commit it carries out
 };
 
@@ -54,6 +55,9 @@ struct Report {
   std::int64_t step = 0;
   std::int64_t gpu_ms = 0;
   std::string detail;
+  // kCrashed: the platform failed under the job (its proxy died, a shard could not be kept),
+  // not the job's program: a NodeLoss, which spends the platform cap, not the job's retries.
+  bool platform = false;
 };
 
 const char* report_kind_name(Report::Kind k);
@@ -68,6 +72,9 @@ struct Timeouts {
 
 // A job's periodic checkpoints (what the job spec asks for): every `every_steps` committed steps
 // while it runs (0: none), the last step being `steps` (no checkpoint at or after it).
+// A transparent job's periodic checkpoints: one at every multiple of every_steps below steps (the
+// job's total; 0: unknown). Each is asked for at its exact boundary, ahead of time; a multiple
+// the workers have passed when it is asked for (a restart put them close to it) is skipped.
 struct CheckpointPolicy {
   std::int64_t every_steps = 0;
   std::int64_t steps = 0;

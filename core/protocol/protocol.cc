@@ -74,6 +74,7 @@ void Protocol::recover(std::int64_t now_ms) {
     t.node_step.clear();
     t.since_ms = now_ms;
     t.periodic = false;
+    t.periodic_asked_at = -1;
     watched_.insert(j);
   }
   for (auto& [j, t] : tracks_) refresh(j);
@@ -134,6 +135,7 @@ void Protocol::begin_incarnation(int job, Track& t, std::uint64_t seq, std::int6
   t.gpu_ms = 0;
   t.since_ms = now_ms;
   t.periodic = false;
+  t.periodic_asked_at = -1;  // from its checkpoint on, every multiple again
   // Where the old incarnation does not go on, it is stopped; where it does, the newer launch
   // stops it (agents fence by epoch).
   if (old_epoch >= 0 && old_epoch != t.epoch)
@@ -193,7 +195,9 @@ void Protocol::committed_impl(const core::Committed& c, const core::Decision& d,
     t.periodic = false;
       for (int n : t.nodes) send(Command::Kind::kCut, n, j, t.epoch, c.seq, -1, /*then_stop=*/true);
     watched_.insert(j);
-    if (to == JobState::kCheckpointing)
+    if (to == JobState::kCheckpointing && d.beneficiary < 0)
+      note(j, "suspending (an operator's; held until orrery resume)");
+    else if (to == JobState::kCheckpointing)
       note(j, "preempting for job " + std::to_string(d.beneficiary));
     else if (to == JobState::kMigrating)
       note(j, "migrating");
@@ -265,9 +269,31 @@ void Protocol::abort(int job, Origin origin, const std::string& why) {
   note(job, std::string(spec::state_name(state(job))) + " aborted: " + why);
 }
 
+// The job's own failure (its program crashed or exited non-zero, or its launch was refused):
+// WorkerCrash, which spends one of its retries.
 void Protocol::crash(int job, const std::string& why) {
+  const auto used = core_.cluster().jobs[job].failures + 1;
   propose(runtime_decision(EventKind::kWorkerCrash, job));
-  note(job, why);
+  note(job, why + (used > spec::kMaxRetries
+                       ? " (the job's own failure; no retry left of " + std::to_string(spec::kMaxRetries) + ")"
+                       : " (the job's own failure: retry " + std::to_string(used) + " of " +
+                             std::to_string(spec::kMaxRetries) + ")"));
+}
+
+// The platform failed under the job (its node lost or restarted, its proxy killed, a shard lost):
+// NodeLoss, which relaunches it from its last committed checkpoint without touching its retries,
+// up to the platform cap.
+void Protocol::platform_fault(int job, const std::string& why) {
+  const auto used = core_.cluster().jobs[job].faults + 1;
+  propose(runtime_decision(EventKind::kNodeLoss, job));
+  note(job, why + (used > spec::kMaxPlatformFaults
+                       ? " (platform fault " + std::to_string(used) + ": over the platform cap of " +
+                             std::to_string(spec::kMaxPlatformFaults) + " for one job)"
+                       : " (platform fault " + std::to_string(used) + " of " +
+                             std::to_string(spec::kMaxPlatformFaults) +
+                             "; restarting from checkpoint " +
+                             std::to_string(core_.cluster().jobs[job].ckpt) +
+                             ", the job's retries untouched)"));
 }
 
 void Protocol::on_cut_stored(int job, Track& t, std::int64_t step, std::int64_t now_ms) {
@@ -380,17 +406,20 @@ Status Protocol::report_impl(const Report& r, std::int64_t now_ms) {
       break;
     case Report::Kind::kStopped:
       // Expected after a cut (then_stop) or a stop; while running, nobody asked for it.
-      if (s == JobState::kRunning) crash(r.job, "node " + core_.fleet().nodes[static_cast<std::size_t>(r.node)].name + " stopped the job unasked");
+      if (s == JobState::kRunning) platform_fault(r.job, "node " + core_.fleet().nodes[static_cast<std::size_t>(r.node)].name + " stopped the job unasked");
       break;
     case Report::Kind::kCompleted:
       t.completed.insert(r.node);
       if (std::includes(t.completed.begin(), t.completed.end(), t.nodes.begin(), t.nodes.end()))
         on_all_completed(r.job, t, r.step, r.detail);
       break;
-    case Report::Kind::kCrashed:
-      crash(r.job, "node " + core_.fleet().nodes[static_cast<std::size_t>(r.node)].name + ": " +
-                       (r.detail.empty() ? "worker crashed" : r.detail));
+    case Report::Kind::kCrashed: {
+      const std::string why = "node " + core_.fleet().nodes[static_cast<std::size_t>(r.node)].name +
+                              ": " + (r.detail.empty() ? "worker crashed" : r.detail);
+      if (r.platform) platform_fault(r.job, why);
+      else crash(r.job, why);
       break;
+    }
   }
   return Status::Ok();
 }
@@ -442,7 +471,7 @@ void Protocol::node_registered_impl(int node, const std::vector<Running>& runnin
       t.nodes = placement_nodes(job);
     }
     if (s == JobState::kRunning) {
-      crash(job, "node " + nd.name + " registered without its workers");
+      platform_fault(job, "node " + nd.name + " registered without its workers");
     } else if (launching(s)) {
       send(Command::Kind::kLaunch, node, job, jv.epoch, latest_decision(job),
            jv.ckpt >= 0 ? jv.ckpt : -1);
@@ -465,11 +494,7 @@ void Protocol::node_lost(int node) {
   std::set<int> jobs;
   for (int dev = nd.first_device; dev < nd.end_device; ++dev)
     if (core_.cluster().owner[dev] >= 0) jobs.insert(static_cast<int>(core_.cluster().owner[dev]));
-  for (int job : jobs) {
-    propose(runtime_decision(EventKind::kNodeLoss, job));
-    note(job, "node " + nd.name + " lost; restarting from checkpoint " +
-                  std::to_string(core_.cluster().jobs[job].ckpt));
-  }
+  for (int job : jobs) platform_fault(job, "node " + nd.name + " lost");
 }
 
 void Protocol::tick(std::int64_t now_ms) {
@@ -491,24 +516,30 @@ void Protocol::tick(std::int64_t now_ms) {
       continue;
     }
     if (s != JobState::kRunning) continue;
+    const auto& jv = core_.cluster().jobs[j];
+    const auto reported = std::max(jv.progress, min_node_step(t));
+    // A cut asked for ahead of its boundary is timed from when the workers reach it.
+    if (t.periodic && t.periodic_target > 0 && reported < t.periodic_target) t.periodic_since_ms = now_ms;
     if (t.periodic && now_ms - t.periodic_since_ms > timeouts_.cut_ms) {
       t.periodic = false;
       note(j, "periodic checkpoint not stored within " + std::to_string(timeouts_.cut_ms) + " ms");
     }
     if (t.periodic || t.policy.every_steps <= 0 || !started_everywhere(t)) continue;
-    const auto& jv = core_.cluster().jobs[j];
-    const auto reported = std::max(jv.progress, min_node_step(t));
-    if (reported > t.periodic_asked_at &&
-        reported - std::max<std::int64_t>(jv.ckpt, 0) >= t.policy.every_steps &&
-        reported < t.policy.steps) {
-      t.periodic_asked_at = reported;
-      request_checkpoint(j, now_ms);
+    // The next multiple of every_steps past what is stored and reported, asked for at once: the
+    // workers cut exactly there.
+    const auto every = t.policy.every_steps;
+    // (At least 2 steps ahead of what is reported: a node's ranks may be a step past it.)
+    auto next = (std::max({reported, jv.ckpt, t.periodic_asked_at, std::int64_t{0}}) / every + 1) * every;
+    if (next < reported + 2) next += every;
+    if (t.policy.steps <= 0 || next < t.policy.steps) {
+      t.periodic_asked_at = next;
+      request_checkpoint(j, now_ms, next);
     }
   }
   for (int j : watched_) refresh(j);
 }
 
-void Protocol::request_checkpoint(int job, std::int64_t now_ms) {
+void Protocol::request_checkpoint(int job, std::int64_t now_ms, std::int64_t at_step) {
   if (state(job) != JobState::kRunning) return;
   // Only a transparent job is cut while it runs on (GuardCheckpoint, INV-MODE): a signal or
   // requeue job's only cut stops it.
@@ -517,8 +548,12 @@ void Protocol::request_checkpoint(int job, std::int64_t now_ms) {
   if (t.periodic) return;
   t.periodic = true;
   t.periodic_since_ms = now_ms;
+  t.periodic_target = at_step;
   watched_.insert(job);
-  for (int n : t.nodes) send(Command::Kind::kCut, n, job, t.epoch, 0, -1, /*then_stop=*/false);
+  for (int n : t.nodes) {
+    send(Command::Kind::kCut, n, job, t.epoch, 0, -1, /*then_stop=*/false);
+    commands_.back().at_step = at_step;
+  }
   refresh(job);
 }
 
@@ -562,7 +597,19 @@ void Protocol::refresh(int job) {
   if (static_cast<std::size_t>(job) >= may_be_busy_.size())
     may_be_busy_.resize(std::max<std::size_t>(static_cast<std::size_t>(job) + 1, may_be_busy_.size() * 2), 0);
   const Track* t = find(job);
+  // A cache of "may be busy" (busy() decides): any periodic cut, whether or not its boundary is near.
   may_be_busy_[static_cast<std::size_t>(job)] = t && (t->periodic || !started_everywhere(*t));
+}
+
+// A periodic cut makes the job busy once the workers may be taking it: asked for the next boundary,
+// or for one they have (nearly) reached. One asked for a boundary still ahead is only pending at
+// the proxies, and a preemption, migration or resize may start meanwhile: its cut replaces the
+// pending one there (the proxy keeps the newest request).
+bool Protocol::periodic_busy(int job, const Track& t) const {
+  if (!t.periodic) return false;
+  if (t.periodic_target <= 0) return true;
+  const auto reported = std::max(core_.cluster().jobs[job].progress, min_node_step(t));
+  return reported + 1 >= t.periodic_target;
 }
 
 bool Protocol::busy(int job) const {
@@ -573,7 +620,7 @@ bool Protocol::busy(int job) const {
     return false;
   const Track* t = find(job);
   if (!t) return false;
-  return t->periodic || (s == JobState::kRunning && !started_everywhere(*t));
+  return periodic_busy(job, *t) || (s == JobState::kRunning && !started_everywhere(*t));
 }
 
 bool Protocol::may_commit(const core::Decision& d) const {

@@ -63,7 +63,8 @@ class Protocol {
   // Ask a running job for a periodic cut now (the simulator's time-based checkpoints; the
   // Service's come from the job's CheckpointPolicy in tick()). Only transparent jobs are cut while
   // they run on: for a signal or requeue job both are ignored (INV-MODE).
-  void request_checkpoint(int job, std::int64_t now_ms);
+  // at_step: the boundary to cut at (-1: the next one the workers agree on).
+  void request_checkpoint(int job, std::int64_t now_ms, std::int64_t at_step = -1);
   void set_checkpoint_policy(int job, CheckpointPolicy policy);
 
   // --- outputs ----------------------------------------------------------------------------
@@ -97,8 +98,9 @@ class Protocol {
     std::int64_t since_ms = 0;          // when the in-flight operation began
     std::int64_t last_progress_ms = -(std::int64_t{1} << 40);
     bool periodic = false;              // a periodic cut was asked for and is not stored yet
-    std::int64_t periodic_since_ms = 0;
-    std::int64_t periodic_asked_at = -1;  // the reported step when it was asked for
+    std::int64_t periodic_since_ms = 0;   // when it was asked for, or its boundary reached
+    std::int64_t periodic_asked_at = -1;  // the boundary asked for last
+    std::int64_t periodic_target = -1;    // the boundary of the cut in flight (-1: the next)
     CheckpointPolicy policy;
   };
 
@@ -135,6 +137,8 @@ class Protocol {
   void on_cut_stored(int job, Track& t, std::int64_t step, std::int64_t now_ms);
   void on_all_completed(int job, Track& t, std::int64_t step, const std::string& detail);
   void crash(int job, const std::string& why);
+  void platform_fault(int job, const std::string& why);
+  bool periodic_busy(int job, const Track& t) const;
 
   const core::SchedulerCore& core_;
   Timeouts timeouts_;

@@ -60,6 +60,7 @@ struct NodeReport {
   std::int64_t step = 0;
   std::int64_t gpu_ms = 0;
   std::string detail;
+  bool platform = false;  // kCrashed: the platform's fault (protocol::Report::platform), not the job's
 };
 
 const char* report_kind_name(NodeReport::Kind k);

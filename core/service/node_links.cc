@@ -107,7 +107,7 @@ void Service::send(const protocol::Command& c) {
       if (c.epoch == core_->cluster().jobs[c.job].epoch) l->launch(launch_command(c.job, c.node, c.restore_step));
       break;
     case protocol::Command::Kind::kCut:
-      l->checkpoint(c.job, c.epoch, -1, c.then_stop);
+      l->checkpoint(c.job, c.epoch, c.at_step, c.then_stop);
       break;
     case protocol::Command::Kind::kStop:
       l->stop(c.job, c.epoch);
@@ -157,6 +157,18 @@ Result<NodeSession> Service::register_node(const std::string& name, const NodeIn
       return Status::Unavailable("node " + name + " is being failed over; register again shortly");
   }
   auto& conn = *conns_[static_cast<std::size_t>(n)];
+  // One agent per node name. A second one while the first is alive (connected, heartbeating) is
+  // refused, and the first one's jobs are untouched; a restarted agent gets in once the old
+  // connection has ended (a killed agent's socket closes at once) or its session has expired.
+  if (conn.registered) {
+    const auto silent = clock_.now_ms() - conn.last_seen_ms;
+    if (silent < options_.heartbeat_timeout_ms)
+      return Status::AlreadyExists(
+          "node " + name + " is already registered by a live agent (from " + conn.host +
+          ", last heartbeat " + std::to_string(silent) + " ms ago): stop that agent first, or "
+          "register once its session has expired (" +
+          std::to_string(options_.heartbeat_timeout_ms) + " ms without a heartbeat)");
+  }
   conn.session = next_session_++;
   conn.link = std::move(link_ptr);
   conn.host = host.empty() ? "127.0.0.1" : host;
@@ -221,7 +233,10 @@ Status Service::report(const NodeSession& s, const NodeReport& r) {
       break;
     case NodeReport::Kind::kStopped: p.kind = protocol::Report::Kind::kStopped; break;
     case NodeReport::Kind::kCompleted: p.kind = protocol::Report::Kind::kCompleted; break;
-    case NodeReport::Kind::kCrashed: p.kind = protocol::Report::Kind::kCrashed; break;
+    case NodeReport::Kind::kCrashed:
+      p.kind = protocol::Report::Kind::kCrashed;
+      p.platform = r.platform;
+      break;
   }
   if (r.kind == NodeReport::Kind::kCompleted && r.epoch == jv.epoch) {
     // The workload's final words are kept before Complete can be committed.
@@ -274,18 +289,20 @@ Result<std::unique_ptr<ShardDownload>> Service::download_shard(const NodeSession
   return store_->open_download(job, step, rank);
 }
 
-void Service::command_failed(const NodeSession& s, int job, std::int64_t epoch, const std::string& what) {
+void Service::command_failed(const NodeSession& s, int job, std::int64_t epoch, const std::string& what,
+                             bool cut) {
   ++commands_failed_;
   if (s.node < 0 || s.node >= static_cast<int>(conns_.size())) return;
   const auto& name = core_->fleet().nodes[static_cast<std::size_t>(s.node)].name;
   std::fprintf(stderr, "orrery-core: node %s: %s\n", name.c_str(), what.c_str());
   if (job >= 0 && job < core_->num_jobs() && core_->cluster().jobs[job].epoch == epoch &&
       session_current(s)) {
-    // A refused cut fails the cut (Abort: the job restarts in place); any other refused command
-    // takes the incarnation down on that node.
+    // A refused cut fails the cut (an operation's: Abort, the job restarts in place; a periodic
+    // one: that checkpoint is skipped); any other refused command takes the incarnation down on
+    // that node.
     protocol::Report r;
-    r.kind = cutting(core_->state(job)) ? protocol::Report::Kind::kCutFailed
-                                        : protocol::Report::Kind::kCrashed;
+    r.kind = cut || cutting(core_->state(job)) ? protocol::Report::Kind::kCutFailed
+                                               : protocol::Report::Kind::kCrashed;
     r.job = job;
     r.epoch = epoch;
     r.node = s.node;

@@ -119,6 +119,7 @@ bool Agent::forward(CoreLink& core, const JobEvent& e) {
   r.step = e.step;
   r.gpu_ms = e.gpu_ms;
   r.detail = e.detail;
+  r.platform = e.platform;
   if (e.kind == JobEvent::Kind::kCheckpointed) {
     auto it = shares_.find(e.job);
     // A checkpoint whose local shard is missing cannot be restored from: the incarnation is
@@ -130,6 +131,7 @@ bool Agent::forward(CoreLink& core, const JobEvent& e) {
           auto path = runtime_.shard_path(e.job, e.step, rank);
           if (!std::filesystem::exists(path, ec)) {
             r.kind = service::NodeReport::Kind::kCrashed;
+            r.platform = true;
             r.detail = "checkpoint of step " + std::to_string(e.step) + ": local shard " + path + " missing";
           }
         }

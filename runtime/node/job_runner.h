@@ -96,6 +96,9 @@ struct JobEvent {
   std::int64_t step = 0;
   std::int64_t gpu_ms = 0;  // kProgress: device time since the last report
   std::string detail;
+  // kCrashed: the platform failed (the proxy died, a shard could not be written), not the job's
+  // program; the core does not count it against the job's retries.
+  bool platform = false;
 };
 
 class NodeRuntime {

@@ -115,6 +115,11 @@ class LocalNodeRuntime final : public NodeRuntime {
             std::int64_t gpu_ms = 0) {
     events_.push_back(JobEvent{k, run.job, run.epoch, step, gpu_ms, std::move(detail)});
   }
+  // A crash that is the platform's (the proxy, the node's disk), not the job's program's.
+  void emit_platform_fault(const JobRun& run, std::string detail) {
+    emit(JobEvent::Kind::kCrashed, run, run.reported_steps, std::move(detail));
+    events_.back().platform = true;
+  }
 
   NodeRuntimeOptions opt_;
   mutable std::mutex mu_;
@@ -448,8 +453,7 @@ void LocalNodeRuntime::finish_signal_cut(JobRun& run) {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
     auto w = ShardWriter::open(path, meta);
     if (!w || !w->finish()) {
-      emit(JobEvent::Kind::kCrashed, run, run.reported_steps,
-           "cannot write the marker shard " + path + (w ? "" : ": " + w.reason()));
+      emit_platform_fault(run, "cannot write the marker shard " + path + (w ? "" : ": " + w.reason()));
       return;
     }
   }
@@ -548,8 +552,7 @@ std::vector<JobEvent> LocalNodeRuntime::poll() {
         bool uses = false;
         for (const auto& r : it->second.ranks) uses = uses || r.device == p.device;
         if (uses) {
-          emit(JobEvent::Kind::kCrashed, it->second, it->second.reported_steps,
-               "the proxy of device " + std::to_string(p.device) + " " + exit_text(st));
+          emit_platform_fault(it->second, "the proxy of device " + std::to_string(p.device) + " " + exit_text(st));
           end_run(it->second, true);
           it = runs_.erase(it);
         } else {
