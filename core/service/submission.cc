@@ -1,6 +1,7 @@
 // The client API's submissions, cancellations and queries.
 #include <algorithm>
 
+#include "core/fleet_fit.h"
 #include "core/service/service.h"
 #include "core/service/service_internal.h"
 
@@ -18,6 +19,18 @@ Result<int> Service::submit(const JobSpec& spec) {
     return Status::InvalidArgument("unknown device type \"" + spec.device_type +
                                    "\" (the fleet has: " + types + ")");
   }
+  // A spec no placement on this fleet could ever satisfy is refused now, naming the limit, rather
+  // than left Queued forever.
+  core::FitRequest fit;
+  fit.tier = spec.tier;
+  fit.dtype = core_->fleet().type_id(spec.device_type);
+  fit.world = spec.world;
+  fit.min_devices = spec.min_devices;
+  fit.max_devices = spec.max_devices;
+  fit.mem_mib = spec.mem_mib;
+  fit.mode = spec.preemption;
+  if (auto st = core::fits_fleet(core_->fleet(), fit); !st)
+    return Status::InvalidArgument("the job can never be placed on this fleet: " + st.reason());
   // The whole spec is journaled with the Submit: the journal alone rebuilds every job.
   core::Decision d = core::Decision::submit(spec.name, spec.tier, spec.device_type, spec.world,
                                             spec.min_devices, spec.max_devices, spec.mem_mib,
@@ -84,6 +97,9 @@ Result<std::vector<JobStatus>> Service::jobs() {
     for (int n : nodes_of(j)) s.nodes.push_back(core_->fleet().nodes[static_cast<std::size_t>(n)].name);
     s.age_ms = v.submitted_ms >= 0 ? now - v.submitted_ms : 0;
     s.note = v.note;
+    if (jv.hold != 0 && !spec::terminal_state(spec::Concrete{}, jv.state))
+      s.note = "held: suspended by an operator; `orrery resume " + std::to_string(j) +
+               "` releases it" + (v.note.empty() ? "" : " (" + v.note + ")");
     out.push_back(std::move(s));
   }
   return out;
