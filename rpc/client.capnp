@@ -89,8 +89,8 @@ interface ClientApi {
   # Move `job` to other devices (on `toNode` when not empty): a checkpoint at a barrier, then a new
   # incarnation restores it there.
   migrate @5 (job :Int32, toNode :Text) -> ();
-  # Change the device count at fixed world size; shrinking is for a waiting favoured job
-  # (`beneficiary`, -1: the service picks one).
+  # Change the device count at fixed world size, within the job's elastic range. A shrink frees
+  # the devices for the waiting job `beneficiary`, or for no one (-1: the operator's own choice).
   resize @6 (job :Int32, devices :Int32, beneficiary :Int32 = -1) -> ();
   drain @7 (node :Text) -> ();
   undrain @8 (node :Text) -> ();
@@ -102,6 +102,11 @@ interface ClientApi {
   # What rank `rank` of `job` wrote (its workers' stdout and stderr, every incarnation), from
   # `offset` on, at most `maxBytes` (capped at 1 MiB). Unknown job or rank -> failed (not found).
   output @11 (job :Int32, rank :Int32, offset :UInt64, maxBytes :UInt32) -> (output :WorkerOutput);
+  # Suspend a Running job for no one (a cut, then its devices are free) and hold it: no planner
+  # starts it again until `resume`.
+  suspend @12 (job :Int32) -> ();
+  # Release a job an operator suspended: the planners resume it when devices are free.
+  resume @13 (job :Int32) -> ();
 }
 
 # A window of one rank's output: the stream of every byte the rank wrote, across its restarts and

@@ -58,6 +58,20 @@ class RpcClientApi final : public service::ClientApi {
       req.send().wait(c_->io.waitScope);
     });
   }
+  Status suspend(int job) override {
+    return call([&] {
+      auto req = api_.suspendRequest();
+      req.setJob(job);
+      req.send().wait(c_->io.waitScope);
+    });
+  }
+  Status resume(int job) override {
+    return call([&] {
+      auto req = api_.resumeRequest();
+      req.setJob(job);
+      req.send().wait(c_->io.waitScope);
+    });
+  }
   Result<std::vector<service::JobStatus>> jobs() override {
     std::vector<service::JobStatus> out;
     std::string bad;

@@ -99,9 +99,14 @@ class ClientApi {
   virtual Status preempt(int job, int beneficiary) = 0;
   // Move `job` to other devices (on `to_node` when given).
   virtual Status migrate(int job, std::optional<std::string> to_node) = 0;
-  // Change the device count at fixed world size. Shrinking is for a waiting favoured job
-  // (`beneficiary`, -1: the service picks one), as the spec requires.
+  // Change the device count at fixed world size, within the job's elastic range. A shrink frees
+  // the devices for the waiting job `beneficiary` (reserved for it), or for no one (-1).
   virtual Status resize(int job, int devices, int beneficiary) = 0;
+  // Suspend a Running job for no one: a cut, then its devices are free, and the job is held (no
+  // planner starts it again) until resume(). Bit-identical to never having stopped.
+  virtual Status suspend(int job) = 0;
+  // Release a job an operator suspended: the planners resume it once devices are free.
+  virtual Status resume(int job) = 0;
   virtual Status drain(const std::string& node) = 0;
   virtual Status undrain(const std::string& node) = 0;
   // The timeline from `after_seq` on, then every new event as it happens, until `on_event`

@@ -1,4 +1,4 @@
-// The operator's requests through the client API: preempt, migrate, resize, drain. Each is one
+// The operator's requests through the client API: preempt, suspend, resume, migrate, resize, drain. Each is one
 // decision (origin operator) committed through the spec's guards; the runtime's work that carries
 // it out happens inside the state it enters (Checkpointing, Migrating, Resizing), as the protocol
 // commands, and ends with CheckpointDone or an Abort.
@@ -31,7 +31,9 @@ int Service::pick_beneficiary(int victim) const {
   std::vector<int> waiting;
   for (int j : active_) {
     auto s = core_->state(j);
-    if (j != victim && (s == JobState::kQueued || s == JobState::kSuspended)) waiting.push_back(j);
+    if (j != victim && (s == JobState::kQueued || s == JobState::kSuspended) &&
+        core_->cluster().jobs[j].hold == 0)
+      waiting.push_back(j);
   }
   std::sort(waiting.begin(), waiting.end(), [&](int a, int b) {
     const auto& ja = core_->cluster().jobs[a];
@@ -59,6 +61,10 @@ Status Service::check_beneficiary(int b) const {
     return Status::FailedPrecondition(
         "job " + std::to_string(b) + " is " + std::string(spec::state_name(st)) +
         ", not waiting: devices are freed only for a Queued or Suspended job");
+  if (core_->cluster().jobs[b].hold != 0)
+    return Status::FailedPrecondition("job " + std::to_string(b) +
+                                      " is held by an operator: resume it first (orrery resume " +
+                                      std::to_string(b) + ")");
   return Status::Ok();
 }
 
@@ -69,7 +75,8 @@ Status Service::preempt(int job, int beneficiary) {
     if (beneficiary < 0)
       return Status::FailedPrecondition(
           "no waiting job that " + job_str(job) +
-          " may be preempted for (a preemption needs a favoured waiting job: INV-TIER)");
+          " may be preempted for (a preemption frees devices for a favoured waiting job: "
+          "INV-TIER); to stop it until you resume it: orrery suspend " + std::to_string(job));
   } else if (auto st = check_beneficiary(beneficiary); !st) {
     return st;
   }
@@ -135,12 +142,14 @@ Status Service::migrate(int job, std::optional<std::string> to_node) {
 }
 
 Status Service::resize(int job, int devices, int beneficiary) {
-  if (auto st = check_running_idle(job, "resized"); !st) return st;
+  if (job < 0 || job >= core_->num_jobs()) return Status::NotFound("unknown job " + std::to_string(job));
   const auto& jv = core_->cluster().jobs[job];
+  // What can never work first, whatever the job is doing now.
   if (devices < jv.min_dev || devices > jv.max_dev)
     return Status::InvalidArgument("devices must be within the job's elastic range [" +
                                    std::to_string(jv.min_dev) + ", " + std::to_string(jv.max_dev) +
                                    "], got " + std::to_string(devices));
+  if (auto st = check_running_idle(job, "resized"); !st) return st;
   if (devices == jv.devices)
     return Status::FailedPrecondition(job_str(job) + " already holds " + std::to_string(devices) + " devices");
   if (jv.world % devices != 0 || jv.world / devices > spec::kSpliceLimit)
@@ -157,19 +166,10 @@ Status Service::resize(int job, int devices, int beneficiary) {
                                         " devices: only " + std::to_string(p.decision.devices.size()) + " fit");
     d = p.decision;
   } else {
-    if (beneficiary < 0) {
-      for (int b : active_) {
-        auto s = core_->state(b);
-        if (b != job && (s == JobState::kQueued || s == JobState::kSuspended)) {
-          beneficiary = b;
-          break;
-        }
-      }
-      if (beneficiary < 0)
-        return Status::FailedPrecondition("shrinking needs a waiting job to give the devices to; none waits");
-    } else if (auto st = check_beneficiary(beneficiary); !st) {
-      return st;
-    }
+    // For a named waiting job (its devices reserved for it), or for no one (-1): an operator
+    // may shrink a job at will (spec::operator_for_no_one); the devices are then simply free.
+    if (beneficiary >= 0)
+      if (auto st = check_beneficiary(beneficiary); !st) return st;
     d.event = EventKind::kResizeDown;
     d.job = job;
     d.beneficiary = beneficiary;
@@ -179,6 +179,42 @@ Status Service::resize(int job, int devices, int beneficiary) {
   d.origin = Origin::kOperator;
   auto c = commit(d);
   if (!c) return Status::FailedPrecondition("cannot resize " + job_str(job) + ": " + c.reason());
+  settle();
+  return Status::Ok();
+}
+
+Status Service::suspend(int job) {
+  if (job >= 0 && job < core_->num_jobs() && core_->cluster().jobs[job].hold != 0)
+    return Status::FailedPrecondition(job_str(job) + " is already suspended by an operator (" +
+                                      std::string(spec::state_name(core_->state(job))) + ")");
+  if (auto st = check_running_idle(job, "suspended"); !st) return st;
+  core::Decision d;
+  d.event = EventKind::kPreempt;  // for no one, by an operator: the spec holds the job
+  d.origin = Origin::kOperator;
+  d.job = job;
+  d.beneficiary = -1;
+  auto c = commit(d);
+  if (!c) return Status::FailedPrecondition("suspending " + job_str(job) + " is refused: " + c.reason());
+  settle();
+  return Status::Ok();
+}
+
+Status Service::resume(int job) {
+  if (job < 0 || job >= core_->num_jobs()) return Status::NotFound("unknown job " + std::to_string(job));
+  const auto s = core_->state(job);
+  if (core_->cluster().jobs[job].hold == 0)
+    return Status::FailedPrecondition(job_str(job) + " is " + std::string(spec::state_name(s)) +
+                                      ", not suspended by an operator: nothing to resume");
+  if (s == JobState::kCheckpointing)
+    return Status::FailedPrecondition(job_str(job) +
+                                      " is still taking the cut that suspends it; resume it once "
+                                      "it is Suspended (orrery ls)");
+  core::Decision d;
+  d.event = EventKind::kRelease;  // ends the hold; the planners resume it when devices are free
+  d.origin = Origin::kOperator;
+  d.job = job;
+  auto c = commit(d);
+  if (!c) return Status::FailedPrecondition("resuming " + job_str(job) + " is refused: " + c.reason());
   settle();
   return Status::Ok();
 }

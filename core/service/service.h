@@ -94,6 +94,8 @@ class Service final : public ClientApi, public protocol::CommitListener {
   Status preempt(int job, int beneficiary) override;
   Status migrate(int job, std::optional<std::string> to_node) override;
   Status resize(int job, int devices, int beneficiary) override;
+  Status suspend(int job) override;
+  Status resume(int job) override;
   Status drain(const std::string& node) override;
   Status undrain(const std::string& node) override;
   Status watch(std::uint64_t after_seq,
@@ -119,9 +121,10 @@ class Service final : public ClientApi, public protocol::CommitListener {
   // or rank (kNotFound), an epoch the job never had, a chunk over kOutputChunkMax.
   Status worker_output(const NodeSession& session, int job, std::int64_t epoch, int rank,
                        std::string_view data);
-  // The transport could not deliver a command, or the agent refused it.
+  // The transport could not deliver a command, or the agent refused it. `cut`: it was a checkpoint
+  // command (a refused periodic cut fails that cut only; the job runs on).
   void command_failed(const NodeSession& session, int job, std::int64_t epoch,
-                      const std::string& what);
+                      const std::string& what, bool cut = false);
   // The connection of `session` ended (the heartbeat monitor decides whether the node is lost).
   void disconnected(const NodeSession& session);
 

@@ -59,6 +59,8 @@ class FakeApi final : public service::ClientApi {
   Status preempt(int job, int) override { return act(job); }
   Status migrate(int job, std::optional<std::string>) override { return act(job); }
   Status resize(int job, int, int) override { return act(job); }
+  Status suspend(int job) override { return act(job); }
+  Status resume(int job) override { return act(job); }
   Status drain(const std::string& node) override { return on_node(node); }
   Status undrain(const std::string& node) override { return on_node(node); }
   Status watch(std::uint64_t, const std::function<bool(const service::ClusterEvent&)>&) override {

@@ -247,13 +247,20 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   auto* preempt = app.add_subcommand("preempt", "checkpoint and suspend a job for a waiting one");
   preempt->add_option("JOB", job_ref, "job id or name")->required();
   preempt->add_option("--for", job2_ref, "the waiting job it makes room for (default: the core picks)");
+  auto* suspend = app.add_subcommand(
+      "suspend", "checkpoint a running job, free its devices and hold it until `orrery resume`");
+  suspend->add_option("JOB", job_ref, "job id or name")->required();
+  auto* resume = app.add_subcommand(
+      "resume", "release a job `orrery suspend` holds: it restores when devices are free");
+  resume->add_option("JOB", job_ref, "job id or name")->required();
   auto* migrate = app.add_subcommand("migrate", "checkpoint a job and restore it on other devices");
   migrate->add_option("JOB", job_ref, "job id or name")->required();
   migrate->add_option("--to", node, "target node (default: the core picks)");
   auto* resize = app.add_subcommand("resize", "change a job's device count (same world size)");
   resize->add_option("JOB", job_ref, "job id or name")->required();
   resize->add_option("N", devices, "device count")->required()->check(CLI::PositiveNumber);
-  resize->add_option("--for", job2_ref, "when shrinking: the waiting job it makes room for");
+  resize->add_option("--for", job2_ref,
+                     "when shrinking: the waiting job the devices are reserved for (default: none)");
   auto* cancel = app.add_subcommand("cancel", "cancel a job");
   cancel->add_option("JOB", job_ref, "job id or name")->required();
   auto* drain = app.add_subcommand("drain", "take no new devices on a node; move its jobs off");
@@ -373,6 +380,8 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
     return done(s.api->preempt(job, job2),
                 "preempting job " + std::to_string(job) +
                     (job2 >= 0 ? " for job " + std::to_string(job2) : ""));
+  if (suspend->parsed()) return done(s.api->suspend(job), "suspending job " + std::to_string(job));
+  if (resume->parsed()) return done(s.api->resume(job), "resuming job " + std::to_string(job));
   if (migrate->parsed())
     return done(s.api->migrate(job, node.empty() ? std::nullopt : std::optional(node)),
                 "migrating job " + std::to_string(job) + (node.empty() ? "" : " to " + node));

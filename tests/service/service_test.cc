@@ -349,3 +349,123 @@ TEST_F(ServiceTest, AFleetDifferentFromTheJournalsIsRefused) {
 
 }  // namespace
 }  // namespace orrery::service
+
+namespace orrery::service {
+namespace {
+
+// The operator's day in-process (docs/operations.md): a second agent under a live node's name is
+// refused and the job is untouched; suspend holds a job until resume releases it; a shrink needs
+// no waiting job; a platform fault spends the platform cap, not the job's retries; specs no
+// placement could satisfy are refused at submit, naming the limit.
+TEST_F(ServiceTest, OperatorActionsFaultAccountingNodeIdentityAndAdmission) {
+  auto s = open(true);
+  auto l1 = std::make_shared<RecordingLink>();
+  auto l2 = std::make_shared<RecordingLink>();
+  auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
+  auto n2 = s->register_node("n2", {"host", 2, 256}, {}, l2);
+  ASSERT_TRUE(n1.ok() && n2.ok());
+  auto elastic = spec();
+  elastic.min_devices = 1;
+  ASSERT_TRUE(s->submit(elastic).ok());
+  s->tick();
+  ASSERT_EQ(s->core().cluster().jobs[0].devices, 2);
+  auto& runs_on = s->core().cluster().jobs[0].held[0] < 2 ? *n1 : *n2;
+  ASSERT_TRUE(s->report(runs_on, rep(NodeReport::Kind::kStarted, 0, 1, 0)).ok());
+  ASSERT_EQ(s->core().state(0), spec::JobState::kRunning);
+
+  // Node identity: refused while the first agent is alive; its session and the job go on.
+  auto dup = s->register_node("n1", {"host", 2, 256}, {}, std::make_shared<RecordingLink>());
+  EXPECT_EQ(dup.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(dup.reason().find("already registered by a live agent"), std::string::npos) << dup.reason();
+  EXPECT_TRUE(s->heartbeat(*n1).ok());
+  EXPECT_EQ(s->core().state(0), spec::JobState::kRunning);
+  EXPECT_EQ(s->core().cluster().jobs[0].epoch, 1);
+
+  // Suspend for no one: a cut, then Suspended and held; nothing resumes it until resume.
+  EXPECT_NE(s->preempt(0, -1).reason().find("orrery suspend 0"), std::string::npos);
+  EXPECT_NE(s->resume(0).reason().find("not suspended by an operator"), std::string::npos);
+  ASSERT_TRUE(s->suspend(0).ok());
+  EXPECT_EQ(s->core().state(0), spec::JobState::kCheckpointing);
+  EXPECT_NE(s->suspend(0).reason().find("already suspended"), std::string::npos);
+  EXPECT_NE(s->resume(0).reason().find("still taking the cut"), std::string::npos);
+  upload(*s, runs_on, 0, 1, 30, 0);
+  upload(*s, runs_on, 0, 1, 30, 1);
+  ASSERT_TRUE(s->report(runs_on, rep(NodeReport::Kind::kProgress, 0, 1, 30)).ok());
+  ASSERT_TRUE(s->report(runs_on, rep(NodeReport::Kind::kCheckpointed, 0, 1, 30)).ok());
+  ASSERT_EQ(s->core().state(0), spec::JobState::kSuspended);
+  for (int i = 0; i < 3; ++i) {
+    clock_.advance(200);
+    (void)s->heartbeat(*n1);
+    (void)s->heartbeat(*n2);
+    s->tick();
+  }
+  EXPECT_EQ(s->core().state(0), spec::JobState::kSuspended);  // 4 devices free, and it waits
+  auto js = s->jobs();
+  ASSERT_TRUE(js.ok());
+  EXPECT_NE((*js)[0].note.find("held"), std::string::npos) << (*js)[0].note;
+  ASSERT_TRUE(s->resume(0).ok());
+  s->tick();
+  EXPECT_EQ(s->core().state(0), spec::JobState::kRestoring);
+  const auto& jv = s->core().cluster().jobs[0];
+  auto& now_on = jv.held[0] < 2 ? *n1 : *n2;
+  ASSERT_TRUE(s->report(now_on, rep(NodeReport::Kind::kStarted, 0, 2, 30)).ok());
+  ASSERT_EQ(s->core().state(0), spec::JobState::kRunning);
+
+  // A shrink on demand, for no one (no job waits).
+  auto shrink = s->resize(0, 1, -1);
+  ASSERT_TRUE(shrink.ok()) << shrink.reason();
+  EXPECT_EQ(s->core().state(0), spec::JobState::kResizing);
+  EXPECT_EQ(s->core().cluster().jobs[0].ben, -1);
+  ASSERT_TRUE(s->cancel(0).ok());
+
+  // Fault accounting: a proxy's death (platform) spends the platform cap; the program's own
+  // crash spends a retry.
+  ASSERT_TRUE(s->submit(spec()).ok());
+  s->tick();
+  auto& on = s->core().cluster().jobs[1].held[0] < 2 ? *n1 : *n2;
+  ASSERT_TRUE(s->report(on, rep(NodeReport::Kind::kStarted, 1, 1, 0)).ok());
+  auto proxy = rep(NodeReport::Kind::kCrashed, 1, 1, 5);
+  proxy.detail = "the proxy of device 0 killed by signal 9";
+  proxy.platform = true;
+  ASSERT_TRUE(s->report(on, proxy).ok());
+  EXPECT_EQ(s->core().cluster().jobs[1].failures, 0);
+  EXPECT_EQ(s->core().cluster().jobs[1].faults, 1);
+  s->tick();
+  auto& on2 = s->core().cluster().jobs[1].held[0] < 2 ? *n1 : *n2;
+  ASSERT_TRUE(s->report(on2, rep(NodeReport::Kind::kStarted, 1, 2, 0)).ok());
+  auto own = rep(NodeReport::Kind::kCrashed, 1, 2, 5);
+  own.detail = "rank 0 (pid 7) exited with status 7: boom";
+  ASSERT_TRUE(s->report(on2, own).ok());
+  EXPECT_EQ(s->core().cluster().jobs[1].failures, 1);
+  EXPECT_EQ(s->core().cluster().jobs[1].faults, 1);
+  js = s->jobs();
+  ASSERT_TRUE(js.ok());
+  EXPECT_NE((*js)[1].note.find("the job's own failure: retry 1 of 3"), std::string::npos) << (*js)[1].note;
+
+  // Admission: never placeable on this fleet (2 nodes x 2 devices of 256 MiB, no premium
+  // reserve) -> refused, naming the limit.
+  auto wide = spec();
+  wide.world = wide.max_devices = 4096;  // the largest world a job may have
+  wide.min_devices = 512;
+  EXPECT_NE(s->submit(wide).reason().find("needs at least 512 devices"), std::string::npos)
+      << s->submit(wide).reason();
+  auto fat = spec();
+  fat.mem_mib = 1024;
+  EXPECT_NE(s->submit(fat).reason().find("has 1024 MiB for a worker (the largest has 256 MiB)"),
+            std::string::npos)
+      << s->submit(fat).reason();
+  auto vip = spec();
+  vip.tier = spec::Tier::kPremium;
+  EXPECT_NE(s->submit(vip).reason().find("premium reserve (0)"), std::string::npos) << s->submit(vip).reason();
+  // 8 workers spliced on each of 2 devices (7 swapped out: 1792 MiB of host memory per device)
+  // fits: accepted.
+  auto spliced = spec();
+  spliced.world = 16;
+  spliced.min_devices = spliced.max_devices = 2;
+  spliced.mem_mib = 256;
+  auto ok = s->submit(spliced);
+  EXPECT_TRUE(ok.ok()) << ok.reason();
+}
+
+}  // namespace
+}  // namespace orrery::service
