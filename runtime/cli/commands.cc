@@ -283,20 +283,25 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
       ->check(CLI::NonNegativeNumber);
   logs->add_flag("-f,--follow", follow, "then print new output until the job ends (or Ctrl-C)");
   UpOptions up_opts;
-  auto* up = app.add_subcommand("up", "run a local cluster (core + nodes) until Ctrl-C");
+  auto* up = app.add_subcommand(
+      "up", "run a local cluster (core + nodes) in the foreground until Ctrl-C, restarting what dies");
   up->add_option("--nodes", up_opts.nodes, "node agents")->capture_default_str()->check(
       CLI::Range(1, 64));
   up->add_option("--devices", up_opts.devices, "host devices per node")->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, spec::kMaxAgentDevices));
   up->add_option("--device-mem-mib", up_opts.device_mem_mib, "memory per device, MiB")
       ->capture_default_str()->check(CLI::Range(std::int64_t{1}, spec::kMaxMemMib));
-  up->add_option("--data", up_opts.data, "data directory (default: a temporary one, removed on exit)");
-  up->add_option("--listen", up_opts.listen, "core address")->capture_default_str();
-  up->add_option("--metrics", up_opts.metrics, "core /metrics address (default: none)");
+  up->add_option("--data", up_opts.data,
+                 "data directory, kept; an earlier cluster's is started again, its jobs recovered "
+                 "(default: a temporary one, removed when stopped, kept if orrery up fails)");
+  up->add_option("--listen", up_opts.listen, "core address (port 0: a free one)")->capture_default_str();
+  up->add_option("--metrics", up_opts.metrics, "core /metrics address (default: none; port 0: a free one)");
   up->add_option("--core-bin", up_opts.core_bin, "orrery-core to run (default: beside orrery)");
   up->add_option("--node-bin", up_opts.node_bin, "orrery-node to run (default: beside orrery)");
   up->add_option("--grace-ms", up_opts.grace_ms, "SIGTERM to SIGKILL on shutdown")
       ->capture_default_str()->check(CLI::Range(0, 600000));
+  up->add_flag("--foreground")->description(
+      "stay in the foreground (what orrery up always does; for scripts that say so)");
 
   try {
     app.parse(argc, argv);

@@ -1,13 +1,7 @@
 #include "runtime/cli/local_cluster.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,24 +9,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <ostream>
+#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "runtime/cli/commands.h"
+#include "runtime/cli/ports.h"
+#include "runtime/cli/supervisor.h"
 
 namespace orrery::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Child {
-  std::string name;  // "core", "node1", ...
-  pid_t pid = -1;    // also its process group: its own proxies and workers are in it
-  bool running = false;
-  int status = 0;
-};
 
 std::string random_secret() {
   unsigned char b[32];
@@ -54,119 +47,88 @@ std::string random_secret() {
   return hex;
 }
 
-// Starts `argv` in its own process group with stdout and stderr to `log`; the signals the parent
-// blocks are unblocked again, and the child is sent SIGTERM should the parent die.
-pid_t spawn(const std::vector<std::string>& args, const std::string& log, const sigset_t& old_mask) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid != 0) {
-    if (pid > 0) ::setpgid(pid, pid);  // also in the child: whichever runs first
-    return pid;
-  }
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (::getppid() != parent) ::_exit(127);  // the parent died before prctl took effect
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-  }
-  int null = ::open("/dev/null", O_RDONLY);
-  if (null >= 0) ::dup2(null, 0);
-  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-  ::execv(argv[0], argv.data());
-  ::dprintf(2, "orrery up: cannot run %s: %s\n", argv[0], std::strerror(errno));
-  ::_exit(127);
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
-bool tcp_ready(const std::string& address) {
-  auto colon = address.rfind(':');
-  if (colon == std::string::npos) return false;
-  std::string host = address.substr(0, colon);
-  int port = std::atoi(address.c_str() + colon + 1);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (host == "localhost") host = "127.0.0.1";
-  if (::inet_pton(AF_INET, host.c_str(), &sa.sin_addr) != 1) return false;
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
-  ::close(fd);
-  return ok;
+// The last `n` lines of a log, indented, for a failure message: the log's path alone is not
+// enough when the reader has to go and find it.
+std::string log_tail(const std::string& path, std::size_t n) {
+  std::ifstream f(path);
+  std::deque<std::string> lines;
+  for (std::string line; std::getline(f, line);) {
+    lines.push_back(line);
+    if (lines.size() > n) lines.pop_front();
+  }
+  if (lines.empty()) return "    (empty)\n";
+  std::string out;
+  for (const auto& l : lines) out += "    " + l + "\n";
+  return out;
 }
 
-void reap(std::vector<Child>& children) {
-  for (auto& c : children) {
-    if (!c.running) continue;
-    int st = 0;
-    pid_t r = ::waitpid(c.pid, &st, WNOHANG);
-    if (r == c.pid) {
-      c.running = false;
-      c.status = st;
-    }
-  }
+std::string fleet_text(const UpOptions& o) {
+  std::ostringstream f;
+  f << "# written by orrery up: " << o.nodes << " nodes of " << o.devices << " host devices\n"
+    << "premium_reserve " << o.devices << "\n"
+    << "region local\ncluster local\n";
+  for (int i = 1; i <= o.nodes; ++i)
+    f << "node node" << i << " host_mem_mib=65536\n"
+      << "devices host count=" << o.devices << " mem_mib=" << o.device_mem_mib << "\n";
+  return f.str();
 }
 
-std::string describe_exit(int st) {
-  if (WIFEXITED(st)) return "exited with status " + std::to_string(WEXITSTATUS(st));
-  if (WIFSIGNALED(st)) return std::string("killed by ") + ::strsignal(WTERMSIG(st));
-  return "stopped";
-}
-
-// SIGTERM to every child's group (nodes first, so they stop their workers while the core is still
-// there to hear it; the core last), SIGKILL to what is left after `grace_ms`, and every child
-// reaped. The groups are signalled even after their leader exited: a proxy or worker left behind
-// in a group is killed too.
-void stop_all(std::vector<Child>& children, int grace_ms, std::ostream& out) {
-  for (auto it = children.rbegin(); it != children.rend(); ++it) ::kill(-it->pid, SIGTERM);
-  // A group is gone once its leader is reaped and kill(-pgid, 0) finds no member left.
-  auto group_alive = [](const Child& c) { return c.running || ::kill(-c.pid, 0) == 0; };
-  auto wait_groups = [&](std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (true) {
-      reap(children);
-      bool any = false;
-      for (const auto& c : children) any = any || group_alive(c);
-      if (!any || std::chrono::steady_clock::now() >= deadline) return any;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  };
-  if (!wait_groups(std::chrono::milliseconds(grace_ms))) return;
-  for (auto& c : children) {
-    if (!group_alive(c)) continue;
-    out << "orrery up: " << c.name << (c.running ? "" : "'s processes") << " did not stop in "
-        << grace_ms << " ms: SIGKILL\n";
-    ::kill(-c.pid, SIGKILL);
+// A usable address for --listen or --metrics: parsed, port 0 made a free port, and free now.
+Result<ListenAddress> free_address(const std::string& text, const char* flag) {
+  auto a = parse_listen_address(text);
+  if (!a.ok()) return a.status().with_reason(std::string(flag) + " " + a.reason());
+  auto chosen = with_free_port(*a);
+  if (!chosen.ok()) return chosen.status().with_reason(std::string(flag) + " " + chosen.reason());
+  if (auto st = check_can_listen(*chosen); !st.ok()) {
+    std::string reason = std::string(flag) + " " + st.reason();
+    if (st.code() == StatusCode::kUnavailable)
+      reason += std::string("; stop what holds it, or choose another address with ") + flag +
+                " (port 0: a free one)";
+    return st.with_reason(reason);
   }
-  for (auto& c : children) {
-    if (c.running) {
-      int st = 0;
-      while (::waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
-      }
-      c.running = false;
-      c.status = st;
-    }
-  }
-  // Members other than the leader are reparented and reaped by init: give that a moment, so that
-  // when orrery up returns nothing it started is left.
-  wait_groups(std::chrono::milliseconds(2000));
+  return chosen;
 }
 
 }  // namespace
 
 int run_up(const UpOptions& o, std::ostream& out, std::ostream& err) {
-  const std::string& core_bin = o.core_bin;
-  const std::string& node_bin = o.node_bin;
-  for (const auto& b : {core_bin, node_bin}) {
+  for (const auto& b : {o.core_bin, o.node_bin}) {
     if (::access(b.c_str(), X_OK) != 0) {
       err << "orrery up: " << b << " not found (orrery up runs the binaries beside orrery; --core-bin, --node-bin)\n";
-      return 2;
+      return kExitUnreachable;
     }
   }
+  // The ports first: a cluster that cannot have them must not print a banner, nor touch the data.
+  auto listen = free_address(o.listen, "--listen");
+  if (!listen.ok()) {
+    err << "orrery up: " << listen.reason() << "\n";
+    return exit_code(listen.code());
+  }
+  std::optional<ListenAddress> metrics;
+  if (!o.metrics.empty()) {
+    auto m = free_address(o.metrics, "--metrics");
+    if (!m.ok()) {
+      err << "orrery up: " << m.reason() << "\n";
+      return exit_code(m.code());
+    }
+    if (m->port == listen->port) {
+      err << "orrery up: --metrics " << m->text() << " and --listen " << listen->text()
+          << " name the same port\n";
+      return kExitUsage;
+    }
+    metrics = *m;
+  }
+  // What the nodes and clients connect to: a wildcard listener is reached on loopback.
+  const std::string core_address =
+      listen->host == "*" ? "127.0.0.1:" + std::to_string(listen->port) : listen->text();
+
   std::string data = o.data;
   const bool temp = data.empty();
   if (temp) {
@@ -174,7 +136,7 @@ int run_up(const UpOptions& o, std::ostream& out, std::ostream& err) {
     std::string tmpl = std::string(t && *t ? t : "/tmp") + "/orrery-up-XXXXXX";
     if (!::mkdtemp(tmpl.data())) {
       err << "orrery up: cannot create a data directory under " << tmpl << ": " << std::strerror(errno) << "\n";
-      return 2;
+      return kExitUnreachable;
     }
     data = tmpl;
   }
@@ -182,126 +144,122 @@ int run_up(const UpOptions& o, std::ostream& out, std::ostream& err) {
   fs::create_directories(data + "/logs", ec);
   if (ec) {
     err << "orrery up: cannot create " << data << "/logs: " << ec.message() << "\n";
-    return 2;
+    return kExitUnreachable;
   }
   data = fs::absolute(data).string();
+  const bool again = fs::exists(data + "/core/journal", ec);
 
+  // A folder of an earlier cluster is started again as it was: its fleet is in the core's journal,
+  // which refuses another one, so a different shape is refused here, with the flags to change.
+  const std::string fleet_path = data + "/fleet.txt";
+  const std::string fleet = fleet_text(o);
+  if (fs::exists(fleet_path, ec)) {
+    const std::string before = read_file(fleet_path);
+    if (before != fleet) {
+      const std::string first = before.substr(0, before.find('\n'));
+      err << "orrery up: " << data << " holds another cluster (" << fleet_path << ": \"" << first
+          << "\"); start it with the --nodes, --devices and --device-mem-mib it was made with, or use another --data\n";
+      return kExitUnreachable;
+    }
+  } else {
+    std::ofstream f(fleet_path);
+    f << fleet;
+    if (!f) {
+      err << "orrery up: cannot write " << fleet_path << "\n";
+      return kExitUnreachable;
+    }
+  }
+  // The secret is kept across restarts of the folder: clients that read it before still log in.
   const std::string secret_path = data + "/secret";
-  const std::string secret = random_secret();
-  {
+  std::string secret = read_file(secret_path);
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == ' ')) secret.pop_back();
+  if (secret.empty()) {
+    secret = random_secret();
     ::unlink(secret_path.c_str());
     int fd = ::open(secret_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     const std::string line = secret + "\n";
     if (secret.empty() || fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
       err << "orrery up: cannot write the secret " << secret_path << "\n";
       if (fd >= 0) ::close(fd);
-      return 2;
+      return kExitUnreachable;
     }
     ::close(fd);
   }
-  const std::string fleet_path = data + "/fleet.txt";
-  {
-    std::ofstream f(fleet_path);
-    f << "# written by orrery up: " << o.nodes << " nodes of " << o.devices << " host devices\n"
-      << "premium_reserve " << o.devices << "\n"
-      << "region local\ncluster local\n";
-    for (int i = 1; i <= o.nodes; ++i)
-      f << "node node" << i << " host_mem_mib=65536\n"
-        << "devices host count=" << o.devices << " mem_mib=" << o.device_mem_mib << "\n";
-    if (!f) {
-      err << "orrery up: cannot write " << fleet_path << "\n";
-      return 2;
-    }
-  }
 
-  // Signals are taken synchronously (sigtimedwait) so that shutdown runs in ordinary code. A shell
-  // starts background jobs with SIGINT ignored: restore the default so it is delivered (blocked).
-  ::signal(SIGINT, SIG_DFL);
-  ::signal(SIGTERM, SIG_DFL);
-  sigset_t mask, old_mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGCHLD);
-  ::pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
-
-  std::vector<Child> children;
-  auto start = [&](const std::string& name, std::vector<std::string> args) {
-    pid_t pid = spawn(args, data + "/logs/" + name + ".log", old_mask);
-    if (pid < 0) {
-      err << "orrery up: cannot start " << name << ": " << std::strerror(errno) << "\n";
-      return false;
-    }
-    children.push_back({name, pid, true, 0});
-    return true;
+  Supervisor sup(BackoffPolicy{}, err);
+  const Millis grace(o.grace_ms);
+  // A failure keeps the data directory, temporary or not: the logs it points at must still exist.
+  auto failed = [&]() {
+    sup.stop(grace);
+    if (temp) err << "orrery up: kept " << data << " (logs in " << data << "/logs/)\n";
+    return kExitUnreachable;
   };
-  auto finish = [&](int rc) {
-    stop_all(children, o.grace_ms, err);
-    ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  auto stopped = [&](int sig) {
+    out << "orrery up: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping\n" << std::flush;
+    sup.stop(grace);
     if (temp) fs::remove_all(data, ec);
-    return rc;
+    return kExitOk;
+  };
+  auto start = [&](const std::string& name, const std::string& label, std::vector<std::string> args) {
+    auto st = sup.start({name, label, std::move(args), data + "/logs/" + name + ".log"});
+    if (!st.ok()) err << "orrery up: " << st.reason() << "\n";
+    return st.ok();
   };
 
-  std::vector<std::string> core_args = {core_bin,     "serve",  "--listen",   o.listen,
-                                        "--data",     data + "/core", "--secret", secret_path,
-                                        "--fleet",    fleet_path};
-  if (!o.metrics.empty()) {
+  std::vector<std::string> core_args = {o.core_bin,  "serve",          "--listen", listen->text(),
+                                        "--data",    data + "/core", "--secret", secret_path,
+                                        "--fleet",   fleet_path};
+  if (metrics) {
     core_args.push_back("--metrics");
-    core_args.push_back(o.metrics);
+    core_args.push_back(metrics->text());
   }
   fs::create_directories(data + "/core", ec);
-  if (!start("core", core_args)) return finish(2);
+  if (!start("core", "core", core_args)) return failed();
   // Wait for the core to listen before starting nodes (they would retry, but a core that fails to
-  // start should be reported as such, not as nodes failing to connect).
+  // start should be reported as such, not as nodes failing to connect). The socket must be the
+  // core's own: a port taken by someone else since it was checked also accepts connections. Only
+  // then are exits restarts: a core that cannot start at all would fail the same way again.
+  const std::string core_log = data + "/logs/core.log";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while (!tcp_ready(o.listen)) {
-    reap(children);
-    if (!children[0].running) {
-      err << "orrery up: orrery-core serve " << describe_exit(children[0].status) << "; see "
-          << data << "/logs/core.log\n";
-      return finish(2);
+  while (!process_listens_on(sup.pid("core"), listen->port) || !accepts_connections(*listen)) {
+    if (int sig = sup.wait(Millis(50))) return stopped(sig);
+    if (auto st = sup.exit_status("core")) {
+      err << "orrery up: orrery-core serve exited (" << describe_exit(*st) << ") before it listened on "
+          << listen->text() << "; " << core_log << " ends:\n" << log_tail(core_log, 10);
+      return failed();
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      err << "orrery up: orrery-core serve is not listening on " << o.listen << " after 15 s; see "
-          << data << "/logs/core.log\n";
-      return finish(2);
+      err << "orrery up: orrery-core serve is not listening on " << listen->text() << " after 15 s; "
+          << core_log << " ends:\n" << log_tail(core_log, 10);
+      return failed();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  sup.set_restarting(true);
   for (int i = 1; i <= o.nodes; ++i) {
     const std::string name = "node" + std::to_string(i);
     fs::create_directories(data + "/" + name, ec);
-    if (!start(name, {node_bin, "--core", o.listen, "--name", name, "--secret", secret_path,
-                      "--data", data + "/" + name, "--devices", std::to_string(o.devices),
-                      "--device-mem-mib", std::to_string(o.device_mem_mib)}))
-      return finish(2);
+    if (!start(name, "node " + name,
+               {o.node_bin, "--core", core_address, "--name", name, "--secret", secret_path, "--data",
+                data + "/" + name, "--devices", std::to_string(o.devices), "--device-mem-mib",
+                std::to_string(o.device_mem_mib)}))
+      return failed();
   }
 
-  out << "orrery up: core on " << o.listen << ", " << o.nodes << " node(s) of " << o.devices
-      << " host device(s); data in " << data << (temp ? " (removed on exit)" : "") << "\n"
-      << "  logs: " << data << "/logs/\n"
-      << "  export ORRERY_CORE=" << o.listen << " ORRERY_SECRET_FILE=" << secret_path << "\n"
+  out << "orrery up: core on " << listen->text() << ", " << o.nodes << " node(s) of " << o.devices
+      << " host device(s); data in " << data
+      << (temp ? " (temporary: removed when orrery up stops)"
+               : " (kept: `orrery up --data " + data + "` starts this cluster again)")
+      << "\n";
+  if (again) out << "  started again: the core recovers its jobs from " << data << "/core/journal\n";
+  if (metrics) out << "  metrics: http://" << metrics->text() << "/metrics\n";
+  out << "  logs: " << data << "/logs/\n"
+      << "  export ORRERY_CORE=" << core_address << " ORRERY_SECRET_FILE=" << secret_path << "\n"
       << "  then: orrery nodes; orrery submit examples/jobs/premium.toml; orrery ls\n"
-      << "Ctrl-C stops the cluster.\n"
+      << "A node agent or the core that dies is restarted. Ctrl-C stops the cluster.\n"
       << std::flush;
 
   while (true) {
-    siginfo_t info{};
-    timespec ts{1, 0};
-    int sig = ::sigtimedwait(&mask, &info, &ts);
-    if (sig == SIGINT || sig == SIGTERM) {
-      out << "orrery up: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping\n" << std::flush;
-      return finish(0);
-    }
-    // SIGCHLD or the periodic check: who exited?
-    reap(children);
-    for (auto& c : children) {
-      if (c.running || c.status == -1) continue;
-      err << "orrery up: " << c.name << " " << describe_exit(c.status) << "; see " << data
-          << "/logs/" << c.name << ".log\n";
-      if (&c == &children[0]) return finish(2);
-      c.status = -1;  // reported; a lost node is the cluster's to handle
-    }
+    if (int sig = sup.wait(Millis(1000))) return stopped(sig);
   }
 }
 

@@ -7,8 +7,9 @@
 #   preempt        `orrery preempt JOB --for BIG` (a waiting 8-device job), resumed when BIG is done
 #   migrate        `orrery migrate JOB --to <the other node>`
 #   resize         `orrery resize JOB 2 --for WIDE` (2 ranks spliced per device), then back to 4
-#   kill-node      kill -9 of the whole machine running JOB (agent, proxies, workers): the core
-#                  declares it lost and JOB fails over from its last checkpoint to the other node
+#   kill-node      kill -9 of the whole machine running JOB (agent, proxies, workers), kept down
+#                  (`orrery up` paused meanwhile): the core declares it lost and JOB fails over
+#                  from its last checkpoint to the other node
 #   kill-core      kill -9 of orrery-core serve while JOB runs, and a restart on the same data
 #                  directory and address (the daemons are started by hand, as `orrery up` would)
 #   signal-requeue examples/any-command: a signal job preempted saves itself on SIGTERM and resumes
@@ -383,6 +384,9 @@ kill-node)
   [ -n "$pid" ] || fail "no process of $from under orrery up"
   ck=$(field "$id" 9)
   say "kill -9 of $from (group $pid: agent, proxies, workers) at step $(step "$id"), checkpoint $ck"
+  # A machine that stays down: `orrery up` would restart the agent within a second, so it is paused
+  # (SIGSTOP) until the job has failed over, and restarts the agent then.
+  kill -STOP "$UP_PID"
   kill -KILL -- "-$pid"
   end=$(($(date +%s) + 90))
   until [ "$(field "$id" 4)" = Running ] && [ "$(field "$id" 10)" = "$to" ]; do
@@ -390,6 +394,7 @@ kill-node)
     sleep 0.2
   done
   say "job $id failed over to $to"
+  kill -CONT "$UP_PID"
   wait_state "$id" Completed 240
   check_restored "$id"
   check_digests "$id" "$D"
