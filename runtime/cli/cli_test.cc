@@ -151,7 +151,7 @@ TEST(Cli, BadSpecIsUsageErrorBeforeConnecting) {
   Outcome r = run({"--secret-file", "/x", "submit", "/nonexistent/job.toml"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.connects, 0);
-  EXPECT_EQ(r.err, "orrery submit: /nonexistent/job.toml: cannot open the job spec\n");
+  EXPECT_EQ(r.err, "orrery submit: /nonexistent/job.toml: cannot open the job spec: No such file or directory\n");
 }
 
 TEST(Cli, DryRunPrintsSpecWithDefaults) {
