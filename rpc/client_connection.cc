@@ -145,6 +145,10 @@ class RpcClientApi final : public service::ClientApi {
     // Runs what is already queued: a lost connection shows here when the sink went first.
     if (!st.ok() && !c_->lost) c_->io.waitScope.poll();
     if (c_->lost) return Status::Unavailable("connection to " + c_->address + " lost");
+    // A failure without a code here is KJ's own ("PromiseFulfiller was destroyed without fulfilling
+    // the promise" when the sink went unseen): the watch broke with its connection, not a refusal.
+    if (st.code() == StatusCode::kUnknown)
+      return Status::Unavailable("the watch on " + c_->address + " ended: " + st.reason());
     if (!st) return st;
     if (!error.empty()) return Status::Internal(error);
     return Status::Ok();
