@@ -6,7 +6,8 @@
 #   deadline  a TCP listener that accepts and never answers: every command exits 2 within
 #             --timeout (or ORRERY_TIMEOUT) and a little, naming the address and the timeout
 #   watch     `watch` and `logs --follow` exit 2 when the core is killed (at once) or stops
-#             answering (within a heartbeat and --timeout); `watch --count 0` prints nothing
+#             answering (within a heartbeat or a poll, and --timeout); `watch --count 0` prints
+#             nothing
 #   messages  no core needed: 64-byte quoting, a directory, a FIFO and a device as the job file,
 #             an unknown command, range messages, `watch --after -5`, a bad --timeout
 #   restart   after a core restart `ls` shows a recovered job's real AGE and `watch` wall-clock
@@ -133,22 +134,29 @@ watch)
   wait_exit "$F" 5
   [ "$RC" = 2 ] || fail "logs --follow exited $RC when the core was killed, expected 2"
   grep -q "orrery logs: connection to $ORRERY_CORE lost" "$WORK/follow.log" || fail "logs --follow did not say the connection was lost"
-  # The core stopped (SIGSTOP), its connection open: watch's heartbeat (2 s) under --timeout 1
-  # notices within about 3 s.
+  # The core stopped (SIGSTOP), its connection open: watch's heartbeat (2 s) and logs --follow's
+  # polls (0.5 s), each under --timeout 1, notice within about 3 s.
   start_core
   "$ORRERY" --timeout 1 watch >"$WORK/watch.log" 2>&1 &
   W=$!
   PIDS+=("$W")
+  "$ORRERY" --timeout 1 logs q --rank 0 --follow >"$WORK/follow.log" 2>&1 &
+  F=$!
+  PIDS+=("$F")
   sleep 0.5
   kill -0 "$W" 2>/dev/null || fail "watch ended early"
+  kill -0 "$F" 2>/dev/null || fail "logs --follow ended early"
   kill -STOP "$CORE_PID"
   t=$(now)
   wait_exit "$W" 8
-  kill -CONT "$CORE_PID"
   [ "$RC" = 2 ] || fail "watch exited $RC when the core stopped answering, expected 2"
-  grep -q "orrery watch: $ORRERY_CORE did not answer within 1 s" "$WORK/watch.log" || fail "watch did not name the deadline"
   [ "$(tenths_since "$t")" -ge 9 ] || fail "watch gave up on a stopped core before its timeout"
-  echo "PASS: watch --count 0 silent; watch and logs --follow exit 2 on a killed core, watch on a stopped one"
+  wait_exit "$F" 8
+  [ "$RC" = 2 ] || fail "logs --follow exited $RC when the core stopped answering, expected 2"
+  kill -CONT "$CORE_PID"
+  grep -q "orrery watch: $ORRERY_CORE did not answer within 1 s" "$WORK/watch.log" || fail "watch did not name the deadline"
+  grep -q "orrery logs: $ORRERY_CORE did not answer within 1 s" "$WORK/follow.log" || fail "logs --follow did not name the deadline"
+  echo "PASS: watch --count 0 silent; watch and logs --follow exit 2 on a killed core and on a stopped one"
   ;;
 
 messages)
