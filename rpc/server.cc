@@ -380,9 +380,10 @@ class MetricsHttp final : public kj::HttpService {
 // serve's clock (core/clock.h): milliseconds since the Unix epoch, read from the system clock once
 // at start and advanced by the steady clock, so it never goes back while the process runs, and the
 // times it stamps (journaled with every decision) mean the same after a restart, or a reboot, as
-// before: `orrery watch` shows wall-clock times and `orrery ls` the age of a job recovered from
-// the journal (service/client_api.h, kWallClockFloorMs). core::SystemClock's steady time since
-// boot gave both 1970 dates and a restarted core no way to tell a recovered job's age.
+// before: `orrery watch` shows wall-clock times, and `orrery ls` the age of a job recovered from
+// the journal (core/service/client_api.h, kWallClockFloorMs). With core::SystemClock (the steady
+// clock: time since boot) watch printed the host's uptime as a time of day, and a restarted core
+// could not tell how old a recovered job was.
 class WallClock final : public core::Clock {
  public:
   WallClock() : origin_ms_(ms_of(std::chrono::system_clock::now()) - ms_of(std::chrono::steady_clock::now())) {}

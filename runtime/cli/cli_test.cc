@@ -279,6 +279,12 @@ TEST(Cli, ErrorsQuoteAtMost64BytesOfInput) {
   r = run({core.c_str(), "ls"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "orrery: --core: \"" + cut + "\" (10386 bytes) is not a host:port address");
+  ::setenv("ORRERY_CORE", big.c_str(), 1);
+  r = run({"--secret-file", "/x", "ls"}, &api);
+  ::unsetenv("ORRERY_CORE");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.connects, 0);
+  EXPECT_EQ(r.err, "orrery ls: ORRERY_CORE: \"" + cut + "\" (10386 bytes) is not a host:port address\n");
   r = run({"resize", "0", big.c_str()});
   EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "orrery: N: \"" + cut + "\" (10386 bytes) is not an integer");
   for (const Outcome& o : {run({"--secret-file", "/x", "cancel", big.c_str()}, &api), run({"ls", big.c_str()}),

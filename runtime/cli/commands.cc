@@ -61,15 +61,12 @@ CLI::Validator int_range(std::int64_t lo, std::int64_t hi) {
       hi == kNoBound ? bounds : "in " + bounds);
 }
 
-// --core: a host:port (a host name is at most 253 bytes), which every later message names.
-CLI::Validator core_address() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        const bool odd = text.empty() || text.size() > 253 + 6 ||
-                         std::any_of(text.begin(), text.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; });
-        return odd ? quote_input(text) + " is not a host:port address" : "";
-      },
-      "");
+// Why `text` cannot be the core's host:port (a host name is at most 253 bytes), which every later
+// message names; "" when it can be.
+std::string bad_address(const std::string& text) {
+  const bool odd = text.empty() || text.size() > 253 + 6 ||
+                   std::any_of(text.begin(), text.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; });
+  return odd ? quote_input(text) + " is not a host:port address" : "";
 }
 
 // The first argument that is neither a global option nor its value: the command the user meant.
@@ -109,6 +106,8 @@ struct Session {
   // without a secret or with a wrong one (rpc/client_connection.h).
   Status open() {
     if (api) return Status::Ok();
+    // --core was checked as it was parsed; ORRERY_CORE was not.
+    if (auto why = bad_address(core); !why.empty()) return Status::InvalidArgument("ORRERY_CORE: " + why);
     if (secret_file.empty())
       return Status::PermissionDenied(
           "no secret: pass --secret-file FILE or set ORRERY_SECRET_FILE (orrery up prints it)");
@@ -294,7 +293,7 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   app.failure_message(CLI::FailureMessage::help);
   Session s{ctx, env_or("ORRERY_CORE", kDefaultCore), env_or("ORRERY_SECRET_FILE", ""), kDefaultTimeoutS, nullptr};
   app.add_option("--core", s.core, "address of orrery-core serve (env ORRERY_CORE)")
-      ->capture_default_str()->check(core_address());
+      ->capture_default_str()->check(CLI::Validator([](std::string& text) { return bad_address(text); }, ""));
   app.add_option("--secret-file", s.secret_file,
                  "file holding the cluster's shared secret (env ORRERY_SECRET_FILE)");
   app.add_option("--timeout", s.timeout_s,
@@ -378,11 +377,12 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
       return kExitOk;
     }
     std::string commands;
-    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-      commands += (commands.empty() ? "" : ", ") + sub->get_name();
+    bool known = false;  // the command the user meant is one
     const auto word = command_word(argc, argv);
-    const auto subs = app.get_subcommands([](const CLI::App*) { return true; });
-    const bool known = word && std::any_of(subs.begin(), subs.end(), [&](const CLI::App* a) { return a->get_name() == *word; });
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      commands += (commands.empty() ? "" : ", ") + sub->get_name();
+      known = known || (word && sub->get_name() == *word);
+    }
     if (app.get_subcommands().empty() && word && !known) {
       *ctx.err << "orrery: unknown command " << quote_input(*word) << " (commands: " << commands << ")\n"
                << "run `orrery --help` for usage\n";
