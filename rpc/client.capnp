@@ -48,7 +48,7 @@ struct JobStatus {
   steps @9 :Int64;
   checkpoint @10 :Int64;          # step of the last committed checkpoint, -1 when none
   nodes @11 :List(Text);          # nodes of the devices held
-  ageMs @12 :Int64;               # since submission
+  ageMs @12 :Int64;               # since submission; -1 when unknown
   note @13 :Text;                 # why it waits, why it failed, the final weights' digest
   tenant @14 :Text;
 }
@@ -64,7 +64,7 @@ struct NodeStatus {
 # One line of the cluster's timeline.
 struct ClusterEvent {
   seq @0 :UInt64;                 # the committed decision's seq; 0 for a report committing nothing
-  timeMs @1 :Int64;
+  timeMs @1 :Int64;               # when: ms since the Unix epoch (orrery-core serve's clock)
   job @2 :Int32 = -1;             # -1 for node events
   node @3 :Text;
   text @4 :Text;                  # "job 2 train-a Running -> Checkpointing: Preempt job 2 for job 3"

@@ -46,7 +46,7 @@ class RpcClientApi final : public service::ClientApi {
     auto st = call([&] {
       auto req = api_.submitRequest();
       job_spec_to_wire(spec, req.initSpec());
-      id = req.send().wait(c_->io.waitScope).getJob();
+      id = wait_call(*c_, req.send()).getJob();
     });
     if (!st) return st;
     return id;
@@ -55,28 +55,28 @@ class RpcClientApi final : public service::ClientApi {
     return call([&] {
       auto req = api_.cancelRequest();
       req.setJob(job);
-      req.send().wait(c_->io.waitScope);
+      wait_call(*c_, req.send());
     });
   }
   Status suspend(int job) override {
     return call([&] {
       auto req = api_.suspendRequest();
       req.setJob(job);
-      req.send().wait(c_->io.waitScope);
+      wait_call(*c_, req.send());
     });
   }
   Status resume(int job) override {
     return call([&] {
       auto req = api_.resumeRequest();
       req.setJob(job);
-      req.send().wait(c_->io.waitScope);
+      wait_call(*c_, req.send());
     });
   }
   Result<std::vector<service::JobStatus>> jobs() override {
     std::vector<service::JobStatus> out;
     std::string bad;
     auto st = call([&] {
-      auto resp = api_.jobsRequest().send().wait(c_->io.waitScope);
+      auto resp = wait_call(*c_, api_.jobsRequest().send());
       for (auto j : resp.getJobs()) {
         auto s = job_status_from_wire(j);
         if (!s) bad = s.reason();
@@ -91,7 +91,7 @@ class RpcClientApi final : public service::ClientApi {
     std::vector<service::NodeStatus> out;
     std::string bad;
     auto st = call([&] {
-      auto resp = api_.nodesRequest().send().wait(c_->io.waitScope);
+      auto resp = wait_call(*c_, api_.nodesRequest().send());
       for (auto n : resp.getNodes()) {
         auto s = node_status_from_wire(n);
         if (!s) bad = s.reason();
@@ -107,7 +107,7 @@ class RpcClientApi final : public service::ClientApi {
       auto req = api_.preemptRequest();
       req.setJob(job);
       req.setBeneficiary(beneficiary);
-      req.send().wait(c_->io.waitScope);
+      wait_call(*c_, req.send());
     });
   }
   Status migrate(int job, std::optional<std::string> to_node) override {
@@ -115,7 +115,7 @@ class RpcClientApi final : public service::ClientApi {
       auto req = api_.migrateRequest();
       req.setJob(job);
       req.setToNode(to_node.value_or(""));
-      req.send().wait(c_->io.waitScope);
+      wait_call(*c_, req.send());
     });
   }
   Status resize(int job, int devices, int beneficiary) override {
@@ -124,21 +124,21 @@ class RpcClientApi final : public service::ClientApi {
       req.setJob(job);
       req.setDevices(devices);
       req.setBeneficiary(beneficiary);
-      req.send().wait(c_->io.waitScope);
+      wait_call(*c_, req.send());
     });
   }
   Status drain(const std::string& node) override {
     return call([&] {
       auto req = api_.drainRequest();
       req.setNode(node);
-      req.send().wait(c_->io.waitScope);
+      wait_call(*c_, req.send());
     });
   }
   Status undrain(const std::string& node) override {
     return call([&] {
       auto req = api_.undrainRequest();
       req.setNode(node);
-      req.send().wait(c_->io.waitScope);
+      wait_call(*c_, req.send());
     });
   }
   Status watch(std::uint64_t after_seq,
@@ -149,13 +149,20 @@ class RpcClientApi final : public service::ClientApi {
       auto req = api_.watchRequest();
       req.setAfterSeq(after_seq);
       req.setSink(kj::heap<EventSinkImpl>(on_event, kj::mv(paf.fulfiller), &error));
-      auto resp = req.send().wait(c_->io.waitScope);
+      auto resp = wait_call(*c_, req.send());
       auto handle = resp.getHandle();
-      kj::mv(paf.promise).exclusiveJoin(c_->disconnected.addBranch()).wait(c_->io.waitScope);
+      kj::mv(paf.promise)
+          .exclusiveJoin(c_->disconnected.addBranch())
+          .exclusiveJoin(heartbeat())
+          .wait(c_->io.waitScope);
     });
     // Runs what is already queued: a lost connection shows here when the sink went first.
     if (!st.ok() && !c_->lost) c_->io.waitScope.poll();
     if (c_->lost) return Status::Unavailable("connection to " + c_->address + " lost");
+    // A failure without a code here is KJ's own ("PromiseFulfiller was destroyed without fulfilling
+    // the promise" when the sink went unseen): the watch broke with its connection, not a refusal.
+    if (st.code() == StatusCode::kUnknown)
+      return Status::Unavailable("the watch on " + c_->address + " ended: " + st.reason());
     if (!st) return st;
     if (!error.empty()) return Status::Internal(error);
     return Status::Ok();
@@ -166,7 +173,7 @@ class RpcClientApi final : public service::ClientApi {
       auto req = api_.logsRequest();
       req.setJob(job);
       req.setMaxLines(max_lines);
-      auto resp = req.send().wait(c_->io.waitScope);
+      auto resp = wait_call(*c_, req.send());
       for (auto l : resp.getLines()) out.emplace_back(l.cStr(), l.size());
     });
     if (!st) return st;
@@ -180,7 +187,7 @@ class RpcClientApi final : public service::ClientApi {
       req.setRank(rank);
       req.setOffset(offset);
       req.setMaxBytes(max_bytes);
-      auto resp = req.send().wait(c_->io.waitScope);
+      auto resp = wait_call(*c_, req.send());
       auto w = resp.getOutput();
       auto data = w.getData();
       out.data.assign(reinterpret_cast<const char*>(data.begin()), data.size());
@@ -193,6 +200,20 @@ class RpcClientApi final : public service::ClientApi {
   }
 
  private:
+  // While a watch waits for events, which may be minutes apart: a cheap call (the node list) every
+  // kWatchHeartbeatMs under the call deadline. A core that was killed closes the connection, which
+  // the watch sees at once; this is for a core that stopped answering without closing it (its host
+  // gone, the process stopped): that ends the watch too, with kDeadlineExceeded. No timeout: no
+  // heartbeat.
+  kj::Promise<void> heartbeat() {
+    if (c_->timeout_ms <= 0) return kj::NEVER_DONE;
+    return c_->io.provider->getTimer().afterDelay(kWatchHeartbeatMs * kj::MILLISECONDS).then([this] {
+      return by_deadline(*c_, api_.nodesRequest().send().ignoreResult(), call_deadline(*c_)).then([this] {
+        return heartbeat();
+      });
+    });
+  }
+
   // Runs one request; the core's refusal comes back with its code (rpc/wire_status.h).
   template <class F>
   Status call(F&& f) {
@@ -207,8 +228,9 @@ class RpcClientApi final : public service::ClientApi {
 }  // namespace
 
 Result<std::unique_ptr<service::ClientApi>> connect_client(const std::string& address,
-                                                           const std::string& secret) {
-  auto c = connect_to(address);
+                                                           const std::string& secret,
+                                                           std::int64_t timeout_ms) {
+  auto c = connect_to(address, timeout_ms);
   if (!c) return c.status();
   auto& conn = **c;
   kj::Maybe<wire::ClientApi::Client> api;
@@ -216,10 +238,11 @@ Result<std::unique_ptr<service::ClientApi>> connect_client(const std::string& ad
     KJ_IF_MAYBE(b, conn.bootstrap) {
       auto req = b->loginClientRequest();
       req.setSecret(secret);
-      api = req.send().wait(conn.io.waitScope).getApi();
+      api = by_deadline(conn, req.send(), conn.connect_by).wait(conn.io.waitScope).getApi();
     }
   })) {
     auto st = status_of(*e);  // a wrong secret is kPermissionDenied
+    if (st.code() == StatusCode::kDeadlineExceeded) return st;  // names the address already
     return st.with_reason(address + ": " + st.reason());
   }
   KJ_IF_MAYBE(a, api) {

@@ -1,5 +1,6 @@
 #include "rpc/convert.h"
 
+#include "base/quote.h"
 #include "core/service/job_spec_check.h"
 #include "spec/limits.h"
 
@@ -67,7 +68,7 @@ Result<service::JobSpec> job_spec_from_wire(wire::JobSpec::Reader r) {
   if (!env) return env.status();
   for (const auto& e : *env) {
     auto eq = e.find('=');
-    if (eq == std::string::npos) return Status::InvalidArgument("env: \"" + e + "\" is not NAME=VALUE");
+    if (eq == std::string::npos) return Status::InvalidArgument("env: " + quote_input(e) + " is not NAME=VALUE");
     s.env.emplace_back(e.substr(0, eq), e.substr(eq + 1));
   }
   auto mode = enum_in(r.getPreemption(), spec::kNumPreemptions, "preemption");

@@ -3,17 +3,19 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/quote.h"
+
 namespace orrery::rpc {
 
 Result<std::string> read_secret_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::PermissionDenied("cannot read secret file " + path);
+  if (!in) return Status::PermissionDenied("cannot read secret file " + clip_input(path));
   std::stringstream ss;
   ss << in.rdbuf();
   std::string s = ss.str();
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
     s.pop_back();
-  if (s.empty()) return Status::PermissionDenied("secret file " + path + " is empty");
+  if (s.empty()) return Status::PermissionDenied("secret file " + clip_input(path) + " is empty");
   return s;
 }
 

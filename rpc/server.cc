@@ -1,5 +1,6 @@
 #include "rpc/server.h"
 
+#include <chrono>
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -382,6 +383,26 @@ class MetricsHttp final : public kj::HttpService {
   kj::HttpHeaderTable& table_;
 };
 
+// serve's clock (core/clock.h): milliseconds since the Unix epoch, read from the system clock once
+// at start and advanced by the steady clock, so it never goes back while the process runs, and the
+// times it stamps (journaled with every decision) mean the same after a restart, or a reboot, as
+// before: `orrery watch` shows wall-clock times, and `orrery ls` the age of a job recovered from
+// the journal (core/service/client_api.h, kWallClockFloorMs). With core::SystemClock (the steady
+// clock: time since boot) watch printed the host's uptime as a time of day, and a restarted core
+// could not tell how old a recovered job was.
+class WallClock final : public core::Clock {
+ public:
+  WallClock() : origin_ms_(ms_of(std::chrono::system_clock::now()) - ms_of(std::chrono::steady_clock::now())) {}
+  std::int64_t now_ms() const override { return origin_ms_ + ms_of(std::chrono::steady_clock::now()); }
+
+ private:
+  template <class TimePoint>
+  static std::int64_t ms_of(TimePoint t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  }
+  std::int64_t origin_ms_;
+};
+
 kj::Promise<void> tick_loop(kj::Timer& timer, Service& s, std::int64_t tick_ms) {
   return timer.afterDelay(tick_ms * kj::MILLISECONDS).then([&timer, &s, tick_ms] {
     s.tick();
@@ -414,7 +435,7 @@ int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
     }
     fleet = std::move(*f);
   }
-  core::SystemClock clock;
+  WallClock clock;
   service::ServiceOptions so;
   so.data_dir = o.data_dir;
   so.heartbeat_timeout_ms = o.heartbeat_timeout_ms;

@@ -58,7 +58,7 @@ struct JobStatus {
   std::int64_t steps = 0;     // of the job's total
   std::int64_t checkpoint = -1;  // step of the last committed checkpoint
   std::vector<std::string> nodes;  // nodes of the devices held
-  std::int64_t age_ms = 0;    // since submission
+  std::int64_t age_ms = 0;    // since submission; -1 when unknown (see kWallClockFloorMs)
   std::string note;           // why it waits, why it failed, final weights' digest when done
 };
 
@@ -70,10 +70,17 @@ struct NodeStatus {
   std::int64_t heartbeat_age_ms = -1;  // since the last heartbeat, -1 when never registered
 };
 
+// Times the service hands out (ClusterEvent::time_ms, and the submission times behind
+// JobStatus::age_ms) are its clock's. orrery-core serve's clock is wall-clock, milliseconds since
+// the Unix epoch (rpc/server.cc), and the journal keeps each decision's, so they hold across
+// restarts. A time before kWallClockFloorMs (2001-09-09) is not a wall-clock time: journals written
+// before serve's clock was (orrery before issue 19) stamped the time since the host booted.
+inline constexpr std::int64_t kWallClockFloorMs = 1'000'000'000'000;
+
 // One line of the cluster's timeline: a committed decision (job or node) or a runtime report.
 struct ClusterEvent {
   std::uint64_t seq = 0;    // the decision's seq; 0 for reports that commit nothing
-  std::int64_t time_ms = 0;
+  std::int64_t time_ms = 0;  // when it was committed (or reported), by the service's clock
   int job = -1;             // -1 for node events
   std::string node;         // node events
   std::string text;         // "job 2 train-a Running -> Checkpointing: Preempt job 2 for job 3"

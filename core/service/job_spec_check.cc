@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/quote.h"
 #include "spec/limits.h"
 
 namespace orrery::service {
@@ -42,14 +43,14 @@ bool exec_safe(const std::string& s) { return s.size() <= spec::kMaxArgLength &&
 Status validate_job_spec(const JobSpec& s, std::string* field) {
   Check c(field);
   const std::string rule(spec::kNameRule);
-  if (!spec::valid_name(s.name)) return c.fail("name", "name: must be " + rule + ", got \"" + s.name + "\"");
+  if (!spec::valid_name(s.name)) return c.fail("name", "name: must be " + rule + ", got " + quote_input(s.name));
   if (!s.tenant.empty() && !spec::valid_name(s.tenant))
-    return c.fail("tenant", "tenant: must be " + rule + ", got \"" + s.tenant + "\"");
+    return c.fail("tenant", "tenant: must be " + rule + ", got " + quote_input(s.tenant));
   const auto tier = static_cast<std::int64_t>(s.tier);
   if (tier < 0 || tier >= spec::kNumTiers)
     return c.fail("tier", "tier: must be premium, standard or basic, got " + std::to_string(tier));
   if (!spec::valid_name(s.device_type))
-    return c.fail("device_type", "device_type: must be " + rule + ", got \"" + s.device_type + "\"");
+    return c.fail("device_type", "device_type: must be " + rule + ", got " + quote_input(s.device_type));
   // GuardSubmit: 1 <= min_devices <= max_devices <= world <= kMaxWorld; the runtime runs at most
   // kMaxRunWorld workers of a job.
   if (s.world < 1 || s.world > spec::kMaxRunWorld) return c.in_range("world", s.world, 1, spec::kMaxRunWorld);
@@ -97,14 +98,14 @@ Status validate_job_spec(const JobSpec& s, std::string* field) {
     for (char ch : name)
       ok = ok && ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_');
     if (!ok)
-      return c.fail("env", "env: \"" + name + "\" is not a variable name (A-Z a-z 0-9 _, not starting with a digit)");
+      return c.fail("env", "env: " + quote_input(name) + " is not a variable name (A-Z a-z 0-9 _, not starting with a digit)");
     if (!exec_safe(value))
-      return c.fail("env", "env." + name + ": must be at most " + std::to_string(spec::kMaxArgLength) +
+      return c.fail("env", "env." + clip_input(name) + ": must be at most " + std::to_string(spec::kMaxArgLength) +
                                " bytes without line breaks or NUL characters");
   }
   if (!s.workdir.empty() && (s.workdir[0] != '/' || s.workdir.size() > spec::kMaxPathLength || has_bad_char(s.workdir)))
     return c.fail("workdir", "workdir: must be an absolute path of at most " + std::to_string(spec::kMaxPathLength) +
-                                 " bytes, got \"" + s.workdir + "\"");
+                                 " bytes, got " + quote_input(s.workdir));
   // How it is preempted (spec::Preemption; GuardSubmit): only a transparent job is spliced,
   // resized or checkpointed while it runs.
   const auto mode = static_cast<std::int64_t>(s.preemption);

@@ -101,7 +101,14 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
                    std::string(spec::state_name(cm.from)) + " -> " +
                    std::string(spec::state_name(cm.to)) + ": " + d.describe();
           self->timeline_.push_back(e);
-          if (d.event == EventKind::kSubmit) self->remember_spec(cm.job, d);
+          if (d.event == EventKind::kSubmit) {
+            self->remember_spec(cm.job, d);
+            // The Submit's journaled time is when the job was submitted, for its age after a
+            // restart; unless the journal's times are boot-relative (an older orrery-core's,
+            // client_api.h) and this clock's are not: then its age is unknown.
+            if (cm.time_ms >= kWallClockFloorMs || self->clock_.now_ms() < kWallClockFloorMs)
+              self->view(cm.job).submitted_ms = cm.time_ms;
+          }
         });
     if (!core) return core.status();
     s->core_ = std::move(*core);

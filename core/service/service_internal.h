@@ -16,7 +16,7 @@ namespace orrery::service {
 struct Service::JobView {
   JobSpec spec;
   bool have_spec = false;
-  std::int64_t submitted_ms = -1;
+  std::int64_t submitted_ms = -1;  // by the service's clock; -1: unknown
   std::string note;
   std::deque<std::string> log;
 };

@@ -95,7 +95,7 @@ Result<std::vector<JobStatus>> Service::jobs() {
     s.steps = v.spec.preemption == spec::Preemption::kTransparent ? v.spec.steps : 0;
     s.checkpoint = jv.ckpt;
     for (int n : nodes_of(j)) s.nodes.push_back(core_->fleet().nodes[static_cast<std::size_t>(n)].name);
-    s.age_ms = v.submitted_ms >= 0 ? now - v.submitted_ms : 0;
+    s.age_ms = v.submitted_ms >= 0 ? std::max<std::int64_t>(now - v.submitted_ms, 0) : -1;
     s.note = v.note;
     if (jv.hold != 0 && !spec::terminal_state(spec::Concrete{}, jv.state))
       s.note = "held: suspended by an operator; `orrery resume " + std::to_string(j) +

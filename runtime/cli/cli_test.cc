@@ -1,11 +1,16 @@
 // The CLI's argument handling, exit codes and output formats, in-process: usage errors exit 1,
 // --help exits 0, a spec error is reported before any connection, an unreachable core or a lost
 // connection is exit 2, a refusal 3, an unknown job or node 4 (against a fake ClientApi that answers
-// with the codes the RPC layer delivers). Commands against a running cluster are tested end to end
-// by cli_e2e_test.sh.
+// with the codes the RPC layer delivers), a missed deadline 2; range errors in integers, an unknown
+// command named, input quoted at most 64 bytes, watch --count. Commands against a running cluster
+// are tested end to end by cli_e2e_test.sh and tests/operator/cli.cmake (operator_cli_*).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 #include <memory>
 #include <sstream>
@@ -36,6 +41,8 @@ class FakeApi final : public service::ClientApi {
   int grow_after = -1;
   bool ended = false;
   int output_calls = 0;
+  std::vector<service::ClusterEvent> events;  // what watch delivers before the connection ends
+  std::shared_ptr<int> watch_calls = std::make_shared<int>(0);  // shared by the copies connected
 
   Result<int> submit(const service::JobSpec&) override {
     if (lost) return gone();
@@ -63,7 +70,10 @@ class FakeApi final : public service::ClientApi {
   Status resume(int job) override { return act(job); }
   Status drain(const std::string& node) override { return on_node(node); }
   Status undrain(const std::string& node) override { return on_node(node); }
-  Status watch(std::uint64_t, const std::function<bool(const service::ClusterEvent&)>&) override {
+  Status watch(std::uint64_t, const std::function<bool(const service::ClusterEvent&)>& on_event) override {
+    ++*watch_calls;
+    for (const auto& e : events)
+      if (!on_event(e)) return Status::Ok();
     return gone();  // the connection ends in the middle of watching
   }
   Result<std::vector<std::string>> logs(int job, int) override {
@@ -103,16 +113,20 @@ class FakeApi final : public service::ClientApi {
   }
 };
 
-// `api` set: connecting succeeds with it (FakeApi); otherwise the core cannot be reached.
-Outcome run(std::vector<const char*> args, FakeApi* api = nullptr) {
+std::int64_t last_timeout_ms = -1;  // what the last run passed to connect
+
+// `api` set: connecting succeeds with it (FakeApi); otherwise it fails with `unreachable`.
+Outcome run(std::vector<const char*> args, FakeApi* api = nullptr, Status unreachable = Status::Ok()) {
   args.insert(args.begin(), "orrery");
   std::ostringstream out, err;
   int connects = 0;
   CliContext ctx;
-  ctx.connect = [&](const std::string& addr, const std::string&)
+  ctx.connect = [&](const std::string& addr, const std::string&, std::int64_t timeout_ms)
       -> Result<std::unique_ptr<service::ClientApi>> {
     ++connects;
+    last_timeout_ms = timeout_ms;
     if (api) return std::unique_ptr<service::ClientApi>(std::make_unique<FakeApi>(*api));
+    if (!unreachable.ok()) return unreachable;
     return Status::Unavailable("cannot connect to " + addr + ": Connection refused");
   };
   ctx.self_path = "/nonexistent/orrery";
@@ -149,11 +163,158 @@ TEST(Cli, UsageErrorsExitOne) {
   EXPECT_NE(r.err.find("--help"), std::string::npos) << r.err;
 }
 
+constexpr const char* kCommands =
+    "(commands: submit, ls, nodes, preempt, migrate, resize, cancel, drain, undrain, watch, logs, up)";
+
+// Issue 19: `orrery bogus` said "A subcommand is required".
+TEST(Cli, AnUnknownCommandIsNamedAndTheCommandsListed) {
+  for (std::vector<const char*> args : {std::vector<const char*>{"bogus"}, {"--core", "h:1", "bogus", "--x"},
+                                        {"--timeout", "3", "bogus"}}) {
+    Outcome r = run(args);
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_EQ(r.connects, 0);
+    EXPECT_EQ(r.err, std::string("orrery: unknown command \"bogus\" ") + kCommands + "\nrun `orrery --help` for usage\n");
+  }
+  Outcome r = run({});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, std::string("orrery: a command is required ") + kCommands + "\nrun `orrery --help` for usage\n");
+  const std::string big(10386, 'b');
+  r = run({big.c_str()});
+  EXPECT_EQ(r.err, "orrery: unknown command \"" + std::string(64, 'b') + "...\" (10386 bytes) " + kCommands +
+                       "\nrun `orrery --help` for usage\n");
+}
+
+// Issue 19: CLI11's Range on an integer said "Value 0 not in range 0.000000 to 1797693134862315...".
+TEST(Cli, RangeErrorsSayTheRangeInIntegers) {
+  const std::pair<std::vector<const char*>, std::string> cases[] = {
+      {{"resize", "3", "0"}, "N: 0 is out of range 1..4096"},
+      {{"resize", "3", "4097"}, "N: 4097 is out of range 1..4096"},
+      {{"resize", "3", "two"}, "N: \"two\" is not an integer"},
+      {{"resize", "3", "99999999999999999999999"}, "N: 99999999999999999999999 is out of range 1..4096"},
+      {{"resize", "3", "1.5"}, "N: \"1.5\" is not an integer"},
+      {{"logs", "3", "-n", "0"}, "--lines: 0 is out of range 1..1000000"},
+      {{"logs", "3", "--rank", "4096"}, "--rank: 4096 is out of range 0..4095"},
+      {{"watch", "--after", "-5"}, "--after: -5 is out of range (at least 0)"},
+      {{"watch", "--count", "-1"}, "--count: -1 is out of range (at least 0)"},
+      {{"--timeout", "0", "ls"}, "--timeout: 0 is out of range 1..86400"},
+      {{"--timeout", "1e3", "ls"}, "--timeout: \"1e3\" is not an integer"},
+      {{"up", "--nodes", "0"}, "--nodes: 0 is out of range 1..64"},
+      {{"up", "--devices", "0"}, "--devices: 0 is out of range 1..64"},
+      {{"up", "--device-mem-mib", "-1"}, "--device-mem-mib: -1 is out of range 1..1099511627776"},
+      {{"up", "--grace-ms", "600001"}, "--grace-ms: 600001 is out of range 0..600000"},
+  };
+  for (const auto& [args, message] : cases) {
+    Outcome r = run(args);
+    EXPECT_EQ(r.rc, 1) << message;
+    EXPECT_EQ(r.connects, 0);
+    EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "orrery: " + message);
+  }
+  // A global option's usage is the top level's.
+  EXPECT_NE(run({"--timeout", "0", "ls"}).err.find("run `orrery --help` for usage"), std::string::npos);
+}
+
+// Issue 19, item 6: every call has a deadline, --timeout SECONDS (default 10, env ORRERY_TIMEOUT).
+TEST(Cli, TheTimeoutReachesTheConnectionAndAMissedDeadlineExitsTwo) {
+  FakeApi api;
+  ASSERT_EQ(run({"--secret-file", "/x", "ls"}, &api).rc, 0);
+  EXPECT_EQ(last_timeout_ms, 10000);
+  ASSERT_EQ(run({"--secret-file", "/x", "--timeout", "3", "ls"}, &api).rc, 0);
+  EXPECT_EQ(last_timeout_ms, 3000);
+  ::setenv("ORRERY_TIMEOUT", "7", 1);
+  ASSERT_EQ(run({"--secret-file", "/x", "ls"}, &api).rc, 0);
+  EXPECT_EQ(last_timeout_ms, 7000);
+  ASSERT_EQ(run({"--secret-file", "/x", "--timeout", "2", "ls"}, &api).rc, 0);  // the flag wins
+  EXPECT_EQ(last_timeout_ms, 2000);
+  ::setenv("ORRERY_TIMEOUT", "0", 1);
+  Outcome r = run({"--secret-file", "/x", "ls"}, &api);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "orrery: --timeout: 0 is out of range 1..86400");
+  ::unsetenv("ORRERY_TIMEOUT");
+  r = run({"--secret-file", "/x", "--timeout", "1", "ls"}, nullptr,
+          Status::DeadlineExceeded("127.0.0.1:7070 did not answer within 1 s"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "orrery ls: 127.0.0.1:7070 did not answer within 1 s (--timeout SECONDS to wait longer)\n");
+}
+
+// Issue 19: `watch --count 0` printed one event; it prints none.
+TEST(CliWatch, CountStopsAfterThatManyEventsZeroAfterNone) {
+  FakeApi api;
+  for (int i = 1; i <= 3; ++i) {
+    service::ClusterEvent e;
+    e.seq = static_cast<std::uint64_t>(i);
+    e.time_ms = 1'795'000'000'000 + i;
+    e.job = 0;
+    e.text = "event " + std::to_string(i);
+    api.events.push_back(e);
+  }
+  Outcome r = run({"--secret-file", "/x", "watch", "--count", "0"}, &api);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(*api.watch_calls, 0);
+  r = run({"--secret-file", "/x", "watch", "--count", "2"}, &api);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "2026-11-18T11:06:40.001Z #1 event 1\n2026-11-18T11:06:40.002Z #2 event 2\n");
+  r = run({"--secret-file", "/x", "watch"}, &api);  // then the connection ends: exit 2
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3);
+}
+
+// Issue 19: errors quote at most 64 bytes of bad input, then "..." and its length.
+TEST(Cli, ErrorsQuoteAtMost64BytesOfInput) {
+  const std::string big(10386, 'a');
+  const std::string cut = std::string(64, 'a') + "...";
+  FakeApi api;
+  Outcome r = run({"--secret-file", "/x", "cancel", big.c_str()}, &api);
+  EXPECT_EQ(r.rc, 4);
+  EXPECT_EQ(r.err, "orrery cancel: no job named \"" + cut + "\" (10386 bytes)\n");
+  r = run({"--secret-file", "/x", "drain", big.c_str()}, &api);  // not sent to the core
+  EXPECT_EQ(r.rc, 4);
+  EXPECT_EQ(r.connects, 0);
+  EXPECT_EQ(r.err, "orrery drain: unknown node \"" + cut + "\" (10386 bytes)\n");
+  r = run({"--secret-file", "/x", "migrate", "0", "--to", big.c_str()}, &api);
+  EXPECT_EQ(r.rc, 4);
+  EXPECT_EQ(r.err, "orrery migrate: unknown node \"" + cut + "\" (10386 bytes)\n");
+  r = run({"ls", big.c_str()});  // CLI11's own message
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "orrery: The following argument was not expected: " + cut + " (10386 bytes)");
+  const std::string core = "--core=" + big;
+  r = run({core.c_str(), "ls"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "orrery: --core: \"" + cut + "\" (10386 bytes) is not a host:port address");
+  ::setenv("ORRERY_CORE", big.c_str(), 1);
+  r = run({"--secret-file", "/x", "ls"}, &api);
+  ::unsetenv("ORRERY_CORE");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.connects, 0);
+  EXPECT_EQ(r.err, "orrery ls: ORRERY_CORE: \"" + cut + "\" (10386 bytes) is not a host:port address\n");
+  r = run({"resize", "0", big.c_str()});
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "orrery: N: \"" + cut + "\" (10386 bytes) is not an integer");
+  for (const Outcome& o : {run({"--secret-file", "/x", "cancel", big.c_str()}, &api), run({"ls", big.c_str()}),
+                           run({"submit", ("/" + big).c_str()})})
+    EXPECT_LT(o.err.size(), 300u) << o.err.substr(0, 300);
+}
+
+// Issue 19: a directory given as the job spec said "name: required key missing"; a FIFO hung.
+TEST(Cli, ADirectoryOrAFifoIsNotAJobFile) {
+  Outcome r = run({"submit", "/tmp"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "orrery submit: /tmp is a directory, not a job file\n");
+  char dir[] = "/tmp/cli_test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/job.toml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  r = run({"submit", "--dry-run", fifo.c_str()});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "orrery submit: " + fifo + " is a FIFO, not a job file\n");
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
+}
+
 TEST(Cli, BadSpecIsUsageErrorBeforeConnecting) {
   Outcome r = run({"--secret-file", "/x", "submit", "/nonexistent/job.toml"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.connects, 0);
-  EXPECT_EQ(r.err, "orrery submit: /nonexistent/job.toml: cannot open the job spec\n");
+  EXPECT_EQ(r.err, "orrery submit: /nonexistent/job.toml: cannot open the job spec: No such file or directory\n");
 }
 
 TEST(Cli, DryRunPrintsSpecWithDefaults) {
@@ -361,6 +522,21 @@ TEST(Format, NodesTableAndAges) {
   EXPECT_EQ(format_age(59999), "59s");
   EXPECT_EQ(format_age(3600000), "1h00m");
   EXPECT_EQ(format_age(90061000), "1d01h");
+}
+
+// Issue 19: watch stamped events with the time since boot; the core's times are wall-clock now,
+// shown in UTC (ISO 8601). A time before kWallClockFloorMs (an older core's journal) shows "-".
+TEST(Format, EventsInUtc) {
+  service::ClusterEvent e;
+  e.seq = 41;
+  e.time_ms = 1'795'000'000'123;
+  e.text = "job 2 a Running -> Checkpointing: Preempt job 2 for job 3";
+  EXPECT_EQ(format_event(e), "2026-11-18T11:06:40.123Z #41 job 2 a Running -> Checkpointing: Preempt job 2 for job 3");
+  e.seq = 0;
+  e.time_ms = 20'000'000;  // 5.5 hours after some boot
+  e.text = "job 1 restore 3/4 shards";
+  EXPECT_EQ(format_event(e), "- job 1 restore 3/4 shards");
+  EXPECT_EQ(format_age(-1), "-");
 }
 
 TEST(Format, ProgressFromEventText) {

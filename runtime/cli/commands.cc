@@ -11,11 +11,13 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "base/quote.h"
 #include "runtime/cli/format.h"
 #include "runtime/cli/job_spec.h"
 #include "runtime/cli/local_cluster.h"
@@ -31,24 +33,85 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 // A failed command: its reason on stderr, its exit code from its status code.
 int failed(const CliContext& ctx, const std::string& what, const Status& st) {
-  *ctx.err << "orrery " << what << ": " << st.reason() << "\n";
+  *ctx.err << "orrery " << what << ": " << st.reason()
+           << (st.code() == StatusCode::kDeadlineExceeded ? " (--timeout SECONDS to wait longer)" : "")
+           << "\n";
   return exit_code(st.code());
+}
+
+// An integer option or argument in [lo, hi], refused in words: "0 is out of range 1..4096",
+// "-5 is out of range (at least 0)" (hi: no bound but int64's), "\"two\" is not an integer" (CLI11
+// prefixes the option's name). CLI11's own Range on an integer prints its bounds as doubles, 309
+// digits of them for the largest.
+constexpr std::int64_t kNoBound = std::numeric_limits<std::int64_t>::max();
+CLI::Validator int_range(std::int64_t lo, std::int64_t hi) {
+  const std::string bounds =
+      hi == kNoBound ? "at least " + std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi);
+  const std::string range = hi == kNoBound ? "(" + bounds + ")" : bounds;
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        std::int64_t v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        const bool whole = end == text.data() + text.size();
+        if (ec == std::errc::result_out_of_range && whole) return clip_input(text) + " is out of range " + range;
+        if (ec != std::errc() || !whole) return quote_input(text) + " is not an integer";
+        if (v < lo || v > hi) return text + " is out of range " + range;
+        return {};
+      },
+      hi == kNoBound ? bounds : "in " + bounds);
+}
+
+// Why `text` cannot be the core's host:port (a host name is at most 253 bytes), which every later
+// message names; "" when it can be.
+std::string bad_address(const std::string& text) {
+  const bool odd = text.empty() || text.size() > 253 + 6 ||
+                   std::any_of(text.begin(), text.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; });
+  return odd ? quote_input(text) + " is not a host:port address" : "";
+}
+
+// The first argument that is neither a global option nor its value: the command the user meant.
+std::optional<std::string> command_word(int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") return i + 1 < argc ? std::optional<std::string>(argv[i + 1]) : std::nullopt;
+    if (a.empty() || a[0] != '-') return std::string(a);
+    if (a == "--core" || a == "--secret-file" || a == "--timeout") ++i;  // its value follows
+  }
+  return std::nullopt;
+}
+
+// CLI11 quotes arguments whole in its messages: each argument (or the value of --opt=value) longer
+// than kMaxQuoted bytes is shown clipped (base/quote.h).
+std::string clip_arguments(std::string msg, int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    for (std::string_view piece : {a, a.substr(a.find('=') == std::string_view::npos ? a.size() : a.find('=') + 1)}) {
+      if (piece.size() <= kMaxQuoted) continue;
+      const std::string shown = clip_input(piece);
+      for (auto at = msg.find(piece); at != std::string::npos; at = msg.find(piece, at + shown.size()))
+        msg.replace(at, piece.size(), shown);
+    }
+  }
+  return msg;
 }
 
 struct Session {
   const CliContext& ctx;
   std::string core;
   std::string secret_file;
+  std::int64_t timeout_s = kDefaultTimeoutS;
   std::unique_ptr<service::ClientApi> api;
 
   // Connects on first use: kUnavailable when the core cannot be reached, kPermissionDenied
   // without a secret or with a wrong one (rpc/client_connection.h).
   Status open() {
     if (api) return Status::Ok();
+    // --core was checked as it was parsed; ORRERY_CORE was not.
+    if (auto why = bad_address(core); !why.empty()) return Status::InvalidArgument("ORRERY_CORE: " + why);
     if (secret_file.empty())
       return Status::PermissionDenied(
           "no secret: pass --secret-file FILE or set ORRERY_SECRET_FILE (orrery up prints it)");
-    auto r = ctx.connect(core, secret_file);
+    auto r = ctx.connect(core, secret_file, timeout_s * 1000);
     if (!r.ok()) return r.status();
     api = std::move(*r);
     return Status::Ok();
@@ -64,7 +127,7 @@ struct Session {
     int found = -1;
     for (const auto& j : *jobs)
       if (j.name == ref) found = std::max(found, j.job);
-    if (found < 0) return Status::NotFound("no job named \"" + ref + "\"");
+    if (found < 0) return Status::NotFound("no job named " + quote_input(ref));
     return found;
   }
 };
@@ -75,6 +138,7 @@ struct Session {
 constexpr std::uint32_t kOutputWindow = 1 << 20;  // the most the core returns a call
 constexpr int kMaxRanksShown = 64;  // without --rank: the first ranks of a larger job
 constexpr auto kFollowPoll = std::chrono::milliseconds(500);
+constexpr std::int64_t kMaxLines = 1'000'000;  // -n: more is not a tail
 
 // One rank's output as printed: prefixed "[rank R] " line by line (all ranks), or as it comes
 // (one rank). A prefixed line is printed once whole; `flush` prints an unfinished one.
@@ -227,11 +291,15 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   CLI::App app{"orrery: submit and operate training jobs on an orrery cluster", "orrery"};
   app.require_subcommand(1);
   app.failure_message(CLI::FailureMessage::help);
-  Session s{ctx, env_or("ORRERY_CORE", kDefaultCore), env_or("ORRERY_SECRET_FILE", ""), nullptr};
+  Session s{ctx, env_or("ORRERY_CORE", kDefaultCore), env_or("ORRERY_SECRET_FILE", ""), kDefaultTimeoutS, nullptr};
   app.add_option("--core", s.core, "address of orrery-core serve (env ORRERY_CORE)")
-      ->capture_default_str();
+      ->capture_default_str()->check(CLI::Validator([](std::string& text) { return bad_address(text); }, ""));
   app.add_option("--secret-file", s.secret_file,
                  "file holding the cluster's shared secret (env ORRERY_SECRET_FILE)");
+  app.add_option("--timeout", s.timeout_s,
+                 "seconds to wait for the core: to connect, then for each call (watch and logs "
+                 "--follow run on, but end when the core stops answering); past it, exit 2")
+      ->envname("ORRERY_TIMEOUT")->capture_default_str()->check(int_range(1, kMaxTimeoutS));
 
   std::string job_file, job_ref, job2_ref, node;
   bool dry_run = false;
@@ -239,12 +307,12 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   std::int64_t after = 0, count = -1;
   std::vector<std::string> watch_jobs;
 
-  auto* submit = app.add_subcommand("submit", "submit a job spec (TOML, docs/runtime.md)");
+  auto* submit = app.add_subcommand("submit", "check a job spec (TOML, docs/runtime.md) and submit it");
   submit->add_option("JOB.toml", job_file, "job spec file")->required();
   submit->add_flag("--dry-run", dry_run, "check the spec and print it with its defaults; submit nothing");
   auto* ls = app.add_subcommand("ls", "list jobs");
   auto* nodes = app.add_subcommand("nodes", "list nodes");
-  auto* preempt = app.add_subcommand("preempt", "checkpoint and suspend a job for a waiting one");
+  auto* preempt = app.add_subcommand("preempt", "checkpoint and suspend a running job for a waiting one");
   preempt->add_option("JOB", job_ref, "job id or name")->required();
   preempt->add_option("--for", job2_ref, "the waiting job it makes room for (default: the core picks)");
   auto* suspend = app.add_subcommand(
@@ -253,12 +321,14 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   auto* resume = app.add_subcommand(
       "resume", "release a job `orrery suspend` holds: it restores when devices are free");
   resume->add_option("JOB", job_ref, "job id or name")->required();
-  auto* migrate = app.add_subcommand("migrate", "checkpoint a job and restore it on other devices");
+  auto* migrate = app.add_subcommand("migrate", "checkpoint a running job and restore it on other devices");
   migrate->add_option("JOB", job_ref, "job id or name")->required();
   migrate->add_option("--to", node, "target node (default: the core picks)");
-  auto* resize = app.add_subcommand("resize", "change a job's device count (same world size)");
+  auto* resize = app.add_subcommand(
+      "resize", "change a running job's device count at the same world size (a shrink frees devices, for no one or --for a waiting job)");
   resize->add_option("JOB", job_ref, "job id or name")->required();
-  resize->add_option("N", devices, "device count")->required()->check(CLI::PositiveNumber);
+  resize->add_option("N", devices, "device count, within the job's elastic range")
+      ->required()->check(int_range(1, spec::kMaxRunWorld));
   resize->add_option("--for", job2_ref,
                      "when shrinking: the waiting job the devices are reserved for (default: none)");
   auto* cancel = app.add_subcommand("cancel", "cancel a job");
@@ -267,30 +337,31 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   drain->add_option("NODE", node, "node name")->required();
   auto* undrain = app.add_subcommand("undrain", "return a drained node to service");
   undrain->add_option("NODE", node, "node name")->required();
-  auto* watch = app.add_subcommand("watch", "follow the cluster's timeline");
+  auto* watch = app.add_subcommand(
+      "watch", "print the cluster's timeline (UTC times), then follow it until Ctrl-C or the core goes away");
   watch->add_option("--after", after, "start after this decision seq (0: the whole timeline)")
-      ->capture_default_str();
-  watch->add_option("--job", watch_jobs, "only these jobs (ids or names)");
-  watch->add_option("--count", count, "stop after this many events (default: follow forever)");
+      ->capture_default_str()->check(int_range(0, kNoBound));
+  watch->add_option("--job", watch_jobs, "only these jobs' events (ids or names; repeatable)");
+  watch->add_option("--count", count, "stop after this many events (0: print none; default: follow forever)")
+      ->check(int_range(0, kNoBound));
   int rank = -1;
   bool follow = false;
   auto* logs = app.add_subcommand(
       "logs", "a job's timeline and its workers' output (stdout and stderr, every incarnation)");
   logs->add_option("JOB", job_ref, "job id or name")->required();
   logs->add_option("-n,--lines", lines, "last N lines (of the timeline and of each rank)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  logs->add_option("--rank", rank, "only this rank's output (default: the timeline, then every rank's)")
-      ->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(int_range(1, kMaxLines));
+  logs->add_option("--rank", rank, "only this rank's output (default: the timeline, then the first 64 ranks')")
+      ->check(int_range(0, spec::kMaxRunWorld - 1));
   logs->add_flag("-f,--follow", follow, "then print new output until the job ends (or Ctrl-C)");
   UpOptions up_opts;
   auto* up = app.add_subcommand(
       "up", "run a local cluster (core + nodes) in the foreground until Ctrl-C, restarting what dies");
-  up->add_option("--nodes", up_opts.nodes, "node agents")->capture_default_str()->check(
-      CLI::Range(1, 64));
+  up->add_option("--nodes", up_opts.nodes, "node agents")->capture_default_str()->check(int_range(1, 64));
   up->add_option("--devices", up_opts.devices, "host devices per node")->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, spec::kMaxAgentDevices));
+      ->check(int_range(1, spec::kMaxAgentDevices));
   up->add_option("--device-mem-mib", up_opts.device_mem_mib, "memory per device, MiB")
-      ->capture_default_str()->check(CLI::Range(std::int64_t{1}, spec::kMaxMemMib));
+      ->capture_default_str()->check(int_range(1, spec::kMaxMemMib));
   up->add_option("--data", up_opts.data,
                  "data directory, kept; an earlier cluster's is started again, its jobs recovered "
                  "(default: a temporary one, removed when stopped, kept if orrery up fails)");
@@ -299,7 +370,7 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   up->add_option("--core-bin", up_opts.core_bin, "orrery-core to run (default: beside orrery)");
   up->add_option("--node-bin", up_opts.node_bin, "orrery-node to run (default: beside orrery)");
   up->add_option("--grace-ms", up_opts.grace_ms, "SIGTERM to SIGKILL on shutdown")
-      ->capture_default_str()->check(CLI::Range(0, 600000));
+      ->capture_default_str()->check(int_range(0, 600000));
   up->add_flag("--foreground")->description(
       "stay in the foreground (what orrery up always does; for scripts that say so)");
 
@@ -317,8 +388,25 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
       app.exit(e, *ctx.out, *ctx.err);
       return kExitOk;
     }
-    *ctx.err << "orrery: " << e.what() << "\n";
-    const CLI::App* sub = app.get_subcommands().empty() ? &app : app.get_subcommands().front();
+    std::string commands;
+    bool known = false;  // the command the user meant is one
+    const auto word = command_word(argc, argv);
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      commands += (commands.empty() ? "" : ", ") + sub->get_name();
+      known = known || (word && sub->get_name() == *word);
+    }
+    if (app.get_subcommands().empty() && word && !known) {
+      *ctx.err << "orrery: unknown command " << quote_input(*word) << " (commands: " << commands << ")\n"
+               << "run `orrery --help` for usage\n";
+      return kExitUsage;
+    }
+    std::string what = e.what();
+    if (what == "A subcommand is required") what = "a command is required (commands: " + commands + ")";
+    *ctx.err << "orrery: " << clip_arguments(what, argc, argv) << "\n";
+    // A global option's error: its help is the top level's.
+    const bool global = what.rfind("--core", 0) == 0 || what.rfind("--secret-file", 0) == 0 ||
+                        what.rfind("--timeout", 0) == 0;
+    const CLI::App* sub = app.get_subcommands().empty() || global ? &app : app.get_subcommands().front();
     *ctx.err << "run `orrery " << (sub == &app ? "" : sub->get_name() + " ") << "--help` for usage\n";
     return kExitUsage;
   }
@@ -351,6 +439,10 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
   }
 
   const std::string cmd = app.get_subcommands().front()->get_name();
+  // A node name is at most 64 bytes of [A-Za-z0-9._-] (spec/limits.h), as the fleet's are: any
+  // other is unknown, said here rather than sent to the core, which would echo it whole.
+  if (!node.empty() && !spec::valid_name(node))
+    return failed(ctx, cmd, Status::NotFound("unknown node " + quote_input(node)));
   if (auto st = s.open(); !st.ok()) return failed(ctx, cmd, st);
   auto resolve = [&](const std::string& ref, int& out_id) -> int {
     auto r = s.job(ref);
@@ -405,6 +497,7 @@ int run_cli(int argc, const char* const* argv, const CliContext& ctx) {
       if (int rc = resolve(ref, id)) return rc;
       only.push_back(id);
     }
+    if (count == 0) return kExitOk;  // asked for no events: the core was reached, the jobs found
     std::int64_t seen = 0;
     bool bar_open = false;  // a progress bar is on the current terminal line
     auto st = s.api->watch(static_cast<std::uint64_t>(after), [&](const service::ClusterEvent& e) {

@@ -7,6 +7,7 @@
 // (base/result.h), through exit_code() alone; --help is 0.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -37,9 +38,16 @@ int exit_code(StatusCode code);
 
 inline constexpr const char* kDefaultCore = "127.0.0.1:7070";
 
-// Connects to the core at `address` and logs in with the secret read from `secret_file`.
+// How long each call to the core may take, connecting included (--timeout, env ORRERY_TIMEOUT).
+inline constexpr std::int64_t kDefaultTimeoutS = 10;
+inline constexpr std::int64_t kMaxTimeoutS = 86400;
+
+// Connects to the core at `address` and logs in with the secret read from `secret_file`. Connecting
+// and logging in, and then each call, must be done within `timeout_ms` or fail with
+// kDeadlineExceeded; watch() has no overall deadline but ends (kDeadlineExceeded or kUnavailable)
+// when the core stops answering (rpc/client_connection.h).
 using Connector = std::function<Result<std::unique_ptr<service::ClientApi>>(
-    const std::string& address, const std::string& secret_file)>;
+    const std::string& address, const std::string& secret_file, std::int64_t timeout_ms)>;
 
 struct CliContext {
   Connector connect;

@@ -146,16 +146,19 @@ std::string progress_bar(const Progress& p, int width) {
 }
 
 std::string format_event(const service::ClusterEvent& e) {
-  std::time_t t = static_cast<std::time_t>(e.time_ms / 1000);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
   std::ostringstream o;
-  o << buf << '.';
-  char ms[8];
-  std::snprintf(ms, sizeof ms, "%03d", static_cast<int>(((e.time_ms % 1000) + 1000) % 1000));
-  o << ms;
+  if (e.time_ms >= service::kWallClockFloorMs) {
+    const std::time_t t = static_cast<std::time_t>(e.time_ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    char ms[8];
+    std::snprintf(ms, sizeof ms, "%03d", static_cast<int>(e.time_ms % 1000));
+    o << buf << '.' << ms << 'Z';
+  } else {
+    o << '-';  // an older core's boot-relative stamp: no wall-clock time to show
+  }
   if (e.seq > 0) o << " #" << e.seq;
   o << ' ' << e.text;
   return o.str();

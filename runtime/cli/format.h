@@ -12,7 +12,7 @@
 
 namespace orrery::cli {
 
-// "850ms", "12s", "4m03s", "2h05m", "3d04h".
+// "850ms", "12s", "4m03s", "2h05m", "3d04h"; "-" for a negative (unknown) age.
 std::string format_age(std::int64_t ms);
 
 // `orrery ls`: one header line and one line per job, columns
@@ -36,7 +36,8 @@ std::optional<Progress> find_progress(std::string_view text);
 // "[##########..........]  50%  1.0 MiB/2.0 MiB" (bytes shown in binary units), `width` cells.
 std::string progress_bar(const Progress& p, int width = 30);
 
-// One timeline line: "12:04:05.123 #41 job 2 train-a Running -> Checkpointing: ..." (local time).
+// One timeline line: "2026-11-25T12:04:05.123Z #41 job 2 train-a Running -> Checkpointing: ..."
+// (UTC, ISO 8601; "-" for a time before service::kWallClockFloorMs, which is not a wall-clock one).
 std::string format_event(const service::ClusterEvent& e);
 
 }  // namespace orrery::cli

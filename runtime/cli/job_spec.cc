@@ -1,8 +1,13 @@
 #include "runtime/cli/job_spec.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <functional>
 #include <optional>
@@ -10,6 +15,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "base/quote.h"
 #include "core/service/job_spec_check.h"
 #include "runtime/common/toml_type_name.h"
 #include "spec/vocabulary.h"
@@ -41,7 +47,7 @@ class Parser {
         "command",    "env",      "workdir",     "preemption", "grace_s",          "min_runtime_s"};
     for (const auto& [k, v] : root_) {
       if (!known.contains(k.str())) {
-        return err(k.source(), std::string(k.str()) + ": unknown key (known: name, tier, "
+        return err(k.source(), clip_input(k.str()) + ": unknown key (known: name, tier, "
                    "device_type, world, min_devices, max_devices, mem_mib, command, env, workdir, "
                    "preemption, grace_s, min_runtime_s, steps, checkpoint_every, workload, args, tenant)");
       }
@@ -53,7 +59,7 @@ class Parser {
     std::string tier = "standard";
     if (auto st = str("tier", false, tier); !st.ok()) return st;
     auto t = spec::parse_tier(tier);
-    if (!t) return err(at("tier"), "tier: must be premium, standard or basic, got \"" + tier + "\"");
+    if (!t) return err(at("tier"), "tier: must be premium, standard or basic, got " + quote_input(tier));
     s.tier = *t;
     if (auto st = str("device_type", false, s.device_type); !st.ok()) return st;
     if (auto st = integer("world", true, s.world); !st.ok()) return st;
@@ -66,7 +72,7 @@ class Parser {
     std::string mode = "transparent";
     if (auto st = str("preemption", false, mode); !st.ok()) return st;
     auto m = spec::parse_preemption(mode);
-    if (!m) return err(at("preemption"), "preemption: must be transparent, signal or requeue, got \"" + mode + "\"");
+    if (!m) return err(at("preemption"), "preemption: must be transparent, signal or requeue, got " + quote_input(mode));
     s.preemption = *m;
     if (auto st = seconds("grace_s", s.grace_ms); !st.ok()) return st;
     if (auto st = seconds("min_runtime_s", s.min_runtime_ms); !st.ok()) return st;
@@ -87,9 +93,9 @@ class Parser {
       if (workload.empty()) workload = "mlp";
       if (!spec::valid_name(workload, /*allow_dot=*/false))
         return err(at("workload"), "workload: must be " + std::string(spec::kNameRule) +
-                                       ", without '.', got \"" + workload + "\"");
-      if (workload != "mlp") return err(at("workload"), "workload: unknown built-in workload \"" + workload +
-                                                           "\" (there is \"mlp\"; run your own program with command)");
+                                       ", without '.', got " + quote_input(workload));
+      if (workload != "mlp") return err(at("workload"), "workload: unknown built-in workload " + quote_input(workload) +
+                                                           " (there is \"mlp\"; run your own program with command)");
       // The workload's own limits, named by the keys the user wrote.
       if (s.steps < 1 || s.steps > spec::kMaxSteps)
         return err(at("steps"), "steps: " + std::to_string(s.steps) + " out of range [1, " +
@@ -113,7 +119,7 @@ class Parser {
       for (const auto& [k, v] : *tbl) {
         auto val = v.value_exact<std::string>();
         if (!v.is_string() || !val)
-          return err(v.source(), "env." + std::string(k.str()) + ": expected a string, got " +
+          return err(v.source(), "env." + clip_input(k.str()) + ": expected a string, got " +
                                      std::string(toml_type_name(v.type())));
         s.env.emplace_back(std::string(k.str()), *val);
       }
@@ -376,34 +382,102 @@ void quoted(std::ostream& o, const std::string& s) {
   o << '"';
 }
 
+// A job spec's largest legitimate size is a few MiB (kMaxCommand arguments and kMaxEnv values of
+// kMaxArgLength bytes, escaped); more is not a job spec, and is not read whole into memory.
+constexpr std::size_t kMaxSpecBytes = std::size_t{16} << 20;
+
+// What a path that is not a regular file is ("a directory", "a FIFO", ...); nullptr for a file.
+const char* not_a_file(const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return nullptr;
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  return "something other than a file";
+}
+
+// toml++'s description with every '...'-quoted piece of the input in it (a key it cannot redefine,
+// say) clipped to kMaxQuoted bytes. toml++ cuts long descriptions itself, closing quote included:
+// an unclosed quote runs to the end.
+std::string clip_quoted(std::string_view d) {
+  std::string out;
+  for (auto open = d.find('\''); open != std::string_view::npos; open = d.find('\'')) {
+    auto close = d.find('\'', open + 1);
+    out += d.substr(0, open + 1);
+    out += clip_input(d.substr(open + 1, close == std::string_view::npos ? close : close - open - 1));
+    if (close == std::string_view::npos) return out;
+    out += '\'';
+    d.remove_prefix(close + 1);
+  }
+  out += d;
+  return out;
+}
+
 }  // namespace
 
 Result<service::JobSpec> parse_job_spec(std::string_view text, std::string_view source,
                                         const std::string& base_dir) {
-  if (auto st = check_non_ascii(text, source); !st.ok()) return st;
+  // Errors name the source; a file name is input too, shown at most kMaxQuoted bytes of it.
+  const std::string src = clip_input(source);
+  if (auto st = check_non_ascii(text, src); !st.ok()) return st;
   toml::table root;
   try {
     root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    return Status::Error(place(source, e.source()) + std::string(e.description()));
+    return Status::Error(place(src, e.source()) + clip_quoted(e.description()));
   }
   std::string base = base_dir;
   if (base.empty()) {
     std::error_code ec;
     base = std::filesystem::current_path(ec).string();
   }
-  return Parser(source, root).run(base);
+  return Parser(src, root).run(base);
 }
 
 Result<service::JobSpec> load_job_spec(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open the job spec");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::Error(path + ": cannot read the job spec");
+  const std::string shown = clip_input(path);
+  // Looked at before it is opened: a directory would read as an empty spec ("name: required key
+  // missing"), and opening a FIFO to read it waits for a writer, forever.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int e = errno;
+    const std::string why = shown + ": cannot open the job spec: " + std::strerror(e);
+    return e == ENOENT ? Status::NotFound(why) : Status::InvalidArgument(why);
+  }
+  if (auto kind = not_a_file(st)) return Status::InvalidArgument(shown + " is " + kind + ", not a job file");
+  // O_NONBLOCK: should it have become a FIFO since, opening it does not wait (fstat refuses it).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Status::InvalidArgument(shown + ": cannot open the job spec: " + std::strerror(errno));
+  std::string text;
+  Status failed;
+  if (::fstat(fd, &st) != 0) {
+    failed = Status::Internal(shown + ": cannot read the job spec: " + std::strerror(errno));
+  } else if (auto kind = not_a_file(st)) {
+    failed = Status::InvalidArgument(shown + " is " + kind + ", not a job file");
+  } else {
+    char buf[64 << 10];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        failed = Status::Internal(shown + ": cannot read the job spec: " + std::strerror(errno));
+        break;
+      }
+      if (n == 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+      if (text.size() > kMaxSpecBytes) {
+        failed = Status::InvalidArgument(shown + ": more than " + std::to_string(kMaxSpecBytes >> 20) +
+                                         " MiB, too large for a job spec");
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  if (!failed.ok()) return failed;
   std::error_code ec;
   auto dir = std::filesystem::absolute(std::filesystem::path(path), ec).parent_path().lexically_normal();
-  return parse_job_spec(text.str(), path, dir.string());
+  return parse_job_spec(text, path, dir.string());
 }
 
 std::string to_toml(const service::JobSpec& s) {

@@ -20,13 +20,16 @@
 
 namespace orrery::cli {
 
-// Parses `text` (TOML). `source` names it in errors (a file path, "<stdin>"). A relative
+// Parses `text` (TOML). `source` names it in errors (a file path, "<stdin>"). Errors quote at most
+// kMaxQuoted bytes (base/quote.h) of any input they show: a key, a value, the source. A relative
 // `workdir` (and the default, ".") is relative to `base_dir` (the spec's folder; empty: the
 // current directory), so the spec's `workdir` is always absolute.
 Result<service::JobSpec> parse_job_spec(std::string_view text, std::string_view source,
                                         const std::string& base_dir = "");
 
-// Reads and parses the file at `path` (errors name the path).
+// Reads and parses the file at `path` (errors name the path, at most kMaxQuoted bytes of it). A
+// directory, a FIFO, a device or a socket is refused before it is opened ("PATH is a directory, not
+// a job file"), as is a file of more than 16 MiB.
 Result<service::JobSpec> load_job_spec(const std::string& path);
 
 // The spec as TOML, every key written (parse_job_spec(to_toml(s)) == s): what `orrery submit

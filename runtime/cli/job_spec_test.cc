@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <string>
 
 namespace orrery::cli {
@@ -267,7 +271,59 @@ TEST(JobSpec, TomlSyntaxErrorsNamePlace) {
 TEST(JobSpec, MissingFile) {
   auto r = load_job_spec("/nonexistent/x.toml");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.reason(), "/nonexistent/x.toml: cannot open the job spec");
+  EXPECT_EQ(r.reason(), "/nonexistent/x.toml: cannot open the job spec: No such file or directory");
+}
+
+// Issue 19: a directory read as an empty spec ("name: required key missing") and a FIFO blocked
+// the reader forever. Both are refused before they are opened.
+TEST(JobSpec, DirectoriesAndFifosAreNotJobFiles) {
+  char dir_template[] = "/tmp/job_spec_test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  auto r = load_job_spec(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.reason(), dir + " is a directory, not a job file");
+  const std::string fifo = dir + "/job.toml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  r = load_job_spec(fifo);  // no writer: opening it to read would wait forever
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.reason(), fifo + " is a FIFO, not a job file");
+  r = load_job_spec("/dev/null");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.reason(), "/dev/null is a character device, not a job file");
+  ::unlink(fifo.c_str());
+  ::rmdir(dir.c_str());
+}
+
+// Issue 19: errors show at most 64 bytes of any input (base/quote.h), then "..." and its length.
+TEST(JobSpec, ErrorsQuoteAtMost64BytesOfInput) {
+  const std::string big(10386, 'n');
+  const std::string cut = std::string(64, 'n') + "...";
+  EXPECT_EQ(parse_error("name = \"" + big + "\"\nworld = 1\n"),
+            "job.toml:1:8: name: must be " + std::string(spec::kNameRule) + ", got \"" + cut +
+                "\" (10386 bytes)");
+  EXPECT_EQ(parse_error(big + " = 1\n"), "job.toml:1:1: " + cut + " (10386 bytes): unknown key (known: name, "
+            "tier, device_type, world, min_devices, max_devices, mem_mib, command, env, workdir, preemption, "
+            "grace_s, min_runtime_s, steps, checkpoint_every, workload, args, tenant)");
+  for (const char* key : {"tier", "preemption", "workload", "tenant", "device_type"}) {
+    const std::string e = parse_error("name = \"a\"\nworld = 1\n" + std::string(key) + " = \"" + big + "\"\n");
+    EXPECT_NE(e.find("\"" + cut + "\" (10386 bytes)"), std::string::npos) << e.substr(0, 300);
+    EXPECT_LT(e.size(), 400u) << key;
+  }
+  std::string e = parse_error("name = \"a\"\nworld = 1\n[env]\n" + big + " = 1\n");
+  EXPECT_NE(e.find("env." + cut + " (10386 bytes): expected a string"), std::string::npos) << e.substr(0, 300);
+  e = parse_error("name = \"a\"\nworld = 1\ncommand = [\"x\"]\n[env]\n" + big + " = \"1\"\n");
+  EXPECT_NE(e.find("env: \"" + cut + "\" (10386 bytes) is not a variable name"), std::string::npos) << e.substr(0, 300);
+  e = parse_error("name = \"a\"\nworld = 1\nworkdir = \"/" + big + "\"\n");
+  EXPECT_LT(e.size(), 400u) << e.substr(0, 300);
+  // toml++'s own messages quote keys ('...'): clipped too.
+  e = parse_error("[" + big + "]\n[" + big + "]\n");
+  EXPECT_NE(e.find("'" + cut), std::string::npos) << e.substr(0, 300);
+  EXPECT_LT(e.size(), 400u);
+  // The source name as well.
+  auto r = parse_job_spec("world = 1\n", "/" + big + ".toml", "/jobs");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.reason(), "/" + std::string(63, 'n') + "... (10392 bytes): name: required key missing (a string)");
 }
 
 }  // namespace

@@ -10,11 +10,11 @@
 
 int main(int argc, char** argv) {
   orrery::cli::CliContext ctx;
-  ctx.connect = [](const std::string& address, const std::string& secret_file)
+  ctx.connect = [](const std::string& address, const std::string& secret_file, std::int64_t timeout_ms)
       -> orrery::Result<std::unique_ptr<orrery::service::ClientApi>> {
     auto secret = orrery::rpc::read_secret_file(secret_file);
     if (!secret.ok()) return secret.status();
-    return orrery::rpc::connect_client(address, *secret);
+    return orrery::rpc::connect_client(address, *secret, timeout_ms);
   };
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);

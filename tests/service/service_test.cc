@@ -347,6 +347,47 @@ TEST_F(ServiceTest, AFleetDifferentFromTheJournalsIsRefused) {
   EXPECT_NE(s.reason().find("differs from the fleet recorded"), std::string::npos) << s.reason();
 }
 
+// Issue 19: AGE showed 0ms forever for jobs recovered after a core restart (their submission time
+// was not taken from the journal). orrery-core serve's clock is wall-clock time (rpc/server.cc), as
+// is this test's from its second part on.
+TEST_F(ServiceTest, ARecoveredJobKeepsItsAgeAndItsTimelineItsTimes) {
+  const std::int64_t t0 = 1'795'000'000'000;  // 2026-11-18T11:06:40Z, a wall-clock time
+  core::ManualClock wall(t0);
+  {
+    auto s = Service::open(opts_, core::Fleet::parse("region r\ncluster c\nnode n1 host_mem_mib=4096\n"
+                                                     "devices host count=2 mem_mib=256\n").value(), wall);
+    ASSERT_TRUE(s.ok()) << s.reason();
+    ASSERT_TRUE((*s)->submit(spec()).ok());
+    wall.advance(2000);
+    EXPECT_EQ((*s)->jobs()->at(0).age_ms, 2000);
+  }
+  wall.advance(5 * 60 * 1000);  // the core is down for five minutes
+  auto s = Service::open(opts_, std::nullopt, wall);
+  ASSERT_TRUE(s.ok()) << s.reason();
+  EXPECT_EQ((*s)->jobs()->at(0).age_ms, 2000 + 5 * 60 * 1000);
+  std::vector<ClusterEvent> timeline;
+  ASSERT_TRUE((*s)->watch(0, [&](const ClusterEvent& e) { timeline.push_back(e); return true; }).ok());
+  ASSERT_FALSE(timeline.empty());
+  EXPECT_EQ(timeline.front().time_ms, t0);  // the Submit, stamped as it was committed
+}
+
+// A journal written while serve's clock was the time since boot (before issue 19): a recovered job's
+// age is unknown (-1, shown "-"), not 56 years.
+TEST_F(ServiceTest, AJobFromABootRelativeJournalHasNoAge) {
+  { auto s = open(true); ASSERT_TRUE(s->submit(spec()).ok()); }  // clock_: 1000 ms after boot
+  {
+    core::ManualClock wall(1'795'000'000'000);
+    auto s = Service::open(opts_, std::nullopt, wall);
+    ASSERT_TRUE(s.ok()) << s.reason();
+    EXPECT_EQ((*s)->jobs()->at(0).age_ms, -1);
+  }
+  // Both clocks boot-relative (restarts in this test, with no reboot between): the journal's time
+  // is still the base of the age.
+  clock_.advance(700);
+  auto s = open(false);
+  EXPECT_EQ(s->jobs()->at(0).age_ms, 700);
+}
+
 }  // namespace
 }  // namespace orrery::service
 
