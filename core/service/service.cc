@@ -101,6 +101,9 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
                    std::string(spec::state_name(cm.from)) + " -> " +
                    std::string(spec::state_name(cm.to)) + ": " + d.describe();
           self->timeline_.push_back(e);
+          auto& log = self->view(cm.job).log;  // `orrery logs JOB` from the journal's timeline on
+          log.push_back(e.text);
+          if (log.size() > 1000) log.pop_front();
           if (d.event == EventKind::kSubmit) {
             self->remember_spec(cm.job, d);
             // The Submit's journaled time is when the job was submitted, for its age after a
@@ -249,8 +252,15 @@ void Service::refused(const core::Decision& d, const Status&) {
   if (d.origin == Origin::kPlanner) ++planner_rejected_;
 }
 
+// The protocol's notes: the NOTE of `orrery ls`, and each one also a line of the job's timeline
+// (`orrery logs JOB`, `orrery watch`), so that every failure's origin and the budget it spent stay
+// readable after the next note replaces it.
 void Service::take_notes() {
-  for (auto& [job, text] : protocol_->take_notes()) view(job).note = std::move(text);
+  for (auto& [job, text] : protocol_->take_notes()) {
+    if (!text.empty() && job >= 0 && job < core_->num_jobs())
+      emit(0, job, "", job_str(job) + " " + core_->job_info(job).name + ": " + text);
+    view(job).note = std::move(text);
+  }
 }
 
 Result<core::Committed> Service::commit_node(spec::NodeEvent e, Origin origin, int node) {

@@ -133,13 +133,8 @@ Result<std::vector<std::string>> Service::logs(int job, int max_lines) {
   const auto& log = view(job).log;
   std::vector<std::string> out;
   std::size_t from = log.size() > static_cast<std::size_t>(max_lines) ? log.size() - max_lines : 0;
+  // (After a restart the log starts with the journal's timeline: Service::open.)
   for (std::size_t i = from; i < log.size(); ++i) out.push_back(log[i]);
-  if (out.empty() && max_lines > 0) {
-    // After a restart the log starts from the journal's timeline.
-    for (const auto& e : timeline_)
-      if (e.job == job) out.push_back(e.text);
-    if (out.size() > static_cast<std::size_t>(max_lines)) out.erase(out.begin(), out.end() - max_lines);
-  }
   return out;
 }
 

@@ -180,7 +180,7 @@ messages)
   expect_rc 1 "$ORRERY" submit --dry-run /dev/null
   err_has "orrery submit: /dev/null is a character device, not a job file"
   expect_rc 1 "$ORRERY" bogus
-  err_has 'orrery: unknown command "bogus" (commands: submit, ls, nodes, preempt, migrate, resize, cancel, drain, undrain, watch, logs, up)'
+  err_has 'orrery: unknown command "bogus" (commands: submit, ls, nodes, preempt, suspend, resume, migrate, resize, cancel, drain, undrain, watch, logs, up)'
   expect_rc 1 "$ORRERY" resize J 0
   err_has "orrery: N: 0 is out of range 1..4096"
   grep -q "0.000000\|179769" "$WORK/cmd.err" && fail "a double in the range message: $(cat "$WORK/cmd.err")"

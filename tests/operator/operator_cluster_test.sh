@@ -189,10 +189,15 @@ faults)
   done
   wait_state "$id" Completed 240
   check_digest "$id" "$D"
-  faults=$(o logs "$id" -n 100000 | grep -c "platform fault" || true)
-  [ "$faults" -ge 20 ] || fail "job $id's timeline names $faults platform faults, expected >= 20 (10 proxies, 10 nodes)"
-  o logs "$id" -n 100000 | grep -q "the job's own failure" && fail "a platform fault was counted as the job's own failure"
-  say "PASS: 30 platform faults (10 proxy, 10 node, 10 core), $faults relaunches, no retry spent, digest $D"
+  timeline=$(o logs "$id" -n 100000)
+  faults=$(grep -c "NodeLoss" <<<"$timeline" || true)
+  [ "$faults" -ge 20 ] || fail "job $id's timeline has $faults NodeLoss (platform faults), expected >= 20 (10 proxies, 10 nodes)"
+  if grep -q "WorkerCrash" <<<"$timeline"; then fail "a platform fault was counted as the job's own failure (WorkerCrash)"; fi
+  grep -q "the proxy of device [0-9]* killed by signal 9 (platform fault [0-9]* of 100" <<<"$timeline" ||
+    fail "the timeline does not name a killed proxy as a platform fault"
+  grep -q "registered without its workers (platform fault" <<<"$timeline" ||
+    fail "the timeline does not name a restarted node as a platform fault"
+  say "PASS: 30 platform faults (10 proxy, 10 node, 10 core), $faults relaunches (epoch $(field "$id" 5)), no retry spent, digest $D"
   ;;
 own-failure)
   cluster
