@@ -7,7 +7,9 @@
 //   - on a fleet big enough for it (nodes of its device type and memory, each node with host
 //     memory for its swapped-out workers, premium reserve for its minimum), which the core's fleet
 //     parser must accept, the core takes Submit and Admit, the gang placer (core/policy/
-//     gang_placer.h) finds a placement and the core commits it: the job reaches Placed.
+//     gang_placer.h) finds a placement and the core commits it: the job reaches Placed; and
+//     admission (core/fleet_fit.h, which refuses at submit what no placement could satisfy)
+//     accepts it on that fleet.
 // A parser or validation laxer than the spec's submit guard, the core's fleet limits or the
 // runtime's limits fails it (checked by hand: with the world bound raised to kMaxWorld, or the
 // split check dropped, it fails within a few cases).
@@ -30,6 +32,7 @@
 #include "core/clock.h"
 #include "core/decision.h"
 #include "core/fleet.h"
+#include "core/fleet_fit.h"
 #include "core/node_bootstrap.h"
 #include "core/policy/gang_placer.h"
 #include "core/scheduler_core.h"
@@ -271,6 +274,17 @@ RC_GTEST_PROP(JobSpecPlaceable, AcceptedSpecsRunAndArePlacedOnABigEnoughFleet, (
   if (!made.ok()) RC_FAIL("core: " + made.reason());
   core::SchedulerCore& c = **made;
   if (auto up = core::bring_up_all_nodes(c); !up.ok()) RC_FAIL("nodes: " + up.reason());
+  // Admission (core/fleet_fit.h) takes what a fleet big enough can place: never stricter.
+  core::FitRequest fit;
+  fit.tier = s.tier;
+  fit.dtype = c.fleet().type_id(s.device_type);
+  fit.world = s.world;
+  fit.min_devices = s.min_devices;
+  fit.max_devices = s.max_devices;
+  fit.mem_mib = s.mem_mib;
+  fit.mode = s.preemption;
+  if (auto st = core::fits_fleet(c.fleet(), fit); !st.ok())
+    RC_FAIL("admission refuses a job a fleet big enough for it can place: " + st.reason());
 
   auto submitted = c.commit(core::Decision::submit(s.name, s.tier, s.device_type, s.world,
                                                    s.min_devices, s.max_devices, s.mem_mib, s.tenant));

@@ -52,8 +52,9 @@ static_assert(kMaxNameLength == 64, "kNameRule spells the length out");
 
 // --- Job specs ----------------------------------------------------------------------------------
 // Training steps of a job (and the checkpoint period): the workload counts steps in 64 bits; the
-// bound keeps step arithmetic (step + period) far from overflow.
-inline constexpr std::int64_t kMaxSteps = std::int64_t{1} << 40;
+// bound keeps step arithmetic (step + period) far from overflow, and every layer that tags by step
+// takes it whole (the proxies' collective packs step + 1 beside a 30-bit count in 64 bits).
+inline constexpr std::int64_t kMaxSteps = std::int64_t{1} << 33;
 // Workload arguments: each becomes one argv entry of every worker process (exec's limits).
 inline constexpr std::size_t kMaxArgs = 256;
 inline constexpr std::size_t kMaxArgLength = 4096;

@@ -403,17 +403,25 @@ void run_scenario(Driver& t) {
   t.ok(ev(E::kComplete, 3), S::kCompleted);
   t.ok(ev(E::kCancel, 2), S::kCancelled);
 
-  // beta fails twice more (node loss while running, crash while placed), then for good.
+  // beta loses its node (the platform's fault: its retries untouched), then fails on its own
+  // three more times (a crash while placed, two while running), the last one for good.
   t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
   t.ok(ev(E::kStart, 1), S::kRunning);
   EXPECT_EQ(t.ok(ev(E::kNodeLoss, 1), S::kQueued).row, 40);
+  EXPECT_EQ(t.core().cluster().jobs[1].failures, 1);
+  EXPECT_EQ(t.core().cluster().jobs[1].faults, 1);
   t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
   EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 34);
+  EXPECT_EQ(t.core().cluster().jobs[1].failures, 2);
+  t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
+  t.ok(ev(E::kStart, 1), S::kRunning);
+  EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kQueued).row, 38);
   EXPECT_EQ(t.core().cluster().jobs[1].failures, 3);
   t.ok(on(E::kPlace, 1, {6, 7}, 1), S::kPlaced);
   t.ok(ev(E::kStart, 1), S::kRunning);
   EXPECT_EQ(t.ok(ev(E::kWorkerCrash, 1), S::kFailed).row, 39);
   EXPECT_EQ(t.core().cluster().jobs[1].failures, 4);
+  EXPECT_EQ(t.core().cluster().jobs[1].faults, 1);
   t.rejected(on(E::kPlace, 1, {6, 7}, 1), {"no transition: Place for job 1 in state Failed"});
 
   // Nothing is held at the end.

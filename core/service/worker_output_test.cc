@@ -99,8 +99,10 @@ TEST_F(WorkerOutputTest, RefusalsSayWhy) {
   EXPECT_EQ(st.reason(), "job 0 has no epoch 2 (its newest is 1)");
   st = s->worker_output(session_, 0, 1, 0, std::string(kOutputChunkMax + 1, 'x'));
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  // A session the node has replaced by registering again.
+  // A session the node has replaced by registering again (its old connection ended first: a
+  // second agent under a live node's name is refused).
   const NodeSession old = session_;
+  s->disconnected(old);
   ASSERT_TRUE(s->register_node("n1", {"host", 2, 256}, {}, std::make_shared<NullLink>()).ok());
   EXPECT_EQ(s->worker_output(old, 0, 1, 0, "x").code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(read_all(*s, 0, 0), "");  // nothing refused was kept

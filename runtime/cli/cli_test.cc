@@ -164,7 +164,8 @@ TEST(Cli, UsageErrorsExitOne) {
 }
 
 constexpr const char* kCommands =
-    "(commands: submit, ls, nodes, preempt, migrate, resize, cancel, drain, undrain, watch, logs, up)";
+    "(commands: submit, ls, nodes, preempt, suspend, resume, migrate, resize, cancel, drain, undrain, "
+    "watch, logs, up)";
 
 // Issue 19: `orrery bogus` said "A subcommand is required".
 TEST(Cli, AnUnknownCommandIsNamedAndTheCommandsListed) {

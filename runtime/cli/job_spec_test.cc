@@ -211,12 +211,12 @@ TEST(JobSpec, OutOfRange) {
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nmem_mib = 0\n"),
             "job.toml:3:11: mem_mib: 0 out of range [1, 1099511627776]");
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\nsteps = -1\n"),
-            "job.toml:3:9: steps: -1 out of range [1, 1099511627776]");
+            "job.toml:3:9: steps: -1 out of range [1, 8589934592]");
   // A user's program may leave steps unknown (0), never negative.
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\ncommand = [\"x\"]\nsteps = -1\n"),
-            "job.toml:4:9: steps: -1 out of range [0, 1099511627776]");
+            "job.toml:4:9: steps: -1 out of range [0, 8589934592]");
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 4\ncheckpoint_every = -5\n"),
-            "job.toml:3:20: checkpoint_every: -5 out of range [0, 1099511627776]");
+            "job.toml:3:20: checkpoint_every: -5 out of range [0, 8589934592]");
   EXPECT_EQ(parse_error("name = \"a\"\ntier = \"gold\"\nworld = 4\n"),
             "job.toml:2:8: tier: must be premium, standard or basic, got \"gold\"");
 }
@@ -245,7 +245,7 @@ TEST(JobSpec, ArgsAndStepsWithinTheRuntimesLimits) {
                 .rfind("job.toml:3:9: args[0]: must be at most 4096 bytes", 0),
             0u);
   EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\nsteps = 0\n"),
-            "job.toml:3:9: steps: 0 out of range [1, 1099511627776]");
+            "job.toml:3:9: steps: 0 out of range [1, 8589934592]");
 }
 
 TEST(JobSpec, InfeasibleSplitIsTheCoresGuard) {

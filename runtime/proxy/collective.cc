@@ -42,6 +42,8 @@ struct Collective::ChunkState {
 
 namespace {
 constexpr int kGeomBits = 30;
+static_assert((static_cast<unsigned __int128>(spec::kMaxSteps) + 1) << kGeomBits <= ~std::uint64_t{0},
+              "a step's geometry tag must hold every step a job may have (spec/limits.h)");
 std::size_t round_page(std::size_t n) { return (n + 4095) / 4096 * 4096; }
 std::size_t chunk_area(std::uint64_t cap) {
   return round_page(2 * max_chunks(cap) * 16);
