@@ -10,7 +10,8 @@
 #   own-failure   a program that exits 7 with a message on stderr: relaunched 3 times (its
 #                 retries), then Failed with the exit status and the message as the reason
 #   duplicate     a second agent under a live node's name is refused (exits 1, "already
-#                 registered"); the node stays Up and its job completes untouched (same epoch)
+#                 registered"); the node stays Up and its job completes untouched (same epoch),
+#                 with a periodic checkpoint at every multiple of its checkpoint_every
 #   on-demand     orrery suspend / resume (held while suspended: nothing restarts it), resize
 #                 4 -> 2 -> 4 with no waiting job, migrate --to the other node, and the refusals
 #                 of actions that cannot happen; the digest of an uninterrupted run
@@ -236,6 +237,12 @@ duplicate)
   wait_state "$id" Completed 120
   [ "$(field "$id" 5)" = "$epoch" ] || fail "job $id was restarted (epoch $epoch -> $(field "$id" 5))"
   check_digest "$id" "$D"
+  # checkpoint_every = 200 means a checkpoint at every multiple of 200 (docs/operations.md).
+  ckpts=$(o logs "$id" -n 100000 | sed -n 's/.*: Checkpoint job [0-9]* ckpt@\([0-9]*\).*/\1/p' | tr '\n' ' ')
+  [ -n "$ckpts" ] || fail "job $id took no periodic checkpoint"
+  for c in $ckpts; do [ $((c % 200)) = 0 ] || fail "a periodic checkpoint at step $c, not a multiple of 200: $ckpts"; done
+  [ "$(wc -w <<<"$ckpts")" -ge 15 ] || fail "periodic checkpoints at $ckpts: multiples of 200 were skipped"
+  say "periodic checkpoints at $ckpts"
   say "PASS: duplicate agent refused, job untouched (epoch $epoch), digest $D"
   ;;
 on-demand)
