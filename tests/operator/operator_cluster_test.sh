@@ -41,19 +41,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-say() { echo "[$(($(date +%s) - T0))s] $*" >&2; }
-fail() {
-  {
-    echo "FAIL ($SCENARIO): $*"
-    echo "--- orrery ls"; "$ORRERY" ls 2>&1 || true
-    for f in "$WORK"/logs/*.log; do [ -f "$f" ] && { echo "--- $f (last 15 lines)"; tail -15 "$f"; }; done
-  } >&2
-  exit 1
-}
+LOGS=$WORK/logs
+# shellcheck source=../lib/cluster.sh
+. "$(dirname "$0")/../lib/cluster.sh"  # say, fail, o, submit, field, note, step, wait_state ...
 
 PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export ORRERY_CORE=127.0.0.1:$PORT ORRERY_SECRET_FILE=$WORK/secret
-o() { "$ORRERY" "$@"; }
 
 # ---- the cluster, by hand: each daemon the leader of its own process group --------------------
 start_core() {
@@ -73,14 +66,6 @@ start_node() {  # NAME [LOG]
   GROUP[$1]=$!
 }
 kill_group() { kill -KILL -- "-${GROUP[$1]}" 2>/dev/null || true; }
-wait_nodes_up() {  # N
-  for _ in $(seq 200); do
-    [ "$(o nodes 2>/dev/null | grep -c ' Up ')" = "$1" ] && return 0
-    sleep 0.1
-  done
-  o nodes || true
-  fail "not $1 nodes Up"
-}
 cluster() {  # two nodes of 4 host devices
   mkdir -p "$WORK/logs" "$WORK/core"
   (umask 077; od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$WORK/secret"; echo >>"$WORK/secret")
@@ -95,25 +80,6 @@ cluster() {  # two nodes of 4 host devices
 }
 
 # ---- jobs -------------------------------------------------------------------------------------
-# `orrery ls` columns: 1 JOB 2 NAME 3 TIER 4 STATE 5 EPOCH 6 DEV 7 SPLICE 8 STEP/STEPS 9 CKPT 10 NODES
-field() { o ls | awk -v id="$1" -v f="$2" '$1 == id { print $f }'; }
-note() { o ls | awk -v id="$1" '$1 == id' | sed -E 's/^([^ ]+ +){12}//'; }
-step() { local s; s=$(field "$1" 8); s=${s%%/*}; echo "${s:-0}"; }
-submit() {  # TOML -> job id
-  local out
-  out=$(o submit "$1" 2>&1) || fail "orrery submit $1: $out"
-  sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out"
-}
-wait_state() {  # ID STATE-REGEX SECONDS
-  local end=$(($(date +%s) + $3)) s=
-  while [ "$(date +%s)" -lt "$end" ]; do
-    s=$(field "$1" 4 2>/dev/null || true)
-    [[ "$s" =~ ^($2)$ ]] && return 0
-    if [[ "$s" =~ ^(Failed|Cancelled)$ ]] && ! [[ "$2" =~ $s ]]; then fail "job $1 is $s, waiting for $2: $(note "$1")"; fi
-    sleep 0.1
-  done
-  fail "job $1 not $2 after $3 s (it is ${s:-unknown}: $(note "$1"))"
-}
 # Running at a step past N: it has work (and checkpoints) to lose.
 wait_running_past() {  # ID N SECONDS
   local end=$(($(date +%s) + $3))

@@ -61,16 +61,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Messages go to stderr: helpers run inside $(...) too.
-say() { echo "[$(($(date +%s) - T0))s] $*" >&2; }
-fail() {
-  {
-    echo "FAIL ($SCENARIO): $*"
-    echo "--- orrery ls"; "$ORRERY" ls 2>&1 || true
-    for f in "$WORK"/data/logs/*.log; do [ -f "$f" ] && { echo "--- $f (last 15 lines)"; tail -15 "$f"; }; done
-  } >&2
-  exit 1
-}
+LOGS=$WORK/data/logs
+# shellcheck source=../lib/cluster.sh
+. "$(dirname "$0")/../lib/cluster.sh"  # say, fail, o, submit, field, note, step, wait_state ...
 
 case "$SCENARIO" in
   reference|preempt|migrate|resize|kill-node|kill-core)
@@ -84,19 +77,8 @@ esac
 
 PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export ORRERY_CORE=127.0.0.1:$PORT ORRERY_SECRET_FILE=$WORK/data/secret
-o() { "$ORRERY" "$@"; }
-# grep -q on a pipe would end it early: its writer's SIGPIPE fails the pipeline (pipefail).
-contains() { grep -c -- "$1" >/dev/null; }
 
 # ---- the cluster ----------------------------------------------------------------------------
-wait_nodes_up() {  # N
-  for _ in $(seq 150); do
-    [ "$(o nodes 2>/dev/null | grep -c ' Up ')" = "$1" ] && return 0
-    sleep 0.2
-  done
-  o nodes || true
-  fail "not $1 nodes Up"
-}
 up() {  # NODES DEVICES
   # Not through o(): UP_PID must be orrery up itself (SIGINT, its children), not a subshell.
   "$ORRERY" up --nodes "$1" --devices "$2" --data "$WORK/data" --listen "$ORRERY_CORE" \
@@ -166,26 +148,6 @@ down_by_hand() {
 }
 
 # ---- jobs -----------------------------------------------------------------------------------
-submit() {  # TOML -> job id
-  local out
-  out=$(o submit "$1") || fail "orrery submit $1: $out"
-  sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out"
-}
-# `orrery ls` columns: 1 JOB 2 NAME 3 TIER 4 STATE 5 EPOCH 6 DEV 7 SPLICE 8 STEP/STEPS 9 CKPT 10 NODES
-field() { o ls | awk -v id="$1" -v f="$2" '$1 == id { print $f }'; }
-note() { o ls | awk -v id="$1" '$1 == id' | sed -E 's/^([^ ]+ +){12}//'; }
-step() { local s; s=$(field "$1" 8); echo "${s%%/*}"; }
-# Waits until job ID is in STATE (a regex on the STATE column); Failed or Cancelled otherwise fail.
-wait_state() {  # ID STATE SECONDS
-  local end=$(($(date +%s) + $3)) s
-  while [ "$(date +%s)" -lt "$end" ]; do
-    s=$(field "$1" 4 2>/dev/null || true)
-    [[ "$s" =~ ^($2)$ ]] && return 0
-    if [[ "$s" =~ ^(Failed|Cancelled)$ ]] && ! [[ "$2" =~ $s ]]; then fail "job $1 is $s, waiting for $2: $(note "$1")"; fi
-    sleep 0.2
-  done
-  fail "job $1 not $2 after $3 s (it is ${s:-unknown})"
-}
 # Waits until job ID runs at step >= N (so it has made progress, and checkpoints, to lose).
 wait_step() {  # ID N SECONDS
   local end=$(($(date +%s) + $3)) s
