@@ -215,6 +215,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "orrery-sim: %s: %s\n", p.c_str(), r.reason().c_str());
       return 1;
     }
+    // Jobs this fleet cannot take are not submitted: said once (the same for every policy), with
+    // their reasons, also with --quiet.
+    if (r->unschedulable > 0 && results.empty()) {
+      std::string why;
+      for (const auto& [reason, n] : r->unschedulable_why)
+        why += (why.empty() ? "" : "; ") + std::to_string(n) + " " + reason;
+      std::fprintf(stderr, "orrery-sim: warning: %lld of %lld jobs cannot run on this fleet and are not submitted (%s)\n",
+                   static_cast<long long>(r->unschedulable), static_cast<long long>(r->jobs), why.c_str());
+    }
     if (check) {
       if (!quiet) std::fprintf(stderr, "%s: replaying %llu decisions through the invariant checker...\n",
                                p.c_str(), static_cast<unsigned long long>(r->decisions));

@@ -141,6 +141,10 @@ std::string results_json(const std::vector<SimResult>& rs) {
     out += ", \"failed\": " + std::to_string(r.failed);
     out += ", \"unfinished\": " + std::to_string(r.unfinished);
     out += ", \"unschedulable\": " + std::to_string(r.unschedulable);
+    out += ", \"unschedulable_why\": {";
+    for (auto it = r.unschedulable_why.begin(); it != r.unschedulable_why.end(); ++it)
+      out += (it == r.unschedulable_why.begin() ? "\"" : ", \"") + it->first + "\": " + std::to_string(it->second);
+    out += "}";
     out += ", \"avg_jct_s\": " + json_num(r.avg_jct_s);
     out += ", \"p50_jct_s\": " + json_num(r.p50_jct_s);
     out += ", \"p99_jct_s\": " + json_num(r.p99_jct_s);

@@ -376,6 +376,20 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   // The fleet's device type for a job: one of those it allows that can ever hold it (enough
   // devices and memory), chosen in proportion to their device counts, by the job's index (the
   // same for every policy); -1 when there is none.
+  // A job that cannot run on this fleet: not submitted, counted with its reason.
+  void unschedulable(const char* why) {
+    ++unschedulable_;
+    ++unschedulable_why_[why];
+    ++finished_;
+  }
+  // Job w's gpu_spec allows a device type that the fleet has at all (whatever its count).
+  bool any_allowed_type(int w) const {
+    const auto& sj = w_.jobs[static_cast<std::size_t>(w)];
+    if (sj.device_types == 0) return !type_count_.empty();
+    for (std::size_t i = 0; i < fleet_types_.size(); ++i)
+      if (sj.allows_type(static_cast<int>(i)) && fleet_types_[i] >= 0) return true;
+    return false;
+  }
   int device_type_for(int w) const {
     const auto& sj = w_.jobs[static_cast<std::size_t>(w)];
     std::vector<std::pair<int, std::int64_t>> ok;
@@ -419,11 +433,10 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
 
     const auto& sj = w_.jobs[static_cast<std::size_t>(w)];
     const int type = device_type_for(w);
-    if (type < 0 || (sj.tier == spec::Tier::kPremium && sj.min_devices > core_->fleet().premium_reserve)) {
-      ++unschedulable_;
-      ++finished_;
-      return;
-    }
+    if (type < 0) return unschedulable(any_allowed_type(w) ? "fewer devices of an allowed type than its min_devices, or too little memory"
+                                                           : "its gpu_spec allows no device type the fleet has");
+    if (sj.tier == spec::Tier::kPremium && sj.min_devices > core_->fleet().premium_reserve)
+      return unschedulable("a premium job with min_devices beyond the fleet's premium reserve");
     // Signal and requeue programs run one worker per device, on exactly their world (SimOptions).
     auto mode = draw_mode(o_.modes, o_.seed, static_cast<std::uint64_t>(w));
     if (mode != spec::Preemption::kTransparent &&
@@ -441,9 +454,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     auto c = commit(d);
     if (!c) {  // a spec the core refuses: counted
       jobs_.pop_back();
-      ++unschedulable_;
-      ++finished_;
-      return;
+      return unschedulable("the core refuses its spec");
     }
     auto& js = job(c->job);
     js.w = w;
@@ -566,6 +577,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   void summarize(SimResult& r) {
     r.submitted = submitted_;
     r.unschedulable = unschedulable_;
+    r.unschedulable_why = unschedulable_why_;
     std::vector<double> jct, tier_jct[3], tier_queue[3];
     std::array<std::int64_t, 3> sla_ok{};
     std::vector<double> tenant_queue_sum(w_.tenants.size(), 0.0);
@@ -665,6 +677,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::int64_t t0_ = 0, next_sample_ = 0, sample_every_ = 1;
   std::int64_t devices_ = 0, held_ = 0, waiting_ = 0;
   std::int64_t submitted_ = 0, unschedulable_ = 0, finished_ = 0;
+  std::map<std::string, std::int64_t> unschedulable_why_;
   std::int64_t preemptions_ = 0, migrations_ = 0, resizes_ = 0, checkpoints_ = 0, node_failures_ = 0;
   std::uint64_t rejected_ = 0;
   double lost_gpu_s_ = 0, lost_cut_gpu_s_ = 0;

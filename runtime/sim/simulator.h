@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,8 @@ struct SimResult {
   std::int64_t jobs = 0;         // in the workload
   std::int64_t submitted = 0;    // accepted by the core
   std::int64_t unschedulable = 0;  // no device type of the fleet can take them (not submitted)
+  // Why, per reason (unschedulable_reason()): nothing is dropped silently.
+  std::map<std::string, std::int64_t> unschedulable_why;
   std::int64_t completed = 0, failed = 0, unfinished = 0;
   double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
   std::array<TierResult, 3> tiers{};

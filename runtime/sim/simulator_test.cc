@@ -65,6 +65,30 @@ TEST(Simulator, FifoBlocksBehindTheHeadOrreryBackfills) {
   EXPECT_EQ(orrery->rejected_proposals, 0u);
 }
 
+// A job the fleet cannot take is not submitted, and it is counted with its reason: nothing is
+// dropped silently (orrery-sim prints them as a warning, and in --json).
+TEST(Simulator, JobsTheFleetCannotTakeAreCountedWithTheirReason) {
+  Workload w;
+  w.device_types = {"H100-80G", "T4"};
+  auto t4 = job(0, 10, 1, spec::Tier::kStandard);
+  t4.device_types = 1u << 1;  // T4 only: the fleet has none
+  auto wide = job(0, 10, 8, spec::Tier::kStandard);  // 8 devices on a fleet of 4
+  auto h100 = job(0, 10, 1, spec::Tier::kStandard);
+  h100.device_types = 1u << 0;
+  w.jobs = {job(0, 10, 1, spec::Tier::kStandard), t4, wide, h100};
+  for (const char* p : {"fifo", "orrery"}) {
+    auto r = simulate(one_node(4), w, p, quiet());
+    ASSERT_TRUE(r.ok()) << r.reason();
+    EXPECT_EQ(r->completed, 2) << p;
+    EXPECT_EQ(r->unschedulable, 2) << p;
+    EXPECT_EQ(r->unschedulable_why,
+              (std::map<std::string, std::int64_t>{
+                  {"its gpu_spec allows no device type the fleet has", 1},
+                  {"fewer devices of an allowed type than its min_devices, or too little memory", 1}}))
+        << p;
+  }
+}
+
 TEST(Simulator, PremiumPreemptsBasicWhichResumesFromItsCheckpoint) {
   Workload w;
   w.jobs = {job(0, 1000, 4, spec::Tier::kBasic), job(10, 50, 4, spec::Tier::kPremium)};
