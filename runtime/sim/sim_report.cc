@@ -73,11 +73,14 @@ std::string results_table(const std::vector<SimResult>& rs) {
   });
   row("JCT avg", [](const SimResult& r) { return duration(r.avg_jct_s); });
   row("JCT p50", [](const SimResult& r) { return duration(r.p50_jct_s); });
+  row("JCT p95", [](const SimResult& r) { return duration(r.p95_jct_s); });
   row("JCT p99", [](const SimResult& r) { return duration(r.p99_jct_s); });
   for (int t = 0; t < 3; ++t) {
     row(std::string(kTiers[t]) + " jobs", [t](const SimResult& r) { return num(static_cast<double>(r.tiers[t].jobs)); });
     row(std::string(kTiers[t]) + " queue avg", [t](const SimResult& r) { return duration(r.tiers[t].avg_queue_s); });
+    row(std::string(kTiers[t]) + " JCT avg", [t](const SimResult& r) { return duration(r.tiers[t].avg_jct_s); });
     row(std::string(kTiers[t]) + " queue p99", [t](const SimResult& r) { return duration(r.tiers[t].p99_queue_s); });
+    row(std::string(kTiers[t]) + " queue max", [t](const SimResult& r) { return duration(r.tiers[t].max_queue_s); });
     row(std::string(kTiers[t]) + " SLA met", [t](const SimResult& r) { return fmt("%.1f%%", 100 * r.tiers[t].sla_attainment); });
   }
   if (std::any_of(rs.begin(), rs.end(), [](const SimResult& r) { return !r.tenants.empty(); }))
@@ -147,7 +150,10 @@ std::string results_json(const std::vector<SimResult>& rs) {
     out += "}";
     out += ", \"avg_jct_s\": " + json_num(r.avg_jct_s);
     out += ", \"p50_jct_s\": " + json_num(r.p50_jct_s);
+    out += ", \"p95_jct_s\": " + json_num(r.p95_jct_s);
     out += ", \"p99_jct_s\": " + json_num(r.p99_jct_s);
+    out += ", \"avg_jct_s_per_tier\": " + per_tier([](const TierResult& t) { return t.avg_jct_s; });
+    out += ", \"max_queue_s\": " + per_tier([](const TierResult& t) { return t.max_queue_s; });
     out += ", \"avg_queue_s\": " + per_tier([](const TierResult& t) { return t.avg_queue_s; });
     out += ", \"p99_queue_s\": " + per_tier([](const TierResult& t) { return t.p99_queue_s; });
     out += ", \"sla_attainment\": " + per_tier([](const TierResult& t) { return t.sla_attainment; });

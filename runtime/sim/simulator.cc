@@ -620,6 +620,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     }
     r.avg_jct_s = mean(jct);
     r.p50_jct_s = percentile(jct, 0.5);
+    r.p95_jct_s = percentile(jct, 0.95);
     r.p99_jct_s = percentile(jct, 0.99);
     for (std::size_t t = 0; t < 3; ++t) {
       auto& tr = r.tiers[t];
@@ -629,6 +630,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       tr.p99_jct_s = percentile(tier_jct[t], 0.99);
       tr.avg_queue_s = mean(tier_queue[t]);
       tr.p99_queue_s = percentile(tier_queue[t], 0.99);
+      for (double q : tier_queue[t]) tr.max_queue_s = std::max(tr.max_queue_s, q);
       tr.sla_attainment = tr.jobs ? static_cast<double>(sla_ok[t]) / static_cast<double>(tr.jobs) : 0;
     }
     r.sim_s = static_cast<double>(std::max(end, now()) - t0_) / 1000.0;

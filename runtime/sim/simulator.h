@@ -84,6 +84,7 @@ struct TierResult {
   std::int64_t jobs = 0;  // completed
   double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
   double avg_queue_s = 0, p99_queue_s = 0;
+  double max_queue_s = 0;  // the longest wait of a completed job (starvation)
   double sla_attainment = 0;  // of the tier's completed jobs, the share within its queueing target
 };
 
@@ -101,7 +102,7 @@ struct SimResult {
   // Why, per reason (unschedulable_reason()): nothing is dropped silently.
   std::map<std::string, std::int64_t> unschedulable_why;
   std::int64_t completed = 0, failed = 0, unfinished = 0;
-  double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
+  double avg_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
   std::array<TierResult, 3> tiers{};
   // Workloads of more than one tenant: each tenant with completed jobs, and the mean over them of
   // their average queueing delay (each tenant counts once, however many jobs it has: what fair

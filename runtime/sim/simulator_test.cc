@@ -61,6 +61,13 @@ TEST(Simulator, FifoBlocksBehindTheHeadOrreryBackfills) {
   // orrery: at once on the free device (ends ~12 s).
   EXPECT_GT(fifo->tiers[1].avg_queue_s, orrery->tiers[1].avg_queue_s + 50);
   EXPECT_LT(orrery->avg_jct_s, fifo->avg_jct_s);
+  // The longest wait: FIFO's small job, about 200 s; orrery's 4-device job, about 100 s.
+  EXPECT_GT(fifo->tiers[1].max_queue_s, 150);
+  EXPECT_LT(orrery->tiers[1].max_queue_s, 120);
+  EXPECT_GE(fifo->tiers[1].max_queue_s, fifo->tiers[1].p99_queue_s);
+  EXPECT_LE(fifo->p50_jct_s, fifo->p95_jct_s);
+  EXPECT_LE(fifo->p95_jct_s, fifo->p99_jct_s);
+  EXPECT_GT(fifo->tiers[1].avg_jct_s, orrery->tiers[1].avg_jct_s);
   EXPECT_EQ(fifo->rejected_proposals, 0u);
   EXPECT_EQ(orrery->rejected_proposals, 0u);
 }
