@@ -15,6 +15,7 @@
 #include "core/protocol/driver.h"
 #include "core/protocol/protocol.h"
 #include "core/scheduler_core.h"
+#include "runtime/sim/fleet_types.h"
 
 namespace orrery::sim {
 
@@ -69,12 +70,6 @@ double mean(const std::vector<double>& v) {
   for (double x : v) s += x;
   return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
-std::uint64_t mix(std::uint64_t x) {  // splitmix64: the job's device type choice
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 class Sim final : public core::policy::PlanContext, public protocol::CommitListener {
  public:
@@ -96,12 +91,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       if (!j) return j.status();
       journal_ = std::move(*j);
     }
-    type_count_.assign(fleet.device_types.size(), 0);
-    for (const auto& g : fleet.groups) type_count_[static_cast<std::size_t>(g.type)] += g.count;
-    type_mem_.assign(fleet.device_types.size(), 0);
-    for (const auto& g : fleet.groups)
-      type_mem_[static_cast<std::size_t>(g.type)] = std::max(type_mem_[static_cast<std::size_t>(g.type)], g.mem_mib);
-    fleet_types_ = fleet_type_ids(w_, fleet);
+    types_ = FleetTypes(w_, fleet);
     auto c = core::SchedulerCore::create(std::move(fleet), clock_, journal_.get());
     if (!c) return c.status();
     core_ = std::move(*c);
@@ -373,49 +363,11 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     }
   }
 
-  // The fleet's device type for a job: one of those it allows that can ever hold it (enough
-  // devices and memory), chosen in proportion to their device counts, by the job's index (the
-  // same for every policy); -1 when there is none.
   // A job that cannot run on this fleet: not submitted, counted with its reason.
   void unschedulable(const char* why) {
     ++unschedulable_;
     ++unschedulable_why_[why];
     ++finished_;
-  }
-  // Job w's gpu_spec allows a device type that the fleet has at all (whatever its count).
-  bool any_allowed_type(int w) const {
-    const auto& sj = w_.jobs[static_cast<std::size_t>(w)];
-    if (sj.device_types == 0) return !type_count_.empty();
-    for (std::size_t i = 0; i < fleet_types_.size(); ++i)
-      if (sj.allows_type(static_cast<int>(i)) && fleet_types_[i] >= 0) return true;
-    return false;
-  }
-  int device_type_for(int w) const {
-    const auto& sj = w_.jobs[static_cast<std::size_t>(w)];
-    std::vector<std::pair<int, std::int64_t>> ok;
-    std::int64_t total = 0;
-    auto consider = [&](int t) {
-      if (t < 0 || type_count_[static_cast<std::size_t>(t)] < sj.min_devices ||
-          type_mem_[static_cast<std::size_t>(t)] < sj.mem_mib)
-        return;
-      for (auto& [u, c] : ok)
-        if (u == t) return;
-      ok.emplace_back(t, type_count_[static_cast<std::size_t>(t)]);
-      total += type_count_[static_cast<std::size_t>(t)];
-    };
-    if (sj.device_types == 0) {
-      for (int t = 0; t < static_cast<int>(type_count_.size()); ++t) consider(t);
-    } else {
-      for (std::size_t i = 0; i < fleet_types_.size(); ++i)
-        if (sj.allows_type(static_cast<int>(i))) consider(fleet_types_[i]);
-    }
-    if (total == 0) return -1;
-    auto pick = static_cast<std::int64_t>(mix(static_cast<std::uint64_t>(w)) % static_cast<std::uint64_t>(total));
-    for (auto& [t, c] : ok) {
-      if (pick < c) return t;
-      pick -= c;
-    }
-    return ok.back().first;
   }
 
   // The useful work done so far (world x full-size seconds), measured once, at the last arrival:
@@ -432,15 +384,14 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     if (w + 1 < static_cast<int>(w_.jobs.size())) push(ms(w_.jobs[static_cast<std::size_t>(w) + 1].arrival_s), Ev::kArrive, w + 1, 0);
 
     const auto& sj = w_.jobs[static_cast<std::size_t>(w)];
-    const int type = device_type_for(w);
-    if (type < 0) return unschedulable(any_allowed_type(w) ? "fewer devices of an allowed type than its min_devices, or too little memory"
-                                                           : "its gpu_spec allows no device type the fleet has");
+    const auto [type, why] = types_.choose(w_, w);
+    if (type < 0) return unschedulable(why);
     if (sj.tier == spec::Tier::kPremium && sj.min_devices > core_->fleet().premium_reserve)
       return unschedulable("a premium job with min_devices beyond the fleet's premium reserve");
     // Signal and requeue programs run one worker per device, on exactly their world (SimOptions).
     auto mode = draw_mode(o_.modes, o_.seed, static_cast<std::uint64_t>(w));
     if (mode != spec::Preemption::kTransparent &&
-        (type_count_[static_cast<std::size_t>(type)] < sj.world ||
+        (types_.count(type) < sj.world ||
          (sj.tier == spec::Tier::kPremium && sj.world > core_->fleet().premium_reserve)))
       mode = spec::Preemption::kTransparent;
     const bool whole = mode != spec::Preemption::kTransparent;
@@ -666,8 +617,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::unique_ptr<core::policy::Planner> planner_;
   std::unique_ptr<protocol::Protocol> proto_;
   std::unique_ptr<protocol::Driver> driver_;
-  std::vector<std::int64_t> type_count_, type_mem_;
-  std::vector<int> fleet_types_;
+  FleetTypes types_;
   std::vector<JobSim> jobs_;  // by core job id
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
   std::uint64_t seq_ = 0;
