@@ -1,7 +1,7 @@
-// The operator's requests through the client API: preempt, suspend, resume, migrate, resize, drain. Each is one
-// decision (origin operator) committed through the spec's guards; the runtime's work that carries
-// it out happens inside the state it enters (Checkpointing, Migrating, Resizing), as the protocol
-// commands, and ends with CheckpointDone or an Abort.
+// The operator's requests through the client API: preempt, suspend, resume, migrate, resize,
+// drain. Each is one decision (origin operator) committed through the spec's guards; the runtime's
+// work that carries it out happens inside the state it enters (Checkpointing, Migrating,
+// Resizing), as the protocol commands, and ends with CheckpointDone or an Abort.
 #include <algorithm>
 
 #include "core/service/service.h"

@@ -186,13 +186,18 @@ TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   EXPECT_GT(stay->tiers[1].p99_queue_s, 1800);
 }
 
-TEST(Simulator, SameInputSameResult) {
+// 300 synthetic jobs (gangs up to 16) at load 0.9 on one node of 32 devices: a contended run.
+Result<Workload> contended(const core::Fleet& fleet) {
   SyntheticOptions so;
   so.jobs = 300;
   so.max_gang = 16;
-  auto fleet = one_node(32);
   so.arrival_rate_per_s = arrival_rate_for_load(so, fleet.num_devices(), 0.9);
-  auto w = generate_synthetic(so);
+  return generate_synthetic(so);
+}
+
+TEST(Simulator, SameInputSameResult) {
+  auto fleet = one_node(32);
+  auto w = contended(fleet);
   ASSERT_TRUE(w.ok()) << w.reason();
   for (const char* p : {"orrery", "fifo", "tiresias"}) {
     auto a = simulate(fleet, *w, p, quiet());
@@ -259,12 +264,8 @@ TEST(Simulator, ARequeueJobRedoesItsWorkWhenPreemptedATransparentOneDoesNot) {
 }
 
 TEST(Simulator, MixedModesRunCleanUnderEveryPolicy) {
-  SyntheticOptions so;
-  so.jobs = 300;
-  so.max_gang = 16;
   auto fleet = one_node(32);
-  so.arrival_rate_per_s = arrival_rate_for_load(so, fleet.num_devices(), 0.9);
-  auto w = generate_synthetic(so);
+  auto w = contended(fleet);
   ASSERT_TRUE(w.ok()) << w.reason();
   auto o = quiet();
   o.cost.checkpoint_every_s = 600;  // periodic cuts for the transparent jobs only

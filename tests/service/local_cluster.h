@@ -172,17 +172,10 @@ class LocalCluster {
   // command, orrery-train-mlp ARGS... --steps=STEPS.
   static service::JobSpec mlp_job(const std::string& name, int steps, int every,
                                   std::vector<std::string> args = {}) {
-    service::JobSpec s;
+    auto s = elastic_pair(name, steps, every, 16);
     s.command = {"orrery-train-mlp"};
     s.command.insert(s.command.end(), args.begin(), args.end());
     s.command.push_back("--steps=" + std::to_string(steps));
-    s.name = name;
-    s.world = 2;
-    s.min_devices = 1;
-    s.max_devices = 2;
-    s.mem_mib = 16;
-    s.steps = steps;
-    s.checkpoint_every = every;
     return s;
   }
 
@@ -191,16 +184,22 @@ class LocalCluster {
   // checkpoint every EVERY. `source_dir`: the repository (the script and its workdir).
   static service::JobSpec pytorch_job(const std::string& name, const std::string& source_dir,
                                       int steps, int every) {
-    service::JobSpec s;
+    auto s = elastic_pair(name, steps, every, 64);
     const std::string dir = source_dir + "/examples/pytorch";
     s.command = {"/usr/bin/python3", dir + "/train_orrery.py", "--steps", std::to_string(steps),
                  "--width", "8", "--hidden", "64", "--batch", "4", "--log-every", "100000"};
     s.workdir = dir;
+    return s;
+  }
+  // The spec both jobs above share: world 2, elastic over 1..2 devices, MEM MiB a worker, STEPS
+  // steps, a periodic checkpoint every EVERY; its program is the caller's.
+  static service::JobSpec elastic_pair(const std::string& name, int steps, int every, int mem) {
+    service::JobSpec s;
     s.name = name;
     s.world = 2;
     s.min_devices = 1;
     s.max_devices = 2;
-    s.mem_mib = 64;
+    s.mem_mib = mem;
     s.steps = steps;
     s.checkpoint_every = every;
     return s;
