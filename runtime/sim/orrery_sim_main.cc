@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
                                   "unless --load is given, then they are compressed or stretched to it)")
                        ->check(CLI::Range(0.01, 10.0));
   app.add_option("--seed", seed, "seed of the synthetic workload, the generated fleet and failures (default 1)");
-  app.add_option("--policy", policy, "the planner: orrery (default), fifo or tiresias");
+  app.add_option("--policy", policy, "the planner: orrery (default), fifo, tiresias or afs (docs/policies.md)");
   app.add_option("--compare", compare,
                  "several planners on the same input, side by side, e.g. fifo,tiresias,orrery");
   app.add_flag("--json", json, "print the results as JSON (one object per policy) instead of a table");

@@ -134,7 +134,7 @@ struct SimResult {
   std::vector<double> jct_s;
 };
 
-// Runs `workload` on `fleet` with the planner `policy` ("orrery", "fifo", "tiresias"). Errors:
+// Runs `workload` on `fleet` with the planner `policy` ("orrery", "fifo", "tiresias", "afs"). Errors:
 // an unknown policy, a fleet without devices, a journal that cannot be written.
 Result<SimResult> simulate(const core::Fleet& fleet, const Workload& workload, const std::string& policy,
                            const SimOptions& options);
