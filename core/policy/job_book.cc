@@ -24,6 +24,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
   const auto& jv = core.cluster().jobs[job];
   const int tenant = by_tenant_ ? core.job_info(job).tenant : 0;
   auto& w = where_[i];
+  const Where was = w;
   switch (w) {
     case Where::kSubmitted: submitted_.erase(job); break;
     case Where::kWaiting:
@@ -33,6 +34,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
     case Where::kRunning:
       running_.erase(job);
       running_by_[{jv.dtype, jv.tier}].erase(job);
+      growable_.erase({jv.tier, job});
       break;
     case Where::kNone: break;
   }
@@ -48,6 +50,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
   switch (core.state(job)) {
     case JobState::kSubmitted:
       submitted_.insert(job);
+      if (was != Where::kSubmitted) wait_since_[i] = core.now_ms();
       w = Where::kSubmitted;
       break;
     case JobState::kQueued:
@@ -55,8 +58,9 @@ void JobBook::update(const SchedulerCore& core, int job) {
       // A job an operator suspended waits for `orrery resume` (Release), not for devices: no
       // planner places it, resumes it or frees devices for it meanwhile.
       if (jv.hold != 0) break;
+      // Admitted now: it has waited since its submission. Already waiting (a re-file): unchanged.
+      if (was != Where::kSubmitted && was != Where::kWaiting) wait_since_[i] = core.now_ms();
       key_of_[i] = key_(core, job);
-      wait_since_[i] = core.now_ms();
       lanes_.add(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, 1);
       w = Where::kWaiting;
@@ -68,10 +72,16 @@ void JobBook::update(const SchedulerCore& core, int job) {
       }
       running_.insert(job);
       running_by_[{jv.dtype, jv.tier}].insert(job);
+      if (jv.devices < jv.max_dev && core.job_info(job).mode == spec::Preemption::kTransparent)
+        growable_.insert({jv.tier, job});
       w = Where::kRunning;
       break;
     default: break;
   }
+}
+
+void JobBook::refile(const SchedulerCore& core, int job) {
+  if (is_waiting(job)) update(core, job);  // update() recomputes the key, keeping the wait clock
 }
 
 void JobBook::admit_all(const SchedulerCore& core, PlanContext& ctx) {

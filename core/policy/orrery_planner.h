@@ -24,7 +24,10 @@
 // Placement itself is the gang placement policy's (core/policy/gang_placement.h). docs/policies.md.
 #pragma once
 
+#include <array>
 #include <map>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "core/policy/job_book.h"
@@ -37,14 +40,41 @@ class OrreryPlanner final : public Planner {
   explicit OrreryPlanner(const PlannerOptions& o);
   std::string_view name() const override { return "orrery"; }
   void job_changed(const SchedulerCore& core, int job) override {
+    const bool was_starving = book_.is_waiting(job) && book_.key_of(job)[0] % kClassesPerTier == 0;
     book_.update(core, job);
+    track_age(core, job);
+    const auto st = core.state(job);
+    if ((st == spec::JobState::kPlaced || st == spec::JobState::kRestoring) && was_starving)
+      quantum_.insert(job);  // placed past its cap: not cut inside its tier for a quantum (the cap)
+    else if (st == spec::JobState::kQueued || st == spec::JobState::kSuspended || st == spec::JobState::kCompleted ||
+             st == spec::JobState::kFailed || st == spec::JobState::kCancelled)
+      quantum_.erase(job);
     if (!moving_for_.empty() && core.state(job) != spec::JobState::kQueued &&
         core.state(job) != spec::JobState::kSuspended)
       moving_for_.erase(job);
   }
   void plan(const SchedulerCore& core, PlanContext& ctx) override;
 
+  // A tier's classes: 0 for the jobs past its starvation cap, then one per LAS level.
+  static constexpr std::int64_t kClassesPerTier = 5;
+  // The LAS level of `attained` GPU-ms (0 .. las_levels - 1).
+  std::int64_t las_level(std::int64_t attained) const;
+  // Whether waiting `job` has waited its tier's starvation cap or longer.
+  bool starving(const SchedulerCore& core, int job) const;
+
  private:
+  JobBook::Key key(const SchedulerCore& core, int job) const;
+  // Keeps aging_ in step with the book: waiting jobs not yet past their cap, by when they started.
+  void track_age(const SchedulerCore& core, int job);
+  // Files the jobs that reached their tier's cap under the tier's first class; asks for a round
+  // when the next one will.
+  void promote_starving(const SchedulerCore& core, PlanContext& ctx);
+  // Device-seconds a cut (or re-splice) of running job v costs: its devices idle while its state
+  // is cut and restored, and the work a signal or requeue job loses.
+  double cut_cost_s(const SchedulerCore& core, int v) const;
+  std::array<std::set<std::pair<std::int64_t, int>>, spec::kNumTiers> aging_;
+  std::vector<std::int64_t> aging_since_;  // the entry in aging_, -1: none
+  std::set<int> quantum_;  // jobs placed past their cap, until their quantum is over
   // Frees devices for the waiting job `ben` by a shrink or a preemption; true if one started.
   bool free_for(const SchedulerCore& core, PlanContext& ctx, int ben);
   // Defragmentation by migration for `ben` (step 5); true if migrations started.

@@ -15,6 +15,7 @@
 // least-attained-service, core/policy/tiresias_planner.h). docs/policies.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -70,6 +71,23 @@ struct PlannerOptions {
   double migration_gib_per_s = 0.5;
   // orrery: migrations one round starts for defragmentation, at most.
   int max_defrag_moves_per_round = 8;
+  // orrery: Tiresias' discretised LAS inside each tier with more queues (the paper's K-queue
+  // form): a job's level is how many of the thresholds las_threshold_gpu_ms x las_level_factor^k
+  // (k = 0 .. las_levels - 2) its attained service has passed. A waiting job may cut (or shrink) a
+  // running job of its own tier whose level is higher, when the cut pays (cut_gib_per_s). 1..4.
+  int las_levels = 4;
+  std::int64_t las_level_factor = 4;
+  // orrery: the starvation cap per tier (premium, standard, basic; milliseconds of wait): a job
+  // that has waited this long goes ahead of every other job of its tier, closes its device type to
+  // the jobs behind it until it is placed (no backfilling past it), and may cut jobs of its tier
+  // with more attained service. <= 0: no cap for the tier.
+  std::array<std::int64_t, 3> starvation_cap_ms = {300'000, 1'800'000, 4 * 3'600'000};
+  // orrery: the rate (GiB/s) at which a job's state (world x memory per worker) is cut and restored
+  // again: what a preemption or shrink costs its victim's devices, weighed against what the waiting
+  // job has waited before a cut inside a tier is made. The default is what the runtime measured
+  // (docs/performance.md: checkpoint 0.46-0.69 GB/s, restore 0.94-1.40 GB/s); orrery-sim sets it
+  // from its own cost model. 0: cuts inside a tier are never weighed (always made).
+  double cut_gib_per_s = 0.33;
 };
 
 class Planner {
