@@ -318,11 +318,16 @@ void OrreryPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
   // first), the highest tier first. The candidates are taken first: a commit changes the book.
   std::vector<int> candidates;
   int looked = 0;
+  bool busy = false;
   for (const auto& [tier, j] : book_.growable()) {
     if (++looked > 4 * o_.max_grows_per_round) break;
-    if (!ctx.cut_pending(j)) candidates.push_back(j);
+    if (ctx.cut_pending(j)) busy = true;
+    else candidates.push_back(j);
     if (static_cast<int>(candidates.size()) >= o_.max_grows_per_round) break;
   }
+  // A job still restoring may grow once it runs: look again shortly (nothing else may call a
+  // round when its restore ends).
+  if (busy) ctx.replan_at(core.now_ms() + 10'000);
   std::set<std::int64_t> full;  // device types with no room left for a grow this round
   for (int j : candidates) {
     const auto& jv = core.cluster().jobs[j];
