@@ -19,6 +19,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
     wait_since_.resize(where_.size(), 0);
     run_since_.resize(where_.size(), 0);
     run_epoch_.resize(where_.size(), -1);
+    run_devices_.resize(where_.size(), 0);
     if (by_tenant_) held_of_.resize(where_.size(), 0);
   }
   const auto& jv = core.cluster().jobs[job];
@@ -35,6 +36,8 @@ void JobBook::update(const SchedulerCore& core, int job) {
       running_.erase(job);
       running_by_[{jv.dtype, jv.tier}].erase(job);
       growable_.erase({jv.tier, job});
+      running_devices_[{jv.dtype, jv.tier}] -= run_devices_[i];
+      run_devices_[i] = 0;
       break;
     case Where::kNone: break;
   }
@@ -74,6 +77,8 @@ void JobBook::update(const SchedulerCore& core, int job) {
       running_by_[{jv.dtype, jv.tier}].insert(job);
       if (jv.devices < jv.max_dev && core.job_info(job).mode == spec::Preemption::kTransparent)
         growable_.insert({jv.tier, job});
+      run_devices_[i] = jv.devices;
+      running_devices_[{jv.dtype, jv.tier}] += jv.devices;
       w = Where::kRunning;
       break;
     default: break;

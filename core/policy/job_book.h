@@ -53,6 +53,13 @@ class JobBook {
     return it == running_by_.end() ? none : it->second;
   }
 
+  // Devices held by the running jobs of one device type and tier (as they held when they started
+  // running): what cutting all of them could free, O(1).
+  std::int64_t running_devices(std::int64_t dtype, std::int64_t tier) const {
+    auto it = running_devices_.find({dtype, tier});
+    return it == running_devices_.end() ? 0 : it->second;
+  }
+
   // A preemption of `victim` was started for the waiting job `beneficiary`: no other one
   // is started for it until that cut is over (the victim is no longer Checkpointing).
   void note_cut(const SchedulerCore& core, int victim, int beneficiary) {
@@ -121,6 +128,8 @@ class JobBook {
   std::set<int> submitted_;
   std::set<int> running_;
   std::set<std::pair<std::int64_t, int>> growable_;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> running_devices_;  // (dtype, tier)
+  std::vector<std::int64_t> run_devices_;  // devices counted in running_devices_ for the job
   std::map<std::pair<std::int64_t, std::int64_t>, std::set<int>> running_by_;  // (dtype, tier)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
   std::multiset<int> helped_;   // beneficiaries of those cuts

@@ -61,6 +61,8 @@ void OrreryPlanner::promote_starving(const SchedulerCore& core, PlanContext& ctx
       a.erase(a.begin());
       aging_since_[static_cast<std::size_t>(job)] = -1;
       book_.refile(core, job);
+      // Past its cap it may cut jobs it could not before: search for it again at once.
+      if (static_cast<std::size_t>(job) < next_search_.size()) next_search_[static_cast<std::size_t>(job)] = 0;
     }
     if (!a.empty()) ctx.replan_at(a.begin()->first + cap);
   }
@@ -81,7 +83,9 @@ void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.place_waiting(core, ctx, o_, /*strict=*/false, [&](int ben) {
     if (book_.helped(ben) || searches >= o_.max_cuts_per_round) return;
     ++searches;
-    if (defragment_for(core, ctx, ben)) return;
+    if (defragment_for(core, ctx, ben)) return;  // cheap where there is no fragmentation to undo
+    if (static_cast<std::size_t>(ben) < next_search_.size() && core.now_ms() < next_search_[static_cast<std::size_t>(ben)])
+      return;
     free_for(core, ctx, ben);
   });
   grow(core, ctx);
@@ -117,6 +121,21 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // may be cut, only one that covers the gang alone).
   const bool same_tier_possible = o_.max_same_tier_victims > 0 && (ben_class <= top_level || ben_poor);
   const std::int64_t cap = o_.starvation_cap_ms[static_cast<std::size_t>(bj.tier)];
+  // A search that finds no victims for `ben` is not repeated for it for search_backoff_ms: a
+  // blocked gang would otherwise cost a walk over the running jobs every round, for nothing.
+  auto nothing_found = [&] {
+    if (static_cast<std::size_t>(ben) >= next_search_.size()) next_search_.resize(static_cast<std::size_t>(ben) + 1, 0);
+    next_search_[static_cast<std::size_t>(ben)] = core.now_ms() + o_.search_backoff_ms;
+    return false;
+  };
+  bool waiting_to_pay = false;  // a cut inside the tier that will pay later (a round is asked for)
+  // Nothing to search when the lower tiers together hold too few devices of the type and the tier
+  // itself cannot let a job go (O(1): the book's counters).
+  if (!same_tier_possible) {
+    std::int64_t lower = 0;
+    for (std::int64_t tier = bj.tier + 1; tier < spec::kNumTiers; ++tier) lower += book_.running_devices(bj.dtype, tier);
+    if (lower < bj.min_dev) return nothing_found();
+  }
   // The beneficiary's device type only (no other frees devices it can use), the lowest tier first.
   std::vector<int> pool;
   int looked = 0;
@@ -128,7 +147,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
       pool.push_back(v);
     }
   }
-  if (pool.empty()) return false;
+  if (pool.empty()) return nothing_found();
   // A cut or shrink inside the tier reorders equals: it is made only when what `ben` has waited
   // (its smallest gang x its wait so far: what it can expect to wait on) outweighs what the cut
   // costs its victims (cut_cost_s); if not yet, a round is asked for when it will.
@@ -137,6 +156,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     double cost = 0;
     for (int v : victims) cost += cut_cost_s(core, v);
     if (cost <= static_cast<double>(bj.min_dev) * waited_s) return true;
+    waiting_to_pay = true;
     ctx.replan_at(book_.waiting_since(ben) + static_cast<std::int64_t>(cost / static_cast<double>(bj.min_dev) * 1000.0) + 1);
     return false;
   };
@@ -214,6 +234,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     std::erase_if(candidates, same_tier);
     victims = cover();
   }
+  if (victims.empty() && !waiting_to_pay) return nothing_found();
   return preempt_for(core, ctx, book_, victims, ben) > 0;
 }
 
@@ -318,16 +339,11 @@ void OrreryPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
   // first), the highest tier first. The candidates are taken first: a commit changes the book.
   std::vector<int> candidates;
   int looked = 0;
-  bool busy = false;
   for (const auto& [tier, j] : book_.growable()) {
     if (++looked > 4 * o_.max_grows_per_round) break;
-    if (ctx.cut_pending(j)) busy = true;
-    else candidates.push_back(j);
+    if (!ctx.cut_pending(j)) candidates.push_back(j);
     if (static_cast<int>(candidates.size()) >= o_.max_grows_per_round) break;
   }
-  // A job still restoring may grow once it runs: look again shortly (nothing else may call a
-  // round when its restore ends).
-  if (busy) ctx.replan_at(core.now_ms() + 10'000);
   std::set<std::int64_t> full;  // device types with no room left for a grow this round
   for (int j : candidates) {
     const auto& jv = core.cluster().jobs[j];

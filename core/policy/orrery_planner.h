@@ -75,6 +75,7 @@ class OrreryPlanner final : public Planner {
   std::array<std::set<std::pair<std::int64_t, int>>, spec::kNumTiers> aging_;
   std::vector<std::int64_t> aging_since_;  // the entry in aging_, -1: none
   std::set<int> quantum_;  // jobs placed past their cap, until their quantum is over
+  std::vector<std::int64_t> next_search_;  // by job: no victim search for it before this time
   // Frees devices for the waiting job `ben` by a shrink or a preemption; true if one started.
   bool free_for(const SchedulerCore& core, PlanContext& ctx, int ben);
   // Defragmentation by migration for `ben` (step 5); true if migrations started.

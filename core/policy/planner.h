@@ -88,6 +88,10 @@ struct PlannerOptions {
   // (docs/performance.md: checkpoint 0.46-0.69 GB/s, restore 0.94-1.40 GB/s); orrery-sim sets it
   // from its own cost model. 0: cuts inside a tier are never weighed (always made).
   double cut_gib_per_s = 0.33;
+  // orrery: a victim search that found nothing for a waiting job is not repeated for it for this
+  // long (a blocked gang would cost a walk over up to max_victim_candidates running jobs every
+  // round, for nothing: the largest part of a 1M-job run's time before).
+  std::int64_t search_backoff_ms = 60'000;
 };
 
 class Planner {
