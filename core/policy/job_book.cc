@@ -30,6 +30,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
     case Where::kSubmitted: submitted_.erase(job); break;
     case Where::kWaiting:
       lanes_.remove(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
+      --waiting_by_type_[jv.dtype];
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, -1);
       break;
     case Where::kRunning:
@@ -53,7 +54,6 @@ void JobBook::update(const SchedulerCore& core, int job) {
   switch (core.state(job)) {
     case JobState::kSubmitted:
       submitted_.insert(job);
-      if (was != Where::kSubmitted) wait_since_[i] = core.now_ms();
       w = Where::kSubmitted;
       break;
     case JobState::kQueued:
@@ -61,10 +61,11 @@ void JobBook::update(const SchedulerCore& core, int job) {
       // A job an operator suspended waits for `orrery resume` (Release), not for devices: no
       // planner places it, resumes it or frees devices for it meanwhile.
       if (jv.hold != 0) break;
-      // Admitted now: it has waited since its submission. Already waiting (a re-file): unchanged.
-      if (was != Where::kSubmitted && was != Where::kWaiting) wait_since_[i] = core.now_ms();
+      // Already waiting (a re-file): unchanged.
+      if (was != Where::kWaiting) wait_since_[i] = core.now_ms();
       key_of_[i] = key_(core, job);
       lanes_.add(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
+      ++waiting_by_type_[jv.dtype];
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, 1);
       w = Where::kWaiting;
       break;

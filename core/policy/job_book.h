@@ -68,9 +68,9 @@ class JobBook {
     helped_.insert(beneficiary);
   }
   bool helped(int beneficiary) const { return helped_.count(beneficiary) != 0; }
-  // When a waiting job started waiting (the core's clock), this time: a job that was never admitted
-  // before waits since its submission (the wait its user sees), one preempted or failed since it
-  // stopped running. Set before the planner's key is computed, so a key may depend on it.
+  // When a waiting job started waiting (the core's clock), this time: since its admission, or since
+  // it stopped running (a wait for admission is admission control's: the premium reserve). Set
+  // before the planner's key is computed, so a key may depend on it.
   std::int64_t waiting_since(int job) const { return wait_since_[static_cast<std::size_t>(job)]; }
   bool is_waiting(int job) const {
     return job >= 0 && static_cast<std::size_t>(job) < where_.size() &&
@@ -81,6 +81,11 @@ class JobBook {
   // Files waiting `job` again under the key the planner computes now (a key that depends on time,
   // e.g. age-based promotion, changes while the job waits). O(log waiting).
   void refile(const SchedulerCore& core, int job);
+  // Jobs waiting for devices of `dtype`.
+  std::int64_t waiting_of_type(std::int64_t dtype) const {
+    auto it = waiting_by_type_.find(dtype);
+    return it == waiting_by_type_.end() ? 0 : it->second;
+  }
   // When a running job's current incarnation started running (the core's clock, when the book
   // first saw it Running under its current epoch: a periodic checkpoint or an aborted cut does
   // not restart it). What a victim loses and min_runtime_ms are measured from here
@@ -125,6 +130,7 @@ class JobBook {
   std::vector<std::int64_t> run_since_;
   std::vector<std::int64_t> run_epoch_;  // the epoch run_since_ is for (-1: none yet)
   std::vector<std::int64_t> held_of_;  // by tenant: devices counted in shares_ for the job
+  std::map<std::int64_t, std::int64_t> waiting_by_type_;
   std::set<int> submitted_;
   std::set<int> running_;
   std::set<std::pair<std::int64_t, int>> growable_;
