@@ -77,11 +77,13 @@ struct PlannerOptions {
   // running job of its own tier whose level is higher, when the cut pays (cut_gib_per_s). 1..4.
   int las_levels = 4;
   std::int64_t las_level_factor = 4;
-  // orrery: the starvation cap per tier (premium, standard, basic; milliseconds of wait): a job
-  // that has waited this long goes ahead of every other job of its tier, closes its device type to
-  // the jobs behind it until it is placed (no backfilling past it), and may cut jobs of its tier
-  // with more attained service. <= 0: no cap for the tier.
-  std::array<std::int64_t, 3> starvation_cap_ms = {300'000, 1'800'000, 4 * 3'600'000};
+  // orrery: the starvation cap per tier (premium, standard, basic; milliseconds of wait since
+  // admission): a job that has waited this long goes ahead of every other job of its tier and may
+  // cut a job of its tier with more attained service that has run at least the cap; placed, it is
+  // not cut inside its tier for the cap (a quantum). <= 0: no cap for the tier. Premium only by
+  // default: caps of 30 min and 4 h for standard and basic made average JCT and the tails worse on
+  // every synthetic workload measured (docs/scheduling.md).
+  std::array<std::int64_t, 3> starvation_cap_ms = {300'000, 0, 0};
   // orrery: the rate (GiB/s) at which a job's state (world x memory per worker) is cut and restored
   // again: what a preemption or shrink costs its victim's devices, weighed against what the waiting
   // job has waited before a cut inside a tier is made. The default is what the runtime measured
