@@ -1,19 +1,22 @@
-// orrery's policy. Every round:
+// orrery's policy (docs/scheduling.md says why and where each part comes from). Every round:
 //  1. admits what the core accepts (premium within its reserve: admission control);
-//  2. places waiting jobs by tier (premium, standard, basic), inside a tier fairly among tenants
-//     (the next device to the tenant holding fewest of the tier) and, inside a tenant, least
-//     attained service first, backfilling: a job that does not fit does not hold back the others;
+//  2. places waiting jobs by tier (premium, standard, basic); inside a tier, jobs past the tier's
+//     starvation cap first (PlannerOptions::starvation_cap_ms; premium's only by default), then
+//     Tiresias' discretised LAS levels (las_levels, las_level_factor), inside a level fairly among
+//     tenants (the next device to the tenant holding fewest of the tier) and, inside a tenant,
+//     least attained service first, backfilling: a job that does not fit does not hold back others;
 //  3. for a waiting job that does not fit, frees devices from a job of a lower tier: shrinks an
 //     elastic one if it can (same world size, more splicing: nothing is lost; to the largest
 //     device count that frees the waiting job's smallest gang), else preempts,
 //     the lowest tier first, then the set of victims that loses least (by preemption mode: a
 //     transparent job the time of its cut, signal and requeue jobs their run since they started;
-//     none within its min_runtime_ms: core/policy/victims.h). Inside a tier
-//     (fair share) a job that has had less than PlannerOptions::las_threshold_gpu_ms of service
-//     may preempt one that has had more, and a job of a tenant below the tier's equal split may
-//     preempt one of a tenant above it (core/policy/tenant_shares.h). The freed devices are
-//     reserved for the waiting job by the core (the spec's Suspend and Shrink effects);
-//  4. when nothing waits, grows elastic jobs into idle devices up to their max_devices;
+//     none within its min_runtime_ms: core/policy/victims.h). Inside a tier a job may cut or
+//     shrink one on a higher LAS level, or (past its cap) one with more service that has run the
+//     cap, and a job of a tenant below the tier's equal split one of a tenant above it
+//     (core/policy/tenant_shares.h); a shrink inside a tier only when it pays (the waiting job's
+//     gang x its wait >= the re-splice's cost at cut_gib_per_s). The freed devices are reserved
+//     for the waiting job by the core (the spec's Suspend and Shrink effects);
+//  4. grows elastic jobs into idle devices of a type no job waits for, up to their max_devices;
 //  5. defragmentation by migration: a waiting job that does not fit although enough devices of
 //     its kind are free, scattered over regions (a gang spans nodes and clusters, never regions),
 //     gets the region nearest to fitting it emptied by migrating running jobs of its tier or
