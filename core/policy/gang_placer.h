@@ -132,6 +132,8 @@ class GangPlacer {
   std::vector<std::uint32_t> adj_stamp_, excl_stamp_, tag_seen_;
   std::vector<int> adj_eff_, tag_usable_, held_on_;
   std::vector<int> adj_nodes_;   // nodes adjusted for the current count
+  std::vector<std::int64_t> scope_delta_;  // by scope: the adjusted nodes' effect on its total
+  std::vector<int> delta_scopes_;          // the scopes with a delta (to clear)
   std::vector<int> tag_nodes_;   // Up nodes with tagged devices usable by the job
   std::vector<int> held_nodes_;  // nodes where the job holds devices (held_on_ counts them)
   std::int64_t per_new_ = 0, per_old_ = 0;  // host MiB per device for the new and old splice

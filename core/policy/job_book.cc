@@ -19,20 +19,26 @@ void JobBook::update(const SchedulerCore& core, int job) {
     wait_since_.resize(where_.size(), 0);
     run_since_.resize(where_.size(), 0);
     run_epoch_.resize(where_.size(), -1);
+    run_devices_.resize(where_.size(), 0);
     if (by_tenant_) held_of_.resize(where_.size(), 0);
   }
   const auto& jv = core.cluster().jobs[job];
   const int tenant = by_tenant_ ? core.job_info(job).tenant : 0;
   auto& w = where_[i];
+  const Where was = w;
   switch (w) {
     case Where::kSubmitted: submitted_.erase(job); break;
     case Where::kWaiting:
       lanes_.remove(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
+      --waiting_by_type_[jv.dtype];
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, -1);
       break;
     case Where::kRunning:
       running_.erase(job);
       running_by_[{jv.dtype, jv.tier}].erase(job);
+      growable_.erase({jv.tier, job});
+      running_devices_[{jv.dtype, jv.tier}] -= run_devices_[i];
+      run_devices_[i] = 0;
       break;
     case Where::kNone: break;
   }
@@ -55,9 +61,11 @@ void JobBook::update(const SchedulerCore& core, int job) {
       // A job an operator suspended waits for `orrery resume` (Release), not for devices: no
       // planner places it, resumes it or frees devices for it meanwhile.
       if (jv.hold != 0) break;
+      // Already waiting (a re-file): unchanged.
+      if (was != Where::kWaiting) wait_since_[i] = core.now_ms();
       key_of_[i] = key_(core, job);
-      wait_since_[i] = core.now_ms();
       lanes_.add(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
+      ++waiting_by_type_[jv.dtype];
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, 1);
       w = Where::kWaiting;
       break;
@@ -68,10 +76,18 @@ void JobBook::update(const SchedulerCore& core, int job) {
       }
       running_.insert(job);
       running_by_[{jv.dtype, jv.tier}].insert(job);
+      if (jv.devices < jv.max_dev && core.job_info(job).mode == spec::Preemption::kTransparent)
+        growable_.insert({jv.tier, job});
+      run_devices_[i] = jv.devices;
+      running_devices_[{jv.dtype, jv.tier}] += jv.devices;
       w = Where::kRunning;
       break;
     default: break;
   }
+}
+
+void JobBook::refile(const SchedulerCore& core, int job) {
+  if (is_waiting(job)) update(core, job);  // update() recomputes the key, keeping the wait clock
 }
 
 void JobBook::admit_all(const SchedulerCore& core, PlanContext& ctx) {

@@ -40,6 +40,9 @@ class JobBook {
   const std::set<int>& submitted() const { return submitted_; }
   std::int64_t waiting() const { return lanes_.size(); }  // jobs waiting
   const std::set<int>& running() const { return running_; }
+  // Running transparent jobs on fewer devices than their max_devices (those that can grow), by
+  // (tier, job id).
+  const std::set<std::pair<std::int64_t, int>>& growable() const { return growable_; }
   // Tenant shares (kept only by a book kept by tenant).
   const TenantShares& shares() const { return shares_; }
   // The running jobs of one device type and tier (where a waiting job of that type may find
@@ -50,6 +53,13 @@ class JobBook {
     return it == running_by_.end() ? none : it->second;
   }
 
+  // Devices held by the running jobs of one device type and tier (as they held when they started
+  // running): what cutting all of them could free, O(1).
+  std::int64_t running_devices(std::int64_t dtype, std::int64_t tier) const {
+    auto it = running_devices_.find({dtype, tier});
+    return it == running_devices_.end() ? 0 : it->second;
+  }
+
   // A preemption of `victim` was started for the waiting job `beneficiary`: no other one
   // is started for it until that cut is over (the victim is no longer Checkpointing).
   void note_cut(const SchedulerCore& core, int victim, int beneficiary) {
@@ -58,8 +68,24 @@ class JobBook {
     helped_.insert(beneficiary);
   }
   bool helped(int beneficiary) const { return helped_.count(beneficiary) != 0; }
-  // When a waiting job started waiting (the core's clock), this time.
+  // When a waiting job started waiting (the core's clock), this time: since its admission, or since
+  // it stopped running (a wait for admission is admission control's: the premium reserve). Set
+  // before the planner's key is computed, so a key may depend on it.
   std::int64_t waiting_since(int job) const { return wait_since_[static_cast<std::size_t>(job)]; }
+  bool is_waiting(int job) const {
+    return job >= 0 && static_cast<std::size_t>(job) < where_.size() &&
+           where_[static_cast<std::size_t>(job)] == Where::kWaiting;
+  }
+  // The key a waiting job is filed under.
+  const Key& key_of(int job) const { return key_of_[static_cast<std::size_t>(job)]; }
+  // Files waiting `job` again under the key the planner computes now (a key that depends on time,
+  // e.g. age-based promotion, changes while the job waits). O(log waiting).
+  void refile(const SchedulerCore& core, int job);
+  // Jobs waiting for devices of `dtype`.
+  std::int64_t waiting_of_type(std::int64_t dtype) const {
+    auto it = waiting_by_type_.find(dtype);
+    return it == waiting_by_type_.end() ? 0 : it->second;
+  }
   // When a running job's current incarnation started running (the core's clock, when the book
   // first saw it Running under its current epoch: a periodic checkpoint or an aborted cut does
   // not restart it). What a victim loses and min_runtime_ms are measured from here
@@ -75,8 +101,8 @@ class JobBook {
   // order inside a tenant.
   // A job that does not fit counts against its device type's budget of failed tries, ctx.note()
   // hears why, and if it could fit the fleet (kRetryLater) it is passed to `blocked` (a planner
-  // may preempt or shrink for it there). `strict` stops a type at its first failure (FIFO: no job overtakes an earlier one of the same type). Returns the number
-  // placed.
+  // may preempt or shrink for it there). `strict` stops a type at its first failure (FIFO: no job
+  // overtakes an earlier one of the same type). Returns the number placed.
   int place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o, bool strict,
                     const std::function<void(int)>& blocked);
 
@@ -104,8 +130,12 @@ class JobBook {
   std::vector<std::int64_t> run_since_;
   std::vector<std::int64_t> run_epoch_;  // the epoch run_since_ is for (-1: none yet)
   std::vector<std::int64_t> held_of_;  // by tenant: devices counted in shares_ for the job
+  std::map<std::int64_t, std::int64_t> waiting_by_type_;
   std::set<int> submitted_;
   std::set<int> running_;
+  std::set<std::pair<std::int64_t, int>> growable_;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> running_devices_;  // (dtype, tier)
+  std::vector<std::int64_t> run_devices_;  // devices counted in running_devices_ for the job
   std::map<std::pair<std::int64_t, std::int64_t>, std::set<int>> running_by_;  // (dtype, tier)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
   std::multiset<int> helped_;   // beneficiaries of those cuts

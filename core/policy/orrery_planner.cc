@@ -1,6 +1,8 @@
 #include "core/policy/orrery_planner.h"
 
 #include <algorithm>
+#include <climits>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -12,25 +14,81 @@ namespace orrery::core::policy {
 using spec::EventKind;
 
 OrreryPlanner::OrreryPlanner(const PlannerOptions& o)
-    : o_(o), book_([o](const SchedulerCore& core, int job) {
-        const auto& j = core.cluster().jobs[job];
-        // Class: the tier, then (as in Tiresias' discretised LAS) whether the job has had its
-        // turn; inside a class tenants share fairly, inside a tenant least attained first.
-        const std::int64_t had_turn = j.attained >= o.las_threshold_gpu_ms ? 1 : 0;
-        return JobBook::Key{2 * j.tier + had_turn, j.attained, job};
-      }, /*by_tenant=*/true) {}
+    : o_(o), book_([this](const SchedulerCore& core, int job) { return key(core, job); }, /*by_tenant=*/true) {}
+
+std::int64_t OrreryPlanner::las_level(std::int64_t attained) const {
+  const int levels = std::clamp(o_.las_levels, 1, static_cast<int>(kClassesPerTier) - 1);
+  std::int64_t level = 0;
+  for (std::int64_t t = o_.las_threshold_gpu_ms; level + 1 < levels && attained >= t; ++level)
+    t = t > INT64_MAX / std::max<std::int64_t>(o_.las_level_factor, 2) ? INT64_MAX : t * std::max<std::int64_t>(o_.las_level_factor, 2);
+  return level;
+}
+
+bool OrreryPlanner::starving(const SchedulerCore& core, int job) const {
+  const auto tier = static_cast<std::size_t>(core.cluster().jobs[job].tier);
+  const std::int64_t cap = o_.starvation_cap_ms[tier];
+  return cap > 0 && core.now_ms() - book_.waiting_since(job) >= cap;
+}
+
+JobBook::Key OrreryPlanner::key(const SchedulerCore& core, int job) const {
+  const auto& j = core.cluster().jobs[job];
+  // Class: the tier; inside it the jobs past the tier's starvation cap first (the longest waiting
+  // first), then Tiresias' discretised LAS levels; inside a level tenants share fairly, and inside
+  // a tenant the least attained service goes first.
+  if (starving(core, job)) return JobBook::Key{kClassesPerTier * j.tier, book_.waiting_since(job), job};
+  return JobBook::Key{kClassesPerTier * j.tier + 1 + las_level(j.attained), j.attained, job};
+}
+
+void OrreryPlanner::track_age(const SchedulerCore& core, int job) {
+  if (job < 0) return;
+  const auto i = static_cast<std::size_t>(job);
+  if (i >= aging_since_.size()) aging_since_.resize(i + 1, -1);
+  const auto tier = static_cast<std::size_t>(core.cluster().jobs[job].tier);
+  if (aging_since_[i] >= 0) aging_[tier].erase({aging_since_[i], job});
+  aging_since_[i] = -1;
+  if (!book_.is_waiting(job) || o_.starvation_cap_ms[tier] <= 0) return;
+  if (book_.key_of(job)[0] % kClassesPerTier == 0) return;  // already ahead of its tier
+  aging_since_[i] = book_.waiting_since(job);
+  aging_[tier].insert({aging_since_[i], job});
+}
+
+void OrreryPlanner::promote_starving(const SchedulerCore& core, PlanContext& ctx) {
+  for (std::size_t tier = 0; tier < aging_.size(); ++tier) {
+    auto& a = aging_[tier];
+    const std::int64_t cap = o_.starvation_cap_ms[tier];
+    while (!a.empty() && core.now_ms() - a.begin()->first >= cap) {
+      const int job = a.begin()->second;
+      a.erase(a.begin());
+      aging_since_[static_cast<std::size_t>(job)] = -1;
+      book_.refile(core, job);
+      // Past its cap it may cut jobs it could not before: search for it again at once.
+      if (static_cast<std::size_t>(job) < next_search_.size()) next_search_[static_cast<std::size_t>(job)] = 0;
+    }
+    if (!a.empty()) ctx.replan_at(a.begin()->first + cap);
+  }
+}
+
+double OrreryPlanner::cut_cost_s(const SchedulerCore& core, int v) const {
+  const auto& vj = core.cluster().jobs[v];
+  const double gib = static_cast<double>(vj.world) * static_cast<double>(vj.mem) / 1024.0;
+  const double idle = o_.cut_gib_per_s > 0 ? gib / o_.cut_gib_per_s : 0.0;
+  return static_cast<double>(vj.devices) * (idle + static_cast<double>(loss_per_device_ms(core, book_, v)) / 1000.0);
+}
 
 void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.admit_all(core, ctx);
+  promote_starving(core, ctx);
   int searches = 0;  // each a walk over the running jobs: bounded per round
   moves_ = 0;
   book_.place_waiting(core, ctx, o_, /*strict=*/false, [&](int ben) {
     if (book_.helped(ben) || searches >= o_.max_cuts_per_round) return;
     ++searches;
-    if (defragment_for(core, ctx, ben)) return;
+    if (defragment_for(core, ctx, ben)) return;  // cheap where there is no fragmentation to undo
+    if (static_cast<std::size_t>(ben) < next_search_.size() && core.now_ms() < next_search_[static_cast<std::size_t>(ben)])
+      return;
     free_for(core, ctx, ben);
   });
-  if (book_.waiting() == 0) grow(core, ctx);
+  grow(core, ctx);
 }
 
 bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int ben) {
@@ -56,10 +114,29 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // victim, would still hold at least as much (the move narrows the gap and never reverses it).
   const std::int64_t ben_held = shares.held(bj.tier, tenant(ben)) + bj.min_dev;
   const bool ben_poor = ben_held <= shares.equal_share(bj.tier);
+  // `ben`'s class in its tier: 0 past the tier's starvation cap, else 1 + its LAS level.
+  const std::int64_t ben_class = book_.key_of(ben)[0] % kClassesPerTier;
+  const std::int64_t top_level = std::clamp<std::int64_t>(o_.las_levels, 1, kClassesPerTier - 1) - 1;
   // Inside the tier only if a rule below can let a job go (and, when at most one job of the tier
   // may be cut, only one that covers the gang alone).
-  const bool same_tier_possible =
-      o_.max_same_tier_victims > 0 && (bj.attained < o_.las_threshold_gpu_ms || ben_poor);
+  const bool same_tier_possible = o_.max_same_tier_victims > 0 && (ben_class <= top_level || ben_poor);
+  const std::int64_t cap = o_.starvation_cap_ms[static_cast<std::size_t>(bj.tier)];
+  // A search that finds no victims for `ben` is not repeated for it for search_backoff_ms: a
+  // blocked gang would otherwise cost a walk over the running jobs every round, for nothing.
+  auto nothing_found = [&] {
+    if (static_cast<std::size_t>(ben) >= next_search_.size()) next_search_.resize(static_cast<std::size_t>(ben) + 1, 0);
+    next_search_[static_cast<std::size_t>(ben)] = core.now_ms() + o_.search_backoff_ms;
+    return false;
+  };
+  bool waiting_to_pay = false;  // a cut inside the tier that will pay later (a round is asked for)
+  bool shrink_deferred = false;  // a shrink inside the tier that will pay later
+  // Nothing to search when the lower tiers together hold too few devices of the type and the tier
+  // itself cannot let a job go (O(1): the book's counters).
+  if (!same_tier_possible) {
+    std::int64_t lower = 0;
+    for (std::int64_t tier = bj.tier + 1; tier < spec::kNumTiers; ++tier) lower += book_.running_devices(bj.dtype, tier);
+    if (lower < bj.min_dev) return nothing_found();
+  }
   // The beneficiary's device type only (no other frees devices it can use), the lowest tier first.
   std::vector<int> pool;
   int looked = 0;
@@ -71,29 +148,56 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
       pool.push_back(v);
     }
   }
-  if (pool.empty()) return false;
+  if (pool.empty()) return nothing_found();
+  // A shrink inside the tier reorders equals: it is made only when what `ben` has waited (its
+  // smallest gang x its wait so far: what it can expect to wait on) outweighs what the re-splice
+  // costs the shrunk job (cut_cost_s); if not yet, a round is asked for when it will.
+  const double waited_s = static_cast<double>(core.now_ms() - book_.waiting_since(ben)) / 1000.0;
+  auto pays = [&](const std::vector<int>& victims) {
+    double cost = 0;
+    for (int v : victims) cost += cut_cost_s(core, v);
+    if (cost <= static_cast<double>(bj.min_dev) * waited_s) return true;
+    waiting_to_pay = true;
+    ctx.replan_at(book_.waiting_since(ben) + static_cast<std::int64_t>(cost / static_cast<double>(bj.min_dev) * 1000.0) + 1);
+    return false;
+  };
   for (int v : pool) {
     const auto& vj = s.jobs[v];
-    // A lower tier, or (fair share inside a tier) a job of the same tier that has had a long
-    // turn already while `ben` has had almost none.
+    // A lower tier, or a job of the same tier that has had a longer turn: a higher LAS level than
+    // `ben`'s (Tiresias' queues); for `ben` past its tier's starvation cap, any job with more
+    // attained service that has run at least the cap since it started (a quantum: two starving
+    // jobs do not take turns faster); or (fair share) a job of a tenant above the tier's split.
     const bool same_tier_turn =
         vj.tier == bj.tier &&
-        ((vj.attained >= o_.las_threshold_gpu_ms && bj.attained < o_.las_threshold_gpu_ms) ||
+        ((ben_class > 0 && 1 + las_level(vj.attained) > ben_class) ||
+         (ben_class == 0 && vj.attained > bj.attained && core.now_ms() - book_.running_since(v) >= cap) ||
          (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held));
     if ((vj.tier < bj.tier || (vj.tier == bj.tier && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (protected_now(core, book_, v)) continue;  // within its min_runtime_ms (victims.h)
+    // A job placed past its tier's starvation cap runs at least the cap before its tier may cut it
+    // again: else the next newcomer of a lower LAS level would cut it at once, and the cap would
+    // bound its waits but not its progress.
+    if (vj.tier == bj.tier && quantum_.count(v) != 0) {
+      if (core.now_ms() - book_.running_since(v) < o_.starvation_cap_ms[static_cast<std::size_t>(vj.tier)]) continue;
+      quantum_.erase(v);
+    }
     if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
     candidates.push_back(v);
-    // A shrink only for a higher tier, only of a transparent job (INV-MODE).
-    if (vj.tier == bj.tier || shrink >= 0 || core.job_info(v).mode != spec::Preemption::kTransparent) continue;
+    // A shrink only of a transparent job (INV-MODE); inside the tier only when it pays (below).
+    if (shrink >= 0 || core.job_info(v).mode != spec::Preemption::kTransparent) continue;
     // The largest device count the job may shrink to (a divisor of its world within the splice
     // limit, at least min_devices) that frees the beneficiary's smallest gang.
     // (By splice factor f, the smallest first: a device count is world / f.)
-    for (std::int64_t f = 1, c = vj.world; f <= spec::kSpliceLimit && shrink < 0; c = vj.world / ++f)
-      if (vj.world % f == 0 && c <= vj.devices - bj.min_dev && c >= vj.min_dev) {
-        shrink = v;
-        shrink_to = c;
-      }
+    std::int64_t to = 0;
+    for (std::int64_t f = 1, c = vj.world; f <= spec::kSpliceLimit && to == 0; c = vj.world / ++f)
+      if (vj.world % f == 0 && c <= vj.devices - bj.min_dev && c >= vj.min_dev) to = c;
+    if (to == 0) continue;
+    if (vj.tier == bj.tier && !pays({v})) {
+      shrink_deferred = true;  // it will pay: a preemption inside the tier would cost as much
+      continue;
+    }
+    shrink = v;
+    shrink_to = to;
   }
   // A shrink (the first candidate, lowest tier first, that can free the whole smallest gang):
   // nothing is lost, the job runs on with more workers a device.
@@ -130,11 +234,15 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // jobs than it helps. Cutting many small jobs for one large gang lengthens the average job's
   // completion and churns; then only lower tiers' jobs are cut.
   const auto same_tier = [&](int v) { return s.jobs[v].tier == bj.tier; };
-  if (static_cast<int>(victims.size()) > o_.max_same_tier_victims &&
-      std::any_of(victims.begin(), victims.end(), same_tier)) {
+  // (The cost rule is not applied to these cuts themselves: weighed like shrinks, they made the
+  // average JCT 1.7x longer on the Alibaba trace on 8x8 GPUs at load 0.7, docs/scheduling.md; but
+  // while a shrink inside the tier waits to pay, no job of the tier is cut instead.)
+  if (std::any_of(victims.begin(), victims.end(), same_tier) &&
+      (static_cast<int>(victims.size()) > o_.max_same_tier_victims || shrink_deferred)) {
     std::erase_if(candidates, same_tier);
     victims = cover();
   }
+  if (victims.empty() && !waiting_to_pay) return nothing_found();
   return preempt_for(core, ctx, book_, victims, ben) > 0;
 }
 
@@ -235,18 +343,31 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
 }
 
 void OrreryPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
-  int grown = 0;
+  // Elastic jobs grow into devices of a type that nothing waits for (a waiting job would have them
+  // first), the highest tier first. The candidates are taken first: a commit changes the book.
+  // Nothing to do where every device type has jobs waiting (the usual case under load): no walk.
+  bool some_free_type = false;
+  for (std::int64_t t = 0; t < static_cast<std::int64_t>(core.fleet().device_types.size()) && !some_free_type; ++t)
+    some_free_type = book_.waiting_of_type(t) == 0;
+  if (!some_free_type || book_.growable().empty()) return;
   std::vector<int> candidates;
-  for (int j : book_.running()) {
-    const auto& jv = core.cluster().jobs[j];
-    if (jv.devices < jv.max_dev && !ctx.cut_pending(j)) candidates.push_back(j);
+  int looked = 0;
+  for (const auto& [tier, j] : book_.growable()) {
+    if (++looked > 4 * o_.max_grows_per_round) break;
+    if (!ctx.cut_pending(j) && book_.waiting_of_type(core.cluster().jobs[j].dtype) == 0) candidates.push_back(j);
     if (static_cast<int>(candidates.size()) >= o_.max_grows_per_round) break;
   }
+  std::set<std::int64_t> full;  // device types with no room left for a grow this round
   for (int j : candidates) {
+    const auto& jv = core.cluster().jobs[j];
+    if (full.count(jv.dtype) != 0 || core.state(j) != spec::JobState::kRunning) continue;
     auto p = book_.placer(core).propose(j, EventKind::kResizeUp);
-    if (p.kind != Proposal::Kind::kOk) break;  // no idle devices of any use left
-    if (static_cast<std::int64_t>(p.decision.devices.size()) <= core.cluster().jobs[j].devices) continue;
-    if (ctx.propose(p.decision) && ++grown >= o_.max_grows_per_round) break;  // checked by the placer
+    if (p.kind != Proposal::Kind::kOk) {
+      full.insert(jv.dtype);
+      continue;
+    }
+    if (static_cast<std::int64_t>(p.decision.devices.size()) <= jv.devices) continue;
+    ctx.propose(p.decision);  // checked by the placer
   }
 }
 

@@ -1,19 +1,22 @@
-// orrery's policy. Every round:
+// orrery's policy (docs/scheduling.md says why and where each part comes from). Every round:
 //  1. admits what the core accepts (premium within its reserve: admission control);
-//  2. places waiting jobs by tier (premium, standard, basic), inside a tier fairly among tenants
-//     (the next device to the tenant holding fewest of the tier) and, inside a tenant, least
-//     attained service first, backfilling: a job that does not fit does not hold back the others;
+//  2. places waiting jobs by tier (premium, standard, basic); inside a tier, jobs past the tier's
+//     starvation cap first (PlannerOptions::starvation_cap_ms; premium's only by default), then
+//     Tiresias' discretised LAS levels (las_levels, las_level_factor), inside a level fairly among
+//     tenants (the next device to the tenant holding fewest of the tier) and, inside a tenant,
+//     least attained service first, backfilling: a job that does not fit does not hold back others;
 //  3. for a waiting job that does not fit, frees devices from a job of a lower tier: shrinks an
 //     elastic one if it can (same world size, more splicing: nothing is lost; to the largest
 //     device count that frees the waiting job's smallest gang), else preempts,
 //     the lowest tier first, then the set of victims that loses least (by preemption mode: a
 //     transparent job the time of its cut, signal and requeue jobs their run since they started;
-//     none within its min_runtime_ms: core/policy/victims.h). Inside a tier
-//     (fair share) a job that has had less than PlannerOptions::las_threshold_gpu_ms of service
-//     may preempt one that has had more, and a job of a tenant below the tier's equal split may
-//     preempt one of a tenant above it (core/policy/tenant_shares.h). The freed devices are
-//     reserved for the waiting job by the core (the spec's Suspend and Shrink effects);
-//  4. when nothing waits, grows elastic jobs into idle devices up to their max_devices;
+//     none within its min_runtime_ms: core/policy/victims.h). Inside a tier a job may cut or
+//     shrink one on a higher LAS level, or (past its cap) one with more service that has run the
+//     cap, and a job of a tenant below the tier's equal split one of a tenant above it
+//     (core/policy/tenant_shares.h); a shrink inside a tier only when it pays (the waiting job's
+//     gang x its wait >= the re-splice's cost at cut_gib_per_s). The freed devices are reserved
+//     for the waiting job by the core (the spec's Suspend and Shrink effects);
+//  4. grows elastic jobs into idle devices of a type no job waits for, up to their max_devices;
 //  5. defragmentation by migration: a waiting job that does not fit although enough devices of
 //     its kind are free, scattered over regions (a gang spans nodes and clusters, never regions),
 //     gets the region nearest to fitting it emptied by migrating running jobs of its tier or
@@ -24,7 +27,10 @@
 // Placement itself is the gang placement policy's (core/policy/gang_placement.h). docs/policies.md.
 #pragma once
 
+#include <array>
 #include <map>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "core/policy/job_book.h"
@@ -37,14 +43,42 @@ class OrreryPlanner final : public Planner {
   explicit OrreryPlanner(const PlannerOptions& o);
   std::string_view name() const override { return "orrery"; }
   void job_changed(const SchedulerCore& core, int job) override {
+    const bool was_starving = book_.is_waiting(job) && book_.key_of(job)[0] % kClassesPerTier == 0;
     book_.update(core, job);
+    track_age(core, job);
+    const auto st = core.state(job);
+    if ((st == spec::JobState::kPlaced || st == spec::JobState::kRestoring) && was_starving)
+      quantum_.insert(job);  // placed past its cap: not cut inside its tier for a quantum (the cap)
+    else if (st == spec::JobState::kQueued || st == spec::JobState::kSuspended || st == spec::JobState::kCompleted ||
+             st == spec::JobState::kFailed || st == spec::JobState::kCancelled)
+      quantum_.erase(job);
     if (!moving_for_.empty() && core.state(job) != spec::JobState::kQueued &&
         core.state(job) != spec::JobState::kSuspended)
       moving_for_.erase(job);
   }
   void plan(const SchedulerCore& core, PlanContext& ctx) override;
 
+  // A tier's classes: 0 for the jobs past its starvation cap, then one per LAS level.
+  static constexpr std::int64_t kClassesPerTier = 5;
+  // The LAS level of `attained` GPU-ms (0 .. las_levels - 1).
+  std::int64_t las_level(std::int64_t attained) const;
+  // Whether waiting `job` has waited its tier's starvation cap or longer.
+  bool starving(const SchedulerCore& core, int job) const;
+
  private:
+  JobBook::Key key(const SchedulerCore& core, int job) const;
+  // Keeps aging_ in step with the book: waiting jobs not yet past their cap, by when they started.
+  void track_age(const SchedulerCore& core, int job);
+  // Files the jobs that reached their tier's cap under the tier's first class; asks for a round
+  // when the next one will.
+  void promote_starving(const SchedulerCore& core, PlanContext& ctx);
+  // Device-seconds a cut (or re-splice) of running job v costs: its devices idle while its state
+  // is cut and restored, and the work a signal or requeue job loses.
+  double cut_cost_s(const SchedulerCore& core, int v) const;
+  std::array<std::set<std::pair<std::int64_t, int>>, spec::kNumTiers> aging_;
+  std::vector<std::int64_t> aging_since_;  // the entry in aging_, -1: none
+  std::set<int> quantum_;  // jobs placed past their cap, until their quantum is over
+  std::vector<std::int64_t> next_search_;  // by job: no victim search for it before this time
   // Frees devices for the waiting job `ben` by a shrink or a preemption; true if one started.
   bool free_for(const SchedulerCore& core, PlanContext& ctx, int ben);
   // Defragmentation by migration for `ben` (step 5); true if migrations started.

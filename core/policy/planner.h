@@ -16,6 +16,7 @@
 // NSDI'21, core/policy/afs_planner.h). docs/policies.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -71,6 +72,29 @@ struct PlannerOptions {
   double migration_gib_per_s = 0.5;
   // orrery: migrations one round starts for defragmentation, at most.
   int max_defrag_moves_per_round = 8;
+  // orrery: Tiresias' discretised LAS inside each tier with more queues (the paper's K-queue
+  // form): a job's level is how many of the thresholds las_threshold_gpu_ms x las_level_factor^k
+  // (k = 0 .. las_levels - 2) its attained service has passed. A waiting job may cut (or shrink) a
+  // running job of its own tier whose level is higher, when the cut pays (cut_gib_per_s). 1..4.
+  int las_levels = 4;
+  std::int64_t las_level_factor = 4;
+  // orrery: the starvation cap per tier (premium, standard, basic; milliseconds of wait since
+  // admission): a job that has waited this long goes ahead of every other job of its tier and may
+  // cut a job of its tier with more attained service that has run at least the cap; placed, it is
+  // not cut inside its tier for the cap (a quantum). <= 0: no cap for the tier. Premium only by
+  // default: caps of 30 min and 4 h for standard and basic made average JCT and the tails worse on
+  // every synthetic workload measured (docs/scheduling.md).
+  std::array<std::int64_t, 3> starvation_cap_ms = {300'000, 0, 0};
+  // orrery: the rate (GiB/s) at which a job's state (world x memory per worker) is cut and restored
+  // again: what a preemption or shrink costs its victim's devices, weighed against what the waiting
+  // job has waited before a cut inside a tier is made. The default is what the runtime measured
+  // (docs/performance.md: checkpoint 0.46-0.69 GB/s, restore 0.94-1.40 GB/s); orrery-sim sets it
+  // from its own cost model. 0: cuts inside a tier are never weighed (always made).
+  double cut_gib_per_s = 0.33;
+  // orrery: a victim search that found nothing for a waiting job is not repeated for it for this
+  // long (a blocked gang would cost a walk over up to max_victim_candidates running jobs every
+  // round, for nothing: the largest part of a 1M-job run's time before).
+  std::int64_t search_backoff_ms = 60'000;
 };
 
 class Planner {

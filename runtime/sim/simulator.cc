@@ -70,6 +70,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     auto po = o_.planner;
     if (po.migration_gib_per_s > 0)
       po.migration_gib_per_s = 1.0 / (1.0 / o_.cost.checkpoint_gbps + 1.0 / o_.cost.network_gbps + 1.0 / o_.cost.restore_gbps);
+    // A cut and its restore, as the planner weighs a preemption or shrink inside a tier.
+    if (po.cut_gib_per_s > 0) po.cut_gib_per_s = 1.0 / (1.0 / o_.cost.checkpoint_gbps + 1.0 / o_.cost.restore_gbps);
     planner_ = core::policy::make_planner(policy, po);
     if (!planner_) return Status::Error("unknown policy \"" + policy + "\"");
     if (fleet.num_devices() == 0) return Status::Error("the fleet has no devices");

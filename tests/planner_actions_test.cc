@@ -1,0 +1,159 @@
+// The orrery planner's actions, each in a small simulated scenario built to need it, beside one
+// that does not (or the same scenario with the mechanism switched off), so that each test fails if
+// the mechanism goes: growth into idle devices, a shrink inside a tier for a job of a lower LAS
+// level, the cost rule that delays a cut until the waiting job has waited what it costs, the
+// starvation cap, and the tier order under overload. (Shrink for a higher tier, preemption of a
+// lower tier and defragmentation by migration: runtime/sim/simulator_test.cc; the cheapest
+// victims: tests/victim_choice_test.cc.) docs/scheduling.md.
+#include <gtest/gtest.h>
+
+#include "runtime/sim/fleet_generator.h"
+#include "runtime/sim/simulator.h"
+
+namespace orrery::sim {
+namespace {
+
+core::Fleet one_node(int devices) {
+  FleetGenOptions o;
+  o.regions = 1;
+  o.clusters_per_region = 1;
+  o.nodes = 1;
+  o.devices_per_node = devices;
+  o.device_mix = {{"H100-80G", 81920, 1}};
+  return *generate_fleet(o);
+}
+
+SimJob job(double arrival, double duration, int world, spec::Tier tier, int min_dev = -1) {
+  SimJob j;
+  j.arrival_s = arrival;
+  j.duration_s = duration;
+  j.world = world;
+  j.min_devices = min_dev < 0 ? world : min_dev;
+  j.max_devices = world;
+  j.mem_mib = 1024;
+  j.tier = tier;
+  return j;
+}
+
+SimOptions quiet() {
+  SimOptions o;
+  o.round_s = 1;
+  o.cost.checkpoint_every_s = 50;  // attained service reaches the core (the LAS levels need it)
+  o.premium_share = 1;
+  return o;
+}
+
+SimResult run(const Workload& w, const SimOptions& o, int devices = 4) {
+  auto r = simulate(one_node(devices), w, "orrery", o);
+  EXPECT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->rejected_proposals, 0u);
+  EXPECT_EQ(r->completed, static_cast<std::int64_t>(w.jobs.size()));
+  return *r;
+}
+
+TEST(PlannerActions, GrowsIntoIdleDevicesWhenThereAreSome) {
+  // 4 devices. X holds 2 for 100 s; the elastic E (world 4, 2 to 4 devices, 1,000 s of work on 4)
+  // starts on the other 2 and grows to 4 when X ends.
+  Workload w;
+  w.jobs = {job(0, 100, 2, spec::Tier::kStandard), job(0, 1000, 4, spec::Tier::kBasic, /*min_dev=*/2)};
+  auto grown = run(w, quiet());
+  EXPECT_EQ(grown.resizes, 1);
+  EXPECT_LT(grown.tiers[2].avg_jct_s, 1300);  // about 100 s at half speed, then 950 s on 4
+  // Without growth it runs on 2 devices to the end: twice as long.
+  auto o = quiet();
+  o.planner.max_grows_per_round = 0;
+  auto rigid = run(w, o);
+  EXPECT_EQ(rigid.resizes, 0);
+  EXPECT_GT(rigid.tiers[2].avg_jct_s, 1900);
+  // Where X holds its 2 devices for longer than E runs, there is nothing to grow into.
+  w.jobs[0].duration_s = 5000;
+  EXPECT_EQ(run(w, quiet()).resizes, 0);
+}
+
+// E (standard, elastic: world 4, 1 to 4 devices, 20,000 s of work) runs alone on 4 devices; W
+// (standard, 2 devices, 100 s) arrives at `w_at`.
+Workload elastic_and_newcomer(double w_at) {
+  Workload w;
+  w.jobs = {job(0, 20000, 4, spec::Tier::kStandard, /*min_dev=*/1), job(w_at, 100, 2, spec::Tier::kStandard)};
+  return w;
+}
+
+TEST(PlannerActions, ShrinksInsideATierForAJobOfALowerLasLevel) {
+  // At 2,000 s E has had 8,000 GPU-s of service, past the first LAS threshold (one GPU-hour); W,
+  // with none, is a level below it. E is shrunk to 2 devices (nothing lost: same world, more
+  // splicing) once W has waited what the re-splice costs (E's 4 GiB cut and restored at 1 GiB/s,
+  // 4 s on 4 devices: 8 s of W's 2), and grows back when W ends. Nothing is preempted.
+  auto r = run(elastic_and_newcomer(2000), quiet());
+  EXPECT_EQ(r.preemptions, 0);
+  EXPECT_EQ(r.resizes, 2);
+  EXPECT_LT(r.tiers[1].max_queue_s, 30);
+  EXPECT_GT(r.tiers[1].max_queue_s, 5);  // the cost rule: not before W has waited ~8 s
+}
+
+// E and W on the same LAS level for good (a threshold of 1,000 GPU-hours).
+SimOptions one_level() {
+  auto o = quiet();
+  o.planner.las_threshold_gpu_ms = 1000LL * 3'600'000;
+  return o;
+}
+
+TEST(PlannerActions, NoCutInsideATierForAnEqualWithoutTheCap) {
+  // W waits for E's end: equals are not cut for each other (and no starvation cap here).
+  auto o = one_level();
+  o.planner.starvation_cap_ms = {0, 0, 0};
+  auto r = run(elastic_and_newcomer(10), o);
+  EXPECT_EQ(r.preemptions, 0);
+  EXPECT_EQ(r.resizes, 0);
+  EXPECT_GT(r.tiers[1].max_queue_s, 15000);
+}
+
+TEST(PlannerActions, TheStarvationCapBoundsTheWait) {
+  // The same, with standard's cap of 30 min: past it W goes ahead of its tier and may take
+  // devices from a job of its tier with more service that has run at least the cap: E is shrunk.
+  auto o = one_level();
+  o.planner.starvation_cap_ms[1] = 1'800'000;
+  auto r = run(elastic_and_newcomer(10), o);
+  EXPECT_GE(r.tiers[1].max_queue_s, 1800);
+  EXPECT_LT(r.tiers[1].max_queue_s, 1900);
+  EXPECT_EQ(r.preemptions, 0);
+  EXPECT_EQ(r.resizes, 2);
+}
+
+TEST(PlannerActions, ACutInsideATierWaitsUntilItPays) {
+  // E's state is 4 x 64 GiB: a re-splice keeps its 4 devices idle for 256 s (cut and restore at
+  // 1 GiB/s), 1,024 device-seconds, which W's 2 devices repay after 512 s of waiting. W then waits
+  // for E's cut too (256 GiB at 2 GB/s: 128 s).
+  auto w = elastic_and_newcomer(2000);
+  w.jobs[0].mem_mib = 65536;
+  // (E restores on 2 devices until after W has ended, and nothing calls a round after that: it
+  // grows back at the next change, so only the shrink is counted here.)
+  auto r = run(w, quiet());
+  EXPECT_GE(r.resizes, 1);
+  EXPECT_GT(r.tiers[1].max_queue_s, 512 + 128);
+  EXPECT_LT(r.tiers[1].max_queue_s, 512 + 128 + 20);
+  // Weighing no cost (cut_gib_per_s = 0), E is shrunk in W's first round: W waits for the cut.
+  auto o = quiet();
+  o.planner.cut_gib_per_s = 0;
+  auto eager = run(w, o);
+  EXPECT_GE(eager.resizes, 1);
+  EXPECT_LT(eager.tiers[1].max_queue_s, 128 + 20);
+}
+
+TEST(PlannerActions, TiersHoldUnderOverload) {
+  // 4 devices, 120 one-device jobs of 100 s, 40 per tier, the lower tiers arriving first: a
+  // backlog of 30 rounds of work. orrery orders by tier whatever the arrival order (average waits
+  // premium <= standard <= basic); a planner without tiers (tiresias) serves them as they came.
+  Workload w;
+  for (int i = 0; i < 40; ++i) w.jobs.push_back(job(i, 100, 1, spec::Tier::kBasic));
+  for (int i = 0; i < 40; ++i) w.jobs.push_back(job(40 + i, 100, 1, spec::Tier::kStandard));
+  for (int i = 0; i < 40; ++i) w.jobs.push_back(job(80 + i, 100, 1, spec::Tier::kPremium));
+  auto r = run(w, quiet());
+  EXPECT_LT(r.tiers[0].avg_queue_s, r.tiers[1].avg_queue_s);
+  EXPECT_LT(r.tiers[1].avg_queue_s, r.tiers[2].avg_queue_s);
+  auto t = simulate(one_node(4), w, "tiresias", quiet());
+  ASSERT_TRUE(t.ok()) << t.reason();
+  EXPECT_GT(t->tiers[0].avg_queue_s, t->tiers[2].avg_queue_s);
+}
+
+}  // namespace
+}  // namespace orrery::sim
