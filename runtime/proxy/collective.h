@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "runtime/proxy/ring.h"
@@ -36,14 +37,17 @@ class CollectiveGroup {
   virtual const float* result(std::int64_t step, std::uint64_t* flags) = 0;
   // Sleeps until the result of `step` may be there, at most timeout_ns.
   virtual void wait(std::int64_t step, long timeout_ns) = 0;
+  // An error once the group can no longer complete a step (a peer proxy's connection lost, the
+  // group never formed): a waiting rank fails its allreduce with it instead of waiting forever.
+  virtual Status health() const { return Status::Ok(); }
 };
 
 // Opens a job incarnation's group by name: "tcp://HOST:PORT/ID" is the TCP variant
-// (tcp_collective.h; the proxy holding rank 0 serves the hub at HOST:PORT), anything else a
-// shared-memory segment of that name on this machine.
+// (tcp_collective.h; the proxy holding rank 0 serves the rendezvous at HOST:PORT), anything else
+// a shared-memory segment of that name on this machine. `ranks`: those this proxy contributes.
 Result<std::unique_ptr<CollectiveGroup>> open_collective_group(const std::string& name, int world,
                                                                std::uint64_t capacity,
-                                                               bool holds_rank0);
+                                                               const std::vector<int>& ranks);
 
 class Collective final : public CollectiveGroup {
  public:
