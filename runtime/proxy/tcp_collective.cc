@@ -189,7 +189,7 @@ class TcpCollective final : public CollectiveGroup {
   const float* result(std::int64_t step, std::uint64_t* flags) override {
     std::lock_guard<std::mutex> l(mu_);
     const Phase& ph = phase_[step & 1];
-    if (ph.step == step && ph.failed) {  // the sum's data mean nothing: the flags say so
+    if (ph.failed_step == step) {  // the sum's data mean nothing: the flags say so
       if (flags != nullptr) *flags = ph.fail_flags;
       return ph.res.get();
     }
@@ -202,7 +202,7 @@ class TcpCollective final : public CollectiveGroup {
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait_for(l, std::chrono::nanoseconds(timeout_ns), [&] {
       const Phase& ph = phase_[step & 1];
-      return broken_ || (ph.res_step == step && ph.done) || (ph.step == step && ph.failed);
+      return broken_ || (ph.res_step == step && ph.done) || ph.failed_step == step;
     });
   }
 
@@ -212,20 +212,24 @@ class TcpCollective final : public CollectiveGroup {
   }
 
  private:
-  // Inputs (step: slots, counts) and the result (res_step: res, chunks done) turn over at
-  // different times: the inputs of s + 2 may arrive while this proxy's ranks have not read the
-  // result of s yet (a negotiation goes from its round 1 straight to the data two steps on),
-  // but a sum of s + 2 exists only once every rank, ours included, has contributed s + 2, i.e.
-  // read s. So the result side is reset by the first sum of s + 2, the input side by its first
-  // piece.
+  // Inputs (step: slots, counts), the result (res_step: res, chunks done) and a failure
+  // (failed_step) turn over independently, each by its own step and never backwards. The inputs
+  // of s + 2 may arrive while this proxy's ranks have not read the result of s yet: a job's
+  // first allreduce after a (re)start at step s negotiates at group step s and sends its host
+  // data at s + 2, so a proxy that has the sum of s (over its link to the chunk's owner) may
+  // send pieces of s + 2 that overtake the sum of s on its way to us. That sum is still ours
+  // to take: a sum (or a failure) of step s is judged by the result side alone, never by the
+  // inputs' step. A sum of s + 2 exists only once every rank, ours included, has contributed
+  // s + 2, i.e. read s: so the result side turns over at the first sum of a later step.
   struct Phase {
     std::int64_t step = -1;       // the inputs' step
     std::uint64_t count = 0, flags = 0, chunks = 0;
-    bool failed = false;          // the ranks disagree on the step's size
-    std::uint64_t fail_flags = 0;
+    bool failed = false;          // the ranks disagree on the inputs' step's size
     std::int64_t res_step = -1;   // the result's step
     std::uint64_t result_flags = 0, res_chunks = 0, chunks_done = 0;
     bool done = false;
+    std::int64_t failed_step = -1;  // the latest step of this parity known to have failed
+    std::uint64_t fail_flags = 0;
     std::vector<std::uint32_t> got;  // per chunk we own: contributions in (W + 1: summed)
     std::vector<std::unique_ptr<float[]>> slots;  // per rank, allocated at first use (cap)
     std::unique_ptr<float[]> res;
@@ -261,18 +265,32 @@ class TcpCollective final : public CollectiveGroup {
       ph.count = count;
       ph.flags = 0;
       ph.chunks = chunk_count(count, world_);
-      ph.failed = false;
-      ph.fail_flags = 0;
+      ph.failed = ph.failed_step == step;
       ph.got.assign(ph.chunks, 0);
       if (!ph.res) ph.res.reset(new float[cap_]);
       if (ph.slots.empty()) ph.slots.resize(world_);
     }
     if (ph.failed) return nullptr;
     if (ph.count != count) {
-      fail_step(ph, flags | ph.flags, true);
+      fail_step(ph, step, flags | ph.flags, true);
       return nullptr;
     }
     return &ph;
+  }
+
+  // The result side of `step` (see Phase), turned over to it if it is later than the last one;
+  // false if the result side is already past it (a stale message) or the step failed.
+  bool to_result(Phase& ph, std::int64_t step, std::uint64_t count) {
+    if (ph.failed_step == step || ph.res_step > step) return false;
+    if (!ph.res) ph.res.reset(new float[cap_]);
+    if (ph.res_step < step) {
+      ph.res_step = step;
+      ph.result_flags = 0;
+      ph.res_chunks = chunk_count(count, world_);
+      ph.chunks_done = 0;
+      ph.done = false;
+    }
+    return true;
   }
 
   float* slot_of(Phase& ph, int rank) {
@@ -280,14 +298,20 @@ class TcpCollective final : public CollectiveGroup {
     return ph.slots[rank].get();
   }
 
-  // The step cannot give a sum (the ranks disagree on its size): done, marked failed, here and
-  // (once) at every peer, so that every proxy fails it instead of waiting.
-  void fail_step(Phase& ph, std::uint64_t flags, bool tell) {
-    const bool first = !ph.failed;
-    ph.failed = true;
+  // `step` cannot give a sum (the ranks disagree on its size): done, marked failed, here and
+  // (once) at every peer, so that every proxy fails it instead of waiting. Whatever the inputs'
+  // step is by now (a later one's pieces may be in already), the result of `step` reads failed.
+  void fail_step(Phase& ph, std::int64_t step, std::uint64_t flags, bool tell) {
+    if (ph.failed_step > step) return;  // a straggler of an older failure
+    if (ph.step == step) ph.failed = true;
+    const bool first = ph.failed_step != step;
+    if (first) {
+      ph.failed_step = step;
+      ph.fail_flags = 0;
+    }
     ph.fail_flags |= flags | kFlagReduceFailed;
     if (first && tell && ready_) {
-      WireHeader h{kMagic, kFailedStep, -1, 0, ph.step, ph.fail_flags, ph.count, 0, 0};
+      WireHeader h{kMagic, kFailedStep, -1, 0, step, ph.fail_flags, ph.count, 0, 0};
       for (auto& p : peers_) {
         if (p.fd >= 0) p.queue.push_back({h, nullptr, nullptr});
       }
@@ -337,19 +361,19 @@ class TcpCollective final : public CollectiveGroup {
     ph.flags |= flags;
     if (++ph.got[c] < static_cast<std::uint32_t>(world_)) return;
     ph.got[c] = world_ + 1;
-    to_result(ph);  // a sum of this step: every rank, ours too, has read the last result
+    const std::int64_t step = ph.step;
+    // A sum of this step: every rank, ours too, has read the last result of this parity.
+    if (!to_result(ph, step, ph.count)) return;
     // Every rank's piece of c is in, each with its rank's flags: ph.flags is the whole OR.
     const std::uint64_t f = ph.flags, per = chunk_floats(ph.count, world_);
     const std::uint64_t lo = c * per, n = std::min(per, ph.count - lo);
-    const std::int64_t step = ph.step;
     std::vector<const float*> in(world_);
     for (int r = 0; r < world_; ++r) in[r] = slot_of(ph, r) + lo;
     float* out = ph.res.get() + lo;
     l.unlock();
     sum_chunk_in_rank_order(in.data(), world_, n, out);
     l.lock();
-    if (ph.step != step || ph.failed) return;
-    to_result(ph);
+    if (ph.step != step || ph.failed || ph.res_step != step) return;
     WireHeader h{kMagic, kSum, -1, 0, step, f, ph.count, static_cast<std::uint32_t>(c),
                  static_cast<std::uint32_t>(n)};
     for (auto& p : peers_) {
@@ -359,16 +383,6 @@ class TcpCollective final : public CollectiveGroup {
       }
     }
     chunk_done(ph, f);
-  }
-
-  // The result side turns to the inputs' step (see Phase).
-  void to_result(Phase& ph) {
-    if (ph.res_step == ph.step) return;
-    ph.res_step = ph.step;
-    ph.result_flags = 0;
-    ph.res_chunks = ph.chunks;
-    ph.chunks_done = 0;
-    ph.done = false;
   }
 
   void chunk_done(Phase& ph, std::uint64_t flags) {
@@ -458,31 +472,38 @@ class TcpCollective final : public CollectiveGroup {
         fail_locked("collective " + name_ + ": a malformed message from the proxy at " + p.where);
         return;
       }
-      Phase* ph = phase_for(h.step, h.count, h.flags);
+      Phase& phase = phase_[h.step & 1];
+      const bool owned = mesh_.proxy_of[h.chunk % world_] == mesh_.self;
       if (h.kind == kFailedStep) {
-        if (ph != nullptr) fail_step(*ph, h.flags, false);
+        (void)phase_for(h.step, h.count, h.flags);  // a later step's inputs turn over to it
+        fail_step(phase, h.step, h.flags, false);
         continue;
       }
-      // Ours to take: a contribution to a chunk we own, a sum of one we do not. Anything else
-      // (a failed step's stragglers) is read into scratch and dropped.
-      const bool owned = mesh_.proxy_of[h.chunk % world_] == mesh_.self;
-      const bool take = ph != nullptr && h.floats > 0 && !ph->failed &&
-                        (h.kind == kContribution ? owned : (h.kind == kSum && !owned));
-      float* dst = scratch_.get();
-      if (take) {
-        if (h.kind == kSum) to_result(*ph);  // a sum of this step: every rank read the last one
-        dst = (h.kind == kContribution ? slot_of(*ph, h.rank) : ph->res.get()) + h.chunk * per;
+      if (h.kind == kSum) {
+        // The result side's alone (see Phase): the inputs may be a step further on by now.
+        const bool take = h.floats > 0 && !owned && to_result(phase, h.step, h.count);
+        float* dst = take ? phase.res.get() + h.chunk * per : scratch_.get();
+        l.unlock();
+        if (h.floats > 0 && !recv_all(p.fd, dst, h.floats * sizeof(float))) break;
+        l.lock();
+        if (take && phase.res_step == h.step && phase.failed_step != h.step) {
+          chunk_done(phase, h.flags);
+        }
+        continue;
       }
+      // A contribution: ours to take if it is to a chunk we own. Anything else (a failed or
+      // older step's stragglers) is read into scratch and dropped.
+      Phase* ph = phase_for(h.step, h.count, h.flags);
+      const bool take = ph != nullptr && h.floats > 0 && owned && h.kind == kContribution;
+      float* dst = take ? slot_of(*ph, h.rank) + h.chunk * per : scratch_.get();
       l.unlock();
       if (h.floats > 0 && !recv_all(p.fd, dst, h.floats * sizeof(float))) break;
       l.lock();
-      if (ph == nullptr || ph->step != h.step || ph->failed) continue;
-      if (h.kind == kContribution && h.floats == 0) {
+      if (ph == nullptr || ph->step != h.step || ph->failed || h.kind != kContribution) continue;
+      if (h.floats == 0) {
         ph->flags |= h.flags;  // a rank's word to a proxy owning none of the step's chunks
-      } else if (take && h.kind == kContribution) {
-        count_in(*ph, h.chunk, h.flags, l);
       } else if (take) {
-        chunk_done(*ph, h.flags);
+        count_in(*ph, h.chunk, h.flags, l);
       }
     }
     std::lock_guard<std::mutex> l(mu_);

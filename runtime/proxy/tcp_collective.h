@@ -14,6 +14,12 @@
 // sends (from a queue of pointers: no copy), so a proxy always drains its sockets while it sends
 // and large buffers cannot deadlock. The OR of the flags rides on every message.
 //
+// Steps of one parity share a phase, whose inputs and result turn over separately, each by the
+// step its messages name: links are independent, so a peer's pieces of s + 2 may arrive before
+// an owner's sum of s (a job's first allreduce after a start or restore at s negotiates at s and
+// sends its data at s + 2); that sum is still taken. Judging a sum by the inputs' step dropped
+// it, and the whole job hung at its first data step (an 8-rank job restored across two nodes).
+//
 // Failure is an answer, never a hang: a lost connection (a dead proxy, or a vanished machine,
 // found by TCP keepalive), a mesh that does not form, or ranks of one step contributing different
 // counts (a proxy failing its part sends one float of flags) fail the step: health() says why,

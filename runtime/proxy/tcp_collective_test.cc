@@ -3,6 +3,10 @@
 // own thread, as separate machines would be), round robin and in blocks, odd sizes and sizes at
 // chunk boundaries; keeps what is contributed before the mesh is up; and fails a step with a
 // clear error, never a hang, when a peer proxy is gone or the ranks disagree on the size.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +23,7 @@
 #include "runtime/proxy/collective_chunks.h"
 #include "runtime/proxy/ring.h"
 #include "runtime/proxy/tcp_collective.h"
+#include "runtime/proxy/tcp_mesh.h"
 
 namespace orrery::runtime {
 namespace {
@@ -43,9 +48,20 @@ std::vector<float> rank_order_sum(const std::vector<std::vector<float>>& x) {
   return s;
 }
 
-int next_port() {  // a different port per case and per test process
-  static int n = 0;
-  return 24000 + static_cast<int>(::getpid() % 2000) * 8 + n++ % 8;
+// A free loopback port for a case's rendezvous, reserved for the rest of the test process: bound
+// with SO_REUSEADDR and never listening, so nothing else gets it while the group that serves the
+// rendezvous (SO_REUSEADDR too) still may bind and listen on it.
+int next_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  return ntohs(a.sin_port);  // fd stays open: the reservation
 }
 
 std::string tcp_name(int port) { return "tcp://127.0.0.1:" + std::to_string(port) + "/t"; }
@@ -250,6 +266,156 @@ TEST(CollectiveTcp, TheResultOfSStaysUntilReadWhenSPlus2Begins) {
     const float* r2 = wait_result(*gi, 2, nullptr);
     ASSERT_NE(r2, nullptr);
     EXPECT_EQ(std::memcmp(r2, want2.data(), 5000 * sizeof(float)), 0);
+  }
+}
+
+}  // namespace
+}  // namespace orrery::runtime
+namespace orrery::runtime {
+namespace {
+
+// ---- a scripted peer: the test speaks the wire format (tcp_collective.h) itself, so that it
+// decides the order in which one proxy's messages arrive ----
+
+struct Wire {
+  std::uint32_t magic = 0x4354524f, kind = 0;  // "ORTC"; 1 contribution, 2 sum
+  std::int32_t rank = -1;
+  std::uint32_t pad = 0;
+  std::int64_t step = 0;
+  std::uint64_t flags = 0, count = 0;
+  std::uint32_t chunk = 0, floats = 0;
+};
+static_assert(sizeof(Wire) == 48);
+
+void send_wire(int fd, const Wire& h, const float* data) {
+  ASSERT_EQ(::send(fd, &h, sizeof h, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof h));
+  const auto bytes = static_cast<ssize_t>(h.floats * sizeof(float));
+  if (bytes > 0) ASSERT_EQ(::send(fd, data, static_cast<std::size_t>(bytes), MSG_NOSIGNAL), bytes);
+}
+
+// The next message on fd (its floats in *data), or false after 5 s.
+bool recv_wire(int fd, Wire* h, std::vector<float>* data) {
+  auto recv_n = [fd](void* p, std::size_t n) {
+    char* c = static_cast<char*>(p);
+    while (n > 0) {
+      pollfd pf{fd, POLLIN, 0};
+      if (::poll(&pf, 1, 5000) <= 0) return false;
+      const ssize_t r = ::recv(fd, c, n, 0);
+      if (r <= 0) return false;
+      c += r;
+      n -= static_cast<std::size_t>(r);
+    }
+    return true;
+  };
+  if (!recv_n(h, sizeof *h)) return false;
+  data->resize(h->floats);
+  return recv_n(data->data(), h->floats * sizeof(float));
+}
+
+// At most `seconds`: a lost message must fail the test, not hang it.
+const float* result_within(CollectiveGroup& g, std::int64_t step, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+  const float* res = nullptr;
+  while ((res = g.result(step, nullptr)) == nullptr && g.health().ok() &&
+         std::chrono::steady_clock::now() < deadline) {
+    g.wait(step, 1'000'000);
+  }
+  return res;
+}
+
+// The hang of an 8-rank job restored across two nodes (cli_e2e_local_cluster, 36bd75c), made
+// deterministic. A job's first allreduce after a (re)start at step s negotiates at group step s
+// and sends host data at s + 2 (s + 1 is skipped). The negotiation's one chunk is owned by rank
+// 0's proxy, whose sum reaches each peer over its own link: a proxy P that has it reads s and
+// sends its pieces of s + 2 to proxy Y, and these may overtake the sum of s on its way to Y.
+// Y must still take that sum (its result side is still at s), and then sum s + 2 with it.
+// Here rank 1 is the real group Y; ranks 0 (owner of step s's chunk, serving the rendezvous)
+// and 2 (P) are scripted, and P's piece of s + 2 is sent before the sum of s.
+TEST(CollectiveTcp, ASumOfSOvertakenByAPieceOfSPlus2IsStillTaken) {
+  const int w = 3;
+  const std::int64_t s = 288;  // a restored job's steps start mid-way
+  const int port = next_port();
+  const std::string name = tcp_name(port);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  at.sin_port = htons(static_cast<std::uint16_t>(port));
+  int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+  ASSERT_EQ(::listen(lfd, 16), 0);
+  const std::uint64_t id = mesh_id_hash(name);
+  MeshRendezvous rendezvous(lfd, w, id);
+  const std::uint64_t n0 = 100, n2 = 5000;  // s: one chunk (rank 0's); s + 2: two (ranks 0, 1)
+  ASSERT_EQ(chunk_count(n0, w), 1u);
+  ASSERT_EQ(chunk_count(n2, w), 2u);
+  const std::uint64_t per2 = chunk_floats(n2, w);
+  auto y = open_tcp_collective(name, w, n2, false, {1});
+  ASSERT_TRUE(y.ok()) << y.reason();
+  Result<Mesh> m0 = Status::Error("not joined"), m2 = Status::Error("not joined");
+  std::thread j0([&] { m0 = join_mesh(at, id, w, {0}, std::chrono::steady_clock::now() + std::chrono::seconds(10), nullptr); });
+  std::thread j2([&] { m2 = join_mesh(at, id, w, {2}, std::chrono::steady_clock::now() + std::chrono::seconds(10), nullptr); });
+  j0.join();
+  j2.join();
+  ASSERT_TRUE(m0.ok()) << m0.reason();
+  ASSERT_TRUE(m2.ok()) << m2.reason();
+  ASSERT_EQ(m0->self, 0);
+  ASSERT_EQ(m2->self, 2);
+  const int to_y0 = m0->peers[1].fd, to_y2 = m2->peers[1].fd;  // rank 0's and rank 2's link to Y
+  const auto x0 = inputs(w, n0, 21), x2 = inputs(w, n2, 22);
+  const auto want0 = rank_order_sum(x0), want2 = rank_order_sum(x2);
+
+  // Step s: Y's piece goes to rank 0's proxy, a word (no floats) to rank 2's.
+  ASSERT_TRUE((*y)->contribute(1, s, x0[1].data(), n0, 0).ok());
+  Wire h;
+  std::vector<float> got;
+  ASSERT_TRUE(recv_wire(to_y0, &h, &got));
+  EXPECT_EQ(h.kind, 1u);
+  EXPECT_EQ(h.step, s);
+  EXPECT_EQ(got, x0[1]);
+  ASSERT_TRUE(recv_wire(to_y2, &h, &got));
+  EXPECT_EQ(h.floats, 0u);
+  send_wire(to_y0, Wire{0x4354524f, 1, 0, 0, s, 0, n0, 0, 0}, nullptr);  // ranks 0 and 2 own
+  send_wire(to_y2, Wire{0x4354524f, 1, 2, 0, s, 0, n0, 0, 0}, nullptr);  // nothing of Y's
+  // Rank 2's proxy has the sum of s (over its own link) and sends its piece of s + 2 (chunk 1,
+  // Y's) before the sum of s reaches Y.
+  send_wire(to_y2, Wire{0x4354524f, 1, 2, 0, s + 2, 0, n2, 1, static_cast<std::uint32_t>(n2 - per2)},
+            x2[2].data() + per2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // Y has taken it
+  send_wire(to_y0, Wire{0x4354524f, 2, -1, 0, s, 0, n0, 0, static_cast<std::uint32_t>(n0)},
+            want0.data());
+  const float* r0 = result_within(**y, s, 5);
+  ASSERT_NE(r0, nullptr) << "the sum of step " << s << " was dropped: "
+                         << ((*y)->health().ok() ? "no error" : (*y)->health().reason());
+  EXPECT_EQ(std::memcmp(r0, want0.data(), n0 * sizeof(float)), 0);
+
+  // Step s + 2 completes with it: Y sums chunk 1 and sends it out; rank 0 sends chunk 0's sum.
+  ASSERT_TRUE((*y)->contribute(1, s + 2, x2[1].data(), n2, 0).ok());
+  send_wire(to_y0, Wire{0x4354524f, 1, 0, 0, s + 2, 0, n2, 1, static_cast<std::uint32_t>(n2 - per2)},
+            x2[0].data() + per2);
+  ASSERT_TRUE(recv_wire(to_y0, &h, &got));  // Y's piece of chunk 0
+  EXPECT_EQ(h.chunk, 0u);
+  EXPECT_EQ(std::memcmp(got.data(), x2[1].data(), per2 * sizeof(float)), 0);
+  for (int fd : {to_y0, to_y2}) {
+    do {
+      ASSERT_TRUE(recv_wire(fd, &h, &got));
+    } while (h.kind != 2);  // the word to rank 2's proxy comes first
+    EXPECT_EQ(h.step, s + 2);
+    EXPECT_EQ(h.chunk, 1u);
+    EXPECT_EQ(std::memcmp(got.data(), want2.data() + per2, (n2 - per2) * sizeof(float)), 0);
+  }
+  send_wire(to_y0, Wire{0x4354524f, 2, -1, 0, s + 2, 0, n2, 0, static_cast<std::uint32_t>(per2)},
+            want2.data());
+  const float* r2 = result_within(**y, s + 2, 5);
+  ASSERT_NE(r2, nullptr);
+  EXPECT_EQ(std::memcmp(r2, want2.data(), n2 * sizeof(float)), 0);
+  y->reset();
+  for (auto* m : {&m0, &m2}) {
+    for (auto& p : (*m)->peers) {
+      if (p.fd >= 0) ::close(p.fd);
+    }
   }
 }
 
