@@ -321,11 +321,19 @@ Result<std::uint64_t> Worker::allreduce_host(float* data, std::uint64_t count,
     host_seq_ = 0;
     host_unlinked_ = false;
   }
+  // The safe point's one-float device buffer, allocated at the first call: orrery.torch's
+  // allocation log counts on this allocation (python/orrery/_allocs.py, WORKER_FLAG_BYTES), so a
+  // restore repeats the same device allocation sequence whatever path this incarnation takes.
+  if (flag_buf_ == 0) {
+    auto b = alloc(64);
+    if (!b) return Status::Error("allreduce_host: " + b.reason());
+    flag_buf_ = b.value();
+  }
   const std::int64_t seq = host_seq_++;
   if (auto st = host_coll_->contribute(env_.rank, seq, data, count, 0); !st) {
     return Status::Error("allreduce_host: " + st.reason());
   }
-  auto flags = safe_point(0, step);  // no data through the proxy: the flags only
+  auto flags = allreduce(flag_buf_, 1, step);  // the safe point
   if (!flags) return flags.status();
   // Every rank's data is in (each contributes before its safe point): help sum, then copy out.
   const float* res = nullptr;
@@ -339,7 +347,8 @@ Result<std::uint64_t> Worker::allreduce_host(float* data, std::uint64_t count,
 }
 
 // Across machines: the data into the bulk window, the proxy sums it over the TCP collective
-// straight from there and leaves the sum there; no device memory involved.
+// straight from there and leaves the sum there; no device memory involved (orrery.torch does
+// not call allreduce_host across machines: it reduces through its own state area).
 Result<std::uint64_t> Worker::allreduce_window(float* data, std::uint64_t count,
                                                std::int64_t step) {
   if (auto st = ensure_window(count * sizeof(float)); !st) return st;
