@@ -32,6 +32,16 @@ class CollectiveGroup {
   // Adds rank's contribution for `step` with its flags.
   virtual Status contribute(int rank, std::int64_t step, const float* data, std::uint64_t count,
                             std::uint64_t flags) = 0;
+  // contribute(), and the group may assemble the sum of `step` straight in `into` (count floats,
+  // which result() then returns) instead of a buffer of its own, sparing the caller a copy. Only
+  // for a caller that contributes one rank, whose `into` nobody else touches until it has read
+  // the result (it may be `data` itself: what the group still needs of `data` is read first).
+  // By default the sum stays where result() finds it anyway.
+  virtual Status contribute_into(int rank, std::int64_t step, const float* data,
+                                 std::uint64_t count, std::uint64_t flags, float* into) {
+    (void)into;
+    return contribute(rank, step, data, count, flags);
+  }
   // The rank-ordered sum of `step` once every rank has contributed, else nullptr; `flags` gets
   // the OR of all ranks' flags. Valid until the contribution of step + 2.
   virtual const float* result(std::int64_t step, std::uint64_t* flags) = 0;

@@ -197,8 +197,12 @@ Status ProxyServer::contribute(Session& s, Rank& rk) {
     if (count == 0) {
       st = contribute_flags(s, rk, flags_for(s, step));
     } else {
-      st = s.coll->contribute(rk.rank, group_step(step), static_cast<const float*>(rk.window.data()),
-                              count, flags_for(s, step));
+      // A proxy of one rank lets the group assemble the sum in the window itself: the worker
+      // waits, so nothing else touches it, and serve_session has nothing to copy.
+      float* win = static_cast<float*>(rk.window.data());
+      st = s.order.size() == 1
+               ? s.coll->contribute_into(rk.rank, group_step(step), win, count, flags_for(s, step), win)
+               : s.coll->contribute(rk.rank, group_step(step), win, count, flags_for(s, step));
     }
   } else if (s.reduce == Session::Reduce::kDevice) {
     st = s.dcoll->contribute(rk.rank, step, rk.reduce_buf, count);

@@ -144,12 +144,25 @@ class TcpCollective final : public CollectiveGroup {
 
   Status contribute(int rank, std::int64_t step, const float* data, std::uint64_t count,
                     std::uint64_t flags) override {
+    return contribute_into(rank, step, data, count, flags, nullptr);
+  }
+
+  // The sum assembled in `into` (the peers' sums received straight into it, ours copied there):
+  // of the whole buffer only our chunks are copied at the end of a step, not all W. Every remote
+  // piece of `data` is sent before its chunk's sum can come back, and our own pieces are summed
+  // from our slot, so `into` may be `data`.
+  Status contribute_into(int rank, std::int64_t step, const float* data, std::uint64_t count,
+                         std::uint64_t flags, float* into) override {
     if (count == 0 || count > cap_) return Status::Error("collective: bad buffer size");
     if (rank < 0 || rank >= world_) return Status::Error("collective: bad rank");
     std::unique_lock<std::mutex> l(mu_);
     if (broken_) return Status::Error(error_);
     Phase* ph = phase_for(step, count, flags);
     if (ph == nullptr) return broken_ ? Status::Error(error_) : Status::Ok();  // a failed step
+    if (ranks_.size() == 1) {  // no sum of `step` exists before this: it needs our piece
+      ph->into_step = step;
+      ph->into = into;
+    }
     float* slot = slot_of(*ph, rank);
     if (!ready_) {
       // The mesh is still forming: keep the data (the caller's buffer may be parked once we
@@ -195,7 +208,7 @@ class TcpCollective final : public CollectiveGroup {
     }
     if (ph.res_step != step || !ph.done) return nullptr;
     if (flags != nullptr) *flags = ph.result_flags;
-    return ph.res.get();
+    return ph.out;
   }
 
   void wait(std::int64_t step, long timeout_ns) override {
@@ -230,6 +243,9 @@ class TcpCollective final : public CollectiveGroup {
     bool done = false;
     std::int64_t failed_step = -1;  // the latest step of this parity known to have failed
     std::uint64_t fail_flags = 0;
+    float* out = nullptr;           // where the result's sum is assembled: res, or into
+    std::int64_t into_step = -1;    // contribute_into's step and buffer
+    float* into = nullptr;
     std::vector<std::uint32_t> got;  // per chunk we own: contributions in (W + 1: summed)
     std::vector<std::unique_ptr<float[]>> slots;  // per rank, allocated at first use (cap)
     std::unique_ptr<float[]> res;
@@ -285,6 +301,7 @@ class TcpCollective final : public CollectiveGroup {
     if (!ph.res) ph.res.reset(new float[cap_]);
     if (ph.res_step < step) {
       ph.res_step = step;
+      ph.out = ph.into_step == step && ph.into != nullptr ? ph.into : ph.res.get();
       ph.result_flags = 0;
       ph.res_chunks = chunk_count(count, world_);
       ph.chunks_done = 0;
@@ -369,9 +386,14 @@ class TcpCollective final : public CollectiveGroup {
     const std::uint64_t lo = c * per, n = std::min(per, ph.count - lo);
     std::vector<const float*> in(world_);
     for (int r = 0; r < world_; ++r) in[r] = slot_of(ph, r) + lo;
+    // Summed into res, which stays put until every rank has read this step, and sent from
+    // there: `into` (contribute_into) is the caller's again as soon as it has read the result,
+    // while our sums may still be on their way to the peers. So ours are copied into `into`.
     float* out = ph.res.get() + lo;
+    float* also = ph.out != ph.res.get() ? ph.out + lo : nullptr;
     l.unlock();
     sum_chunk_in_rank_order(in.data(), world_, n, out);
+    if (also != nullptr) std::memcpy(also, out, n * sizeof(float));
     l.lock();
     if (ph.step != step || ph.failed || ph.res_step != step) return;
     WireHeader h{kMagic, kSum, -1, 0, step, f, ph.count, static_cast<std::uint32_t>(c),
@@ -482,7 +504,7 @@ class TcpCollective final : public CollectiveGroup {
       if (h.kind == kSum) {
         // The result side's alone (see Phase): the inputs may be a step further on by now.
         const bool take = h.floats > 0 && !owned && to_result(phase, h.step, h.count);
-        float* dst = take ? phase.res.get() + h.chunk * per : scratch_.get();
+        float* dst = take ? phase.out + h.chunk * per : scratch_.get();
         l.unlock();
         if (h.floats > 0 && !recv_all(p.fd, dst, h.floats * sizeof(float))) break;
         l.lock();

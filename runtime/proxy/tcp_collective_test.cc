@@ -290,7 +290,9 @@ static_assert(sizeof(Wire) == 48);
 void send_wire(int fd, const Wire& h, const float* data) {
   ASSERT_EQ(::send(fd, &h, sizeof h, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof h));
   const auto bytes = static_cast<ssize_t>(h.floats * sizeof(float));
-  if (bytes > 0) ASSERT_EQ(::send(fd, data, static_cast<std::size_t>(bytes), MSG_NOSIGNAL), bytes);
+  if (bytes > 0) {
+    ASSERT_EQ(::send(fd, data, static_cast<std::size_t>(bytes), MSG_NOSIGNAL), bytes);
+  }
 }
 
 // The next message on fd (its floats in *data), or false after 5 s.
@@ -417,6 +419,40 @@ TEST(CollectiveTcp, ASumOfSOvertakenByAPieceOfSPlus2IsStillTaken) {
       if (p.fd >= 0) ::close(p.fd);
     }
   }
+}
+
+}  // namespace
+}  // namespace orrery::runtime
+namespace orrery::runtime {
+namespace {
+
+// contribute_into with the contribution's own buffer as the destination (what a proxy of one
+// rank does with its worker's bulk window): the sum is assembled there, bit-identical, over
+// steps of changing sizes (the first one large: hundreds of chunks both ways).
+TEST(CollectiveTcp, TheSumIsAssembledInTheContributionsOwnBuffer) {
+  const int w = 4;
+  const std::vector<std::uint64_t> sizes = {2'000'003, 1, 70'001, 4097, 2'000'003};
+  auto g = open_groups(tcp_name(next_port()), w, 2'000'003, {{0}, {1}, {2}, {3}});
+  std::vector<int> bad(w, 0);
+  std::vector<std::thread> t;
+  for (int i = 0; i < w; ++i) {
+    t.emplace_back([&, i] {
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
+        const std::uint64_t n = sizes[k];
+        const auto x = inputs(w, n, static_cast<unsigned>(n + k));
+        std::vector<float> buf = x[i];
+        const auto step = static_cast<std::int64_t>(k);
+        if (!g[i]->contribute_into(i, step, buf.data(), n, 0, buf.data()).ok()) ++bad[i];
+        const float* res = wait_result(*g[i], step, nullptr);
+        const auto want = rank_order_sum(x);
+        if (res != buf.data() || std::memcmp(buf.data(), want.data(), n * sizeof(float)) != 0) {
+          ++bad[i];
+        }
+      }
+    });
+  }
+  for (auto& th : t) th.join();
+  for (int i = 0; i < w; ++i) EXPECT_EQ(bad[i], 0) << "rank " << i;
 }
 
 }  // namespace
