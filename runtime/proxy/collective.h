@@ -33,9 +33,10 @@ class CollectiveGroup {
   virtual Status contribute(int rank, std::int64_t step, const float* data, std::uint64_t count,
                             std::uint64_t flags) = 0;
   // contribute(), and the group may assemble the sum of `step` straight in `into` (count floats,
-  // which result() then returns) instead of a buffer of its own, sparing the caller a copy. Only
-  // for a caller that contributes one rank, whose `into` nobody else touches until it has read
-  // the result (it may be `data` itself: what the group still needs of `data` is read first).
+  // which result() then returns) instead of a buffer of its own, and read `data` until then
+  // instead of copying it, sparing the caller copies. Only for a caller that contributes one
+  // rank and leaves `data` and `into` untouched until it has read the result (`into` may be
+  // `data` itself: what the group still needs of `data` is read first).
   // By default the sum stays where result() finds it anyway.
   virtual Status contribute_into(int rank, std::int64_t step, const float* data,
                                  std::uint64_t count, std::uint64_t flags, float* into) {

@@ -148,9 +148,10 @@ class TcpCollective final : public CollectiveGroup {
   }
 
   // The sum assembled in `into` (the peers' sums received straight into it, ours copied there):
-  // of the whole buffer only our chunks are copied at the end of a step, not all W. Every remote
-  // piece of `data` is sent before its chunk's sum can come back, and our own pieces are summed
-  // from our slot, so `into` may be `data`.
+  // of the whole buffer only our chunks are copied at the end of a step, not all W. Our own
+  // pieces are summed straight from `data` (the caller keeps it until it has read the result), not
+  // copied into a slot first. Every remote piece of `data` is sent before its chunk's sum can
+  // come back, and our chunks are read before their sums are copied back, so `into` may be `data`.
   Status contribute_into(int rank, std::int64_t step, const float* data, std::uint64_t count,
                          std::uint64_t flags, float* into) override {
     if (count == 0 || count > cap_) return Status::Error("collective: bad buffer size");
@@ -159,7 +160,8 @@ class TcpCollective final : public CollectiveGroup {
     if (broken_) return Status::Error(error_);
     Phase* ph = phase_for(step, count, flags);
     if (ph == nullptr) return broken_ ? Status::Error(error_) : Status::Ok();  // a failed step
-    if (ranks_.size() == 1) {  // no sum of `step` exists before this: it needs our piece
+    const bool in_place = into != nullptr && ranks_.size() == 1;
+    if (in_place) {  // no sum of `step` exists before this: it needs our piece
       ph->into_step = step;
       ph->into = into;
     }
@@ -185,12 +187,15 @@ class TcpCollective final : public CollectiveGroup {
     queue_remote(*ph, rank, step, count, flags, data, &pending);
     const std::uint64_t per = chunk_floats(count, world_);
     const std::uint64_t chunks = chunk_count(count, world_);
+    if (in_place) ph->src[rank] = data;
     for (std::uint64_t c = 0; c < chunks; ++c) {
       if (mesh_.proxy_of[c % world_] != mesh_.self) continue;
       const std::uint64_t lo = c * per, n = std::min(per, count - lo);
-      l.unlock();
-      std::memcpy(slot + lo, data + lo, n * sizeof(float));
-      l.lock();
+      if (!in_place) {
+        l.unlock();
+        std::memcpy(slot + lo, data + lo, n * sizeof(float));
+        l.lock();
+      }
       if (ph->step != step) break;  // failed meanwhile and reused: impossible, but never sum it
       count_in(*ph, c, flags, l);
     }
@@ -248,6 +253,7 @@ class TcpCollective final : public CollectiveGroup {
     float* into = nullptr;
     std::vector<std::uint32_t> got;  // per chunk we own: contributions in (W + 1: summed)
     std::vector<std::unique_ptr<float[]>> slots;  // per rank, allocated at first use (cap)
+    std::vector<const float*> src;  // per rank: its pieces' buffer if not its slot (in place)
     std::unique_ptr<float[]> res;
   };
   struct Item {
@@ -283,6 +289,7 @@ class TcpCollective final : public CollectiveGroup {
       ph.chunks = chunk_count(count, world_);
       ph.failed = ph.failed_step == step;
       ph.got.assign(ph.chunks, 0);
+      ph.src.assign(world_, nullptr);
       if (!ph.res) ph.res.reset(new float[cap_]);
       if (ph.slots.empty()) ph.slots.resize(world_);
     }
@@ -385,7 +392,7 @@ class TcpCollective final : public CollectiveGroup {
     const std::uint64_t f = ph.flags, per = chunk_floats(ph.count, world_);
     const std::uint64_t lo = c * per, n = std::min(per, ph.count - lo);
     std::vector<const float*> in(world_);
-    for (int r = 0; r < world_; ++r) in[r] = slot_of(ph, r) + lo;
+    for (int r = 0; r < world_; ++r) in[r] = (ph.src[r] != nullptr ? ph.src[r] : slot_of(ph, r)) + lo;
     // Summed into res, which stays put until every rank has read this step, and sent from
     // there: `into` (contribute_into) is the caller's again as soon as it has read the result,
     // while our sums may still be on their way to the peers. So ours are copied into `into`.
