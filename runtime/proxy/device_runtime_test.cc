@@ -746,7 +746,7 @@ TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
   sa.collective = "tcp://127.0.0.1:" + std::to_string(port.port()) + "/j500-e1";
   LaunchSpec sb = sa;
   sb.local = {{0, {2}}, {1, {3}}};
-  ASSERT_TRUE((*b)->launch(sb).ok());  // the far node first: it waits for the hub
+  ASSERT_TRUE((*b)->launch(sb).ok());  // the far node first: it waits for the rendezvous
   ASSERT_TRUE(a->launch(sa).ok());
   auto ea = wait_for(*a, job, Kind::kCompleted);
   auto eb = wait_for(**b, job, Kind::kCompleted);
