@@ -12,7 +12,8 @@
 //
 // Planners: "orrery" (tiers, fair share, shrink before preempt, growth; core/policy/
 // orrery_planner.h), "fifo" (FIFO without preemption) and "tiresias" (two-dimensional
-// least-attained-service, core/policy/tiresias_planner.h). docs/policies.md.
+// least-attained-service, core/policy/tiresias_planner.h) and "afs" (AFS, an elastic baseline from
+// NSDI'21, core/policy/afs_planner.h). docs/policies.md.
 #pragma once
 
 #include <cstdint>
@@ -80,7 +81,7 @@ class Planner {
   virtual void plan(const SchedulerCore& core, PlanContext& ctx) = 0;
 };
 
-// "orrery", "fifo" or "tiresias"; nullptr for any other name.
+// "orrery", "fifo", "tiresias" or "afs"; nullptr for any other name.
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerOptions& options = {});
 // The names make_planner knows, for help texts and errors.
 const std::vector<std::string>& planner_names();

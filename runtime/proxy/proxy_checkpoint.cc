@@ -64,8 +64,9 @@ Status ProxyServer::restore_rank(Session& s, Rank& rk) {
   return Status::Ok();
 }
 
-Status ProxyServer::write_checkpoint(Session& s, Rank& rk, std::int64_t boundary,
-                                     const WorkerSlot& ws, std::uint64_t nstates) {
+Result<bool> ProxyServer::write_checkpoint(Session& s, Rank& rk, std::int64_t boundary,
+                                           const WorkerSlot& ws, std::uint64_t nstates,
+                                           bool may_defer) {
   const std::uint64_t t0 = now_ns();
   ShardMeta m;
   m.job = s.job;
@@ -90,9 +91,37 @@ Status ProxyServer::write_checkpoint(Session& s, Rank& rk, std::int64_t boundary
     if (len > kDataBytes - off) return Status::Error("checkpoint: host state beyond the data area");
     m.state_lens.push_back(len);
     states.push_back(ws.data + off);
+    bytes += len;
     off += len;
   }
   const std::string path = shard_file(opt_.ckpt_dir, s.job, boundary, rk.rank);
+  // Snapshot, then persist: the rank goes on once its bytes are copied; the persister writes
+  // and flushes them and the proxy publishes the shard when it is durable (publish_persisted).
+  if (may_defer && persister_) {
+    if (auto buf = persister_->reserve(bytes)) {
+      char* p = buf.get();
+      for (const auto& a : m.allocs) {
+        auto st = be_->stream_out(a.addr, a.size, [&](const void* src, std::uint64_t n) {
+          std::memcpy(p, src, n);
+          p += n;
+          return Status::Ok();
+        });
+        if (!st) {
+          persister_->release(bytes);
+          return st;
+        }
+      }
+      for (std::size_t i = 0; i < states.size(); ++i) {
+        std::memcpy(p, states[i], m.state_lens[i]);
+        p += m.state_lens[i];
+      }
+      const ShardOwner owner{s.job, rk.rank, rk.slot, s.epoch, boundary};
+      persister_->submit(StagedShard{owner, path, std::move(m), std::move(buf), bytes});
+      stats_.ckpt_staged += 1;
+      stats_.ckpt_ns += now_ns() - t0;
+      return false;
+    }
+  }
   auto sw = ShardWriter::open(path, m);
   if (!sw) return sw.status();
   // Device memory streams straight into the shard: no copy of the whole state is ever held.
@@ -111,7 +140,36 @@ Status ProxyServer::write_checkpoint(Session& s, Rank& rk, std::int64_t boundary
   std::fprintf(stderr, "orrery-proxy[%d]: checkpoint job %d rank %d step %lld: %llu bytes -> %s\n",
                opt_.device, s.job, rk.rank, static_cast<long long>(boundary),
                static_cast<unsigned long long>(*w), path.c_str());
-  return Status::Ok();
+  return true;
+}
+
+bool ProxyServer::publish_persisted() {
+  if (!persister_) return false;
+  auto done = persister_->take_done();
+  for (const auto& d : done) {
+    const ShardOwner& o = d.owner;
+    if (!d.status) {
+      // Not durable, so never reported: the job's last checkpoint stays the one before, and the
+      // core asks for the next one as usual.
+      std::fprintf(stderr, "orrery-proxy[%d]: checkpoint job %d rank %d step %lld not persisted: %s\n",
+                   opt_.device, o.job, o.rank, static_cast<long long>(o.step),
+                   d.status.reason().c_str());
+      continue;
+    }
+    stats_.ckpt_bytes += d.bytes;
+    stats_.persist_ns += d.ns;
+    std::fprintf(stderr, "orrery-proxy[%d]: checkpoint job %d rank %d step %lld: %llu bytes -> %s (persisted in %.1f ms)\n",
+                 opt_.device, o.job, o.rank, static_cast<long long>(o.step),
+                 static_cast<unsigned long long>(d.bytes), d.path.c_str(), d.ns / 1e6);
+    // Published only to the incarnation that cut it: a slot since freed or reused is left alone.
+    if (o.slot < 0 || o.slot >= kMaxWorkers) continue;
+    WorkerSlot& ws = seg_->slots[o.slot];
+    if (ws.job != o.job || ws.epoch != o.epoch || ws.rank != o.rank) continue;
+    std::int64_t cur = ws.checkpointed.load(std::memory_order_acquire);
+    while (cur < o.step && !ws.checkpointed.compare_exchange_weak(cur, o.step, std::memory_order_acq_rel)) {
+    }
+  }
+  return !done.empty();
 }
 
 }  // namespace orrery::runtime

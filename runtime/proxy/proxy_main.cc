@@ -1,6 +1,6 @@
 // orrery-proxy: one process per device. Usage:
 //   orrery-proxy --shm /NAME --device N [--mem-mib M] [--backend host|cuda] [--cuda-device C]
-//                [--ckpt-dir DIR] [--spin-us U] [--parent-pid P]
+//                [--ckpt-dir DIR] [--ckpt-staging-mib S] [--spin-us U] [--parent-pid P]
 // Creates the shared-memory segment /NAME (workers attach with ORRERY_PROXY=/NAME), prints one
 // "ready" line and serves until SIGTERM/SIGINT or a shutdown command; exits 0 after removing the
 // segment and printing its counters, 2 on bad arguments, 1 if it cannot start or its device
@@ -25,8 +25,8 @@ void on_signal(int) { g_stop = 1; }
 
 const char kUsage[] =
     "usage: orrery-proxy --shm /NAME --device N [--mem-mib M] [--backend host|cuda]\n"
-    "                    [--cuda-device C] [--no-splice-dedup] [--ckpt-dir DIR] [--spin-us U]\n"
-    "                    [--parent-pid P]\n"
+    "                    [--cuda-device C] [--no-splice-dedup] [--ckpt-dir DIR]\n"
+    "                    [--ckpt-staging-mib S] [--spin-us U] [--parent-pid P]\n"
     "One device's proxy, started by orrery-node: serves the workers that attach to the shared\n"
     "memory /NAME (ORRERY_PROXY=/NAME) until SIGTERM/SIGINT, then removes it. Defaults: 256 MiB,\n"
     "the host backend, checkpoint shards in ./ckpt. --backend cuda (where built) serves CUDA\n"
@@ -37,6 +37,10 @@ const char kUsage[] =
     "can and no two share a GPU, else on the host. NCCL is loaded at run time from\n"
     "ORRERY_NCCL_LIBRARY, else libnccl.so.2; ORRERY_NCCL_INIT_TIMEOUT_S (300) bounds forming the\n"
     "communicator.\n"
+    "A periodic checkpoint stalls its ranks only for a copy of their state into host memory\n"
+    "(at most S MiB staged at once, default 1024; 0: written in line); the shard is written,\n"
+    "fdatasync'ed and reported behind their next steps. A cut that stops the job is written in\n"
+    "line.\n"
     "Exit 0 stopped, 1 cannot start or the device became unusable, 2 bad arguments.\n";
 
 int usage(const char* why) {
@@ -48,6 +52,7 @@ int usage(const char* why) {
 int main(int argc, char** argv) {
   orrery::runtime::ProxyOptions o;
   long long mem_mib = 256;
+  long long staging_mib = 1024;
   std::string backend = "host";
   int cuda_device = -1;
   orrery::runtime::BackendOptions bo;
@@ -71,6 +76,7 @@ int main(int argc, char** argv) {
     else if (const char* v = val("--cuda-device")) cuda_device = std::atoi(v);
     else if (a == "--no-splice-dedup") bo.splice_dedup = false;
     else if (const char* v = val("--ckpt-dir")) o.ckpt_dir = v;
+    else if (const char* v = val("--ckpt-staging-mib")) staging_mib = std::atoll(v);
     else if (const char* v = val("--spin-us")) o.spin_ns = std::atol(v) * 1000;
     else if (const char* v = val("--parent-pid")) o.parent_pid = std::atoi(v);
     else return usage(("unknown argument " + a).c_str());
@@ -79,6 +85,8 @@ int main(int argc, char** argv) {
     return usage("--shm must be a name like /orrery-node-dev0");
   }
   if (mem_mib <= 0 || mem_mib > (1 << 24)) return usage("--mem-mib out of range");
+  if (staging_mib < 0 || staging_mib > (1 << 24)) return usage("--ckpt-staging-mib out of range");
+  o.ckpt_staging_bytes = static_cast<std::uint64_t>(staging_mib) << 20;
   o.stop_flag = &g_stop;
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
@@ -130,11 +138,13 @@ int main(int argc, char** argv) {
   const orrery::runtime::SpliceCounters sc = (*server)->splice_counters();
   std::printf("orrery-proxy: exit device=%d requests=%llu splice_switches=%llu switch_us=%llu "
               "splice_bytes=%llu splice_copied_bytes=%llu "
-              "ckpt_bytes=%llu ckpt_us=%llu restore_bytes=%llu restore_us=%llu\n",
+              "ckpt_bytes=%llu ckpt_us=%llu ckpt_staged=%llu persist_us=%llu restore_bytes=%llu "
+              "restore_us=%llu\n",
               o.device, (unsigned long long)st.requests, (unsigned long long)st.switches,
               (unsigned long long)(st.switch_ns / 1000), (unsigned long long)sc.parked_bytes,
               (unsigned long long)sc.copied_bytes, (unsigned long long)st.ckpt_bytes,
-              (unsigned long long)(st.ckpt_ns / 1000), (unsigned long long)st.restore_bytes,
+              (unsigned long long)(st.ckpt_ns / 1000), (unsigned long long)st.ckpt_staged,
+              (unsigned long long)(st.persist_ns / 1000), (unsigned long long)st.restore_bytes,
               (unsigned long long)(st.restore_ns / 1000));
   if (!failed.empty()) {
     std::fprintf(stderr, "orrery-proxy: stopped: %s\n", failed.c_str());

@@ -178,8 +178,12 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
       const auto boundary = static_cast<std::int64_t>(r.a[0]);
       out->v[0] = 0;
       if (rk.last_reduce_step + 1 == boundary && (rk.last_flags & kFlagCheckpoint) != 0) {
-        if (auto st = write_checkpoint(s, rk, boundary, ws, r.a[1]); !st) return fail(st.reason());
-        ws.checkpointed.store(boundary, std::memory_order_release);
+        // A cut that stops the job is durable before the rank is let go (its exit ends the
+        // incarnation); a periodic one may be persisted behind the rank's next steps.
+        const bool stop = (rk.last_flags & kFlagStop) != 0;
+        auto w = write_checkpoint(s, rk, boundary, ws, r.a[1], !stop);
+        if (!w) return fail(w.reason());
+        if (*w) ws.checkpointed.store(boundary, std::memory_order_release);
         out->v[0] = kFlagCheckpointed | (rk.last_flags & kFlagStop);
       }
       ws.steps_done.store(boundary, std::memory_order_release);

@@ -40,6 +40,13 @@ Result<std::unique_ptr<ProxyServer>> ProxyServer::create(const ProxyOptions& o,
   // Every copy to or from a worker passes through the segment's data areas.
   p->be_->pin_host_memory(p->map_.data(), sizeof(ProxySegment));
   std::snprintf(h.backend, sizeof h.backend, "%s", p->be_->name().c_str());
+  if (o.ckpt_staging_bytes > 0) {
+    ProxySegment* seg = p->seg_;
+    p->persister_ = std::make_unique<ShardPersister>(o.ckpt_staging_bytes, [seg] {
+      seg->header.doorbell.fetch_add(1, std::memory_order_seq_cst);
+      futex_wake(&seg->header.doorbell);
+    });
+  }
   h.ready.store(1, std::memory_order_release);
   return p;
 }
@@ -57,6 +64,7 @@ void ProxyServer::run() {
   while (!stop_ && (opt_.stop_flag == nullptr || *opt_.stop_flag == 0)) {
     const std::uint32_t bell = seg_->header.doorbell.load(std::memory_order_seq_cst);
     bool worked = process_commands();
+    worked |= publish_persisted();
     worked |= discover_slots();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       Session& s = it->second;
@@ -76,6 +84,11 @@ void ProxyServer::run() {
       }
     }
     if (!worked) idle_wait(bell);
+  }
+  // What was staged is persisted before the proxy reports its counters and exits.
+  if (persister_) {
+    persister_->drain();
+    publish_persisted();
   }
 }
 

@@ -20,6 +20,7 @@
 #include "runtime/proxy/backend.h"
 #include "runtime/proxy/collective.h"
 #include "runtime/proxy/ring.h"
+#include "runtime/proxy/shard_persister.h"
 
 namespace orrery::runtime {
 
@@ -28,6 +29,10 @@ struct ProxyOptions {
   int device = 0;
   std::string ckpt_dir;   // shards: <ckpt_dir>/job-J/step-S/rank-R.ckpt
   long spin_ns = 50'000;  // how long the proxy spins before sleeping on its doorbell
+  // Host memory for periodic cuts persisted in the background (shard_persister.h); 0: every
+  // shard is written in line, the rank waiting for its fdatasync. A cut that stops the job is
+  // always written in line (the job ends with it, so it stalls no step).
+  std::uint64_t ckpt_staging_bytes = 1ull << 30;
   const volatile std::sig_atomic_t* stop_flag = nullptr;  // set by main()'s SIGTERM handler
   // > 0: exit when this process is no longer our parent (the node runtime died), so workers of a
   // dead node do not train on unsupervised: their next call fails and they exit.
@@ -38,7 +43,8 @@ struct ProxyStats {
   std::uint64_t requests = 0;
   std::uint64_t switches = 0;      // splice switches
   std::uint64_t switch_ns = 0;     // time spent parking and unparking
-  std::uint64_t ckpt_bytes = 0, ckpt_ns = 0;
+  std::uint64_t ckpt_bytes = 0, ckpt_ns = 0;  // ckpt_ns: the ranks' stall (in line: the write)
+  std::uint64_t ckpt_staged = 0, persist_ns = 0;  // cuts persisted in the background
   std::uint64_t restore_bytes = 0, restore_ns = 0;
 };
 
@@ -132,8 +138,12 @@ class ProxyServer {
   Result<std::uint64_t> check_range(const Session& s, const Rank& rk, std::uint64_t addr,
                                     std::uint64_t len, const std::string& what) const;
   Status restore_rank(Session& s, Rank& rk);
-  Status write_checkpoint(Session& s, Rank& rk, std::int64_t boundary, const WorkerSlot& slot,
-                          std::uint64_t nstates);
+  // rk's shard for `boundary`: true once durable (written in line), false if staged for the
+  // persister (only when may_defer and it fits the staging budget).
+  Result<bool> write_checkpoint(Session& s, Rank& rk, std::int64_t boundary, const WorkerSlot& slot,
+                                std::uint64_t nstates, bool may_defer);
+  // Shards the persister finished since the last call, published to their slots; true if any.
+  bool publish_persisted();
   std::uint64_t flags_for(const Session& s, std::int64_t step);
   // The allreduce: where its data goes (decided locally for one proxy, else negotiated), the
   // end of a negotiation, and rk's contribution for rk.reduce_step.
@@ -169,6 +179,8 @@ class ProxyServer {
   std::uint64_t loops_ = 0;
   std::uint64_t nonce_ = 0;  // names this proxy in collective negotiations
   std::string failed_;
+  // Last: destroyed first, so it persists what is staged while the segment is still mapped.
+  std::unique_ptr<ShardPersister> persister_;
 };
 
 }  // namespace orrery::runtime

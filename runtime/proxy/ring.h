@@ -91,7 +91,7 @@ struct alignas(64) WorkerSlot {
   std::int32_t rank;
   std::int64_t epoch;
   std::atomic<std::int64_t> steps_done;        // last step boundary the worker passed
-  std::atomic<std::int64_t> checkpointed;      // last boundary whose shard this rank wrote
+  std::atomic<std::int64_t> checkpointed;      // last boundary whose shard is durable
   std::atomic<std::int64_t> busy_ns;           // device time spent on this worker's requests
   std::atomic<std::uint32_t> hello_done;       // 1 once registered (and restored, if asked)
   char result[160];                            // kReport text

@@ -156,6 +156,14 @@ Result<std::uint64_t> ShardWriter::finish() {
     ::unlink(tmp_.c_str());
     return s;
   }
+  // The rename is durable once the directory is: a shard reported done survives a machine crash.
+  const std::string dir = std::filesystem::path(path_).parent_path().string();
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return Status::Error("open " + dir + ": " + std::strerror(errno));
+  const int rc = ::fsync(dfd);
+  const int err = errno;
+  ::close(dfd);
+  if (rc != 0) return Status::Error("fsync " + dir + ": " + std::strerror(err));
   return total_ + tail.size();
 }
 

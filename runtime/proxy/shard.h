@@ -1,7 +1,7 @@
 // Checkpoint shards: one file per rank and checkpoint, <ckpt_dir>/job-J/step-S/rank-R.ckpt,
 // holding the rank's allocations (address, size, allocation number, bytes) and its registered
 // host state, with a CRC-32C over the whole file. Written to a temporary name, fsync'd and
-// renamed, so a shard that exists is complete. Read back with every size checked against the
+// renamed (and the directory fsync'd), so a shard that exists is complete and survives a crash. Read back with every size checked against the
 // file before anything is allocated, and the checksum checked before the restore is accepted:
 // a damaged shard is a clear error naming the file, never a half-restored worker.
 //
@@ -36,8 +36,9 @@ std::string shard_file(const std::string& ckpt_dir, std::int64_t job, std::int64
 
 // Writes a shard as a stream: open() writes the header, then append() the allocations' bytes in
 // table order followed by the states' bytes (exactly the sizes the meta announces), then
-// finish() writes the checksum, fsyncs and renames the file into place. Destroyed before
-// finish(), it removes the temporary file: a shard that exists is always complete.
+// finish() writes the checksum, fsyncs and renames the file into place, then fsyncs the
+// directory. Destroyed before finish(), it removes the temporary file: a shard that exists is
+// always complete.
 class ShardWriter {
  public:
   static Result<ShardWriter> open(const std::string& path, const ShardMeta& meta);

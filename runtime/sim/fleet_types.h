@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/fleet.h"
+#include "runtime/sim/offered_load.h"
 #include "runtime/sim/workload.h"
 
 namespace orrery::sim {
@@ -30,5 +31,10 @@ class FleetTypes {
   std::vector<std::int64_t> count_, mem_;  // per fleet type: devices, largest memory (MiB)
   std::vector<int> fleet_type_;            // per workload type: the fleet's id, -1 when absent
 };
+
+// The jobs the simulator submits on `fleet` (those counted in the offered load): a device type can
+// hold them, and a premium one's min_devices fits the premium reserve (premium_share of the
+// devices, as the simulator sets it). (A spec the core refuses is found only when submitted.)
+CountedJobs schedulable_jobs(const Workload& w, const core::Fleet& fleet, double premium_share);
 
 }  // namespace orrery::sim

@@ -12,6 +12,8 @@
 #include "runtime/sim/alibaba_trace.h"
 #include "runtime/sim/fleet_generator.h"
 #include "runtime/sim/fleet_toml.h"
+#include "runtime/sim/fleet_types.h"
+#include "runtime/sim/offered_load.h"
 #include "runtime/sim/sim_report.h"
 #include "runtime/sim/simulator.h"
 #include "runtime/sim/synthetic_workload.h"
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
       "violations, rejected proposals, or jobs left waiting when nothing was left to happen)."};
   std::string fleet_path, fleet_gen, trace, policy = "orrery", compare, plot_dir, modes;
   std::int64_t synthetic = 0;
+  int copies = 0;
   std::uint64_t seed = 1;
   double load = 0.8;
   bool json = false, check = false, quiet = false, elastic = false, no_defrag = false;
@@ -95,12 +98,19 @@ int main(int argc, char** argv) {
                  ->check(CLI::Range(1, 10'000'000));
   tr->excludes(sy);
   auto* load_opt = app.add_option("--load", load,
-                                  "offered load: GPU-seconds asked over GPU-seconds the fleet has while jobs "
-                                  "arrive (default 0.8 for --synthetic; a trace keeps its own arrival times "
-                                  "unless --load is given, then they are compressed or stretched to it)")
+                                  "offered load: the share of the fleet's GPU-time over the steady-state window "
+                                  "(the arrivals from 10% to 90%) that the jobs would hold if each started on "
+                                  "arrival (docs/simulator.md, \"Load\"); the arrival times are scaled to it. "
+                                  "Default 0.8 for --synthetic; a trace keeps its own arrival times unless --load "
+                                  "is given")
                        ->check(CLI::Range(0.01, 10.0));
+  app.add_option("--repeat", copies,
+                 "with --load: the workload's jobs this many times back to back before scaling (default for a "
+                 "trace: the fewest copies that can offer twice the load, when the trace alone cannot; 1 for "
+                 "--synthetic)")
+      ->check(CLI::Range(1, sim::kMaxCopies));
   app.add_option("--seed", seed, "seed of the synthetic workload, the generated fleet and failures (default 1)");
-  app.add_option("--policy", policy, "the planner: orrery (default), fifo or tiresias");
+  app.add_option("--policy", policy, "the planner: orrery (default), fifo, tiresias or afs (docs/policies.md)");
   app.add_option("--compare", compare,
                  "several planners on the same input, side by side, e.g. fifo,tiresias,orrery");
   app.add_flag("--json", json, "print the results as JSON (one object per policy) instead of a table");
@@ -177,15 +187,12 @@ int main(int argc, char** argv) {
     }
     if (!quiet && !json) std::fprintf(stderr, "%s", t->summary.to_string().c_str());
     workload = std::move(t->workload);
-    if (load_opt->count() > 0) {
-      const double factor = sim::scale_to_load(workload, fleet->num_devices(), load);
-      if (!quiet && !json)
-        std::fprintf(stderr, "arrival times scaled by %.4g for an offered load of %.2f\n", factor, load);
-    }
   } else {
     sim::SyntheticOptions so;
     so.seed = seed;
     so.jobs = synthetic;
+    // The rate the analytical means give: a first guess that scale_to_load corrects below (the
+    // load is defined once, over the steady-state window).
     so.arrival_rate_per_s = sim::arrival_rate_for_load(so, fleet->num_devices(), load);
     auto w = sim::generate_synthetic(so);
     if (!w) {
@@ -193,6 +200,27 @@ int main(int argc, char** argv) {
       return 1;
     }
     workload = std::move(*w);
+    if (copies == 0) copies = 1;
+  }
+  sim::LoadScaling scaling;
+  if (load_opt->count() > 0 || synthetic > 0) {
+    auto s = sim::scale_to_load(workload, fleet->num_devices(), load, copies, [&](const sim::Workload& x) {
+      return sim::schedulable_jobs(x, *fleet, o.premium_share);
+    });
+    if (!s) {
+      std::fprintf(stderr, "orrery-sim: --load: %s (--repeat N repeats the workload's jobs)\n", s.reason().c_str());
+      return 1;
+    }
+    scaling = *s;
+    // Repeating a trace changes the workload: said also with --quiet.
+    if (scaling.copies > 1)
+      std::fprintf(stderr,
+                   "orrery-sim: note: the workload is repeated %d times back to back (%zu jobs): at most %.3g "
+                   "load with every job arriving at once, fewer copies cannot offer %.2f with room to spare\n",
+                   scaling.copies, workload.jobs.size(), scaling.limit, load);
+    if (!quiet && !json)
+      std::fprintf(stderr, "arrival times scaled by %.4g for an offered load of %.2f (steady-state window)\n",
+                   scaling.factor, load);
   }
   if (!quiet && !json)
     std::fprintf(stderr, "fleet: %d devices on %zu nodes; workload: %zu jobs\n", fleet->num_devices(),
@@ -247,6 +275,8 @@ int main(int argc, char** argv) {
       }
       fs::remove(run.journal_path);
     }
+    r->workload_copies = scaling.copies;
+    r->arrival_factor = scaling.factor;
     results.push_back(std::move(*r));
   }
   if (check) fs::remove_all(tmp);

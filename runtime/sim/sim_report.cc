@@ -79,17 +79,25 @@ std::string results_table(const std::vector<SimResult>& rs) {
     row(std::string(kTiers[t]) + " jobs", [t](const SimResult& r) { return num(static_cast<double>(r.tiers[t].jobs)); });
     row(std::string(kTiers[t]) + " queue avg", [t](const SimResult& r) { return duration(r.tiers[t].avg_queue_s); });
     row(std::string(kTiers[t]) + " JCT avg", [t](const SimResult& r) { return duration(r.tiers[t].avg_jct_s); });
+    row(std::string(kTiers[t]) + " JCT p99", [t](const SimResult& r) { return duration(r.tiers[t].p99_jct_s); });
     row(std::string(kTiers[t]) + " queue p99", [t](const SimResult& r) { return duration(r.tiers[t].p99_queue_s); });
     row(std::string(kTiers[t]) + " queue max", [t](const SimResult& r) { return duration(r.tiers[t].max_queue_s); });
     row(std::string(kTiers[t]) + " SLA met", [t](const SimResult& r) { return fmt("%.1f%%", 100 * r.tiers[t].sla_attainment); });
   }
   if (std::any_of(rs.begin(), rs.end(), [](const SimResult& r) { return !r.tenants.empty(); }))
     row("queue avg per tenant", [](const SimResult& r) { return duration(r.tenant_mean_queue_s); });
-  row("utilization (arrivals)", [](const SimResult& r) { return fmt("%.1f%%", 100 * r.utilization); });
+  row("offered load (steady state)", [](const SimResult& r) { return fmt("%.1f%%", 100 * r.offered_load); });
+  row("utilization (steady state)", [](const SimResult& r) { return fmt("%.1f%%", 100 * r.utilization); });
+  row("utilization (arrivals)", [](const SimResult& r) { return fmt("%.1f%%", 100 * r.utilization_arrivals); });
   row("utilization (makespan)", [](const SimResult& r) { return fmt("%.1f%%", 100 * r.utilization_makespan); });
-  row("preemptions", [](const SimResult& r) { return num(static_cast<double>(r.preemptions)); });
-  row("migrations", [](const SimResult& r) { return num(static_cast<double>(r.migrations)); });
-  row("resizes", [](const SimResult& r) { return num(static_cast<double>(r.resizes)); });
+  // Each action with the device time it held idle and the work it threw away (GPU-hours).
+  for (int a = 0; a < kNumActions; ++a) {
+    row(std::string(kActionNames[a]) + "s (GPU-h idle / redone)", [a](const SimResult& r) {
+      const auto& c = r.actions[static_cast<std::size_t>(a)];
+      return num(static_cast<double>(c.count)) + " (" + fmt("%.1f", c.stalled_gpu_s / 3600) + " / " +
+             fmt("%.1f", c.redone_gpu_s / 3600) + ")";
+    });
+  }
   row("node failures", [](const SimResult& r) { return num(static_cast<double>(r.node_failures)); });
   row("lost GPU-hours", [](const SimResult& r) { return fmt("%.1f", r.lost_gpu_s / 3600); });
   // Only for runs with signal or requeue jobs (--modes): the default table stays as it was.
@@ -153,6 +161,8 @@ std::string results_json(const std::vector<SimResult>& rs) {
     out += ", \"p95_jct_s\": " + json_num(r.p95_jct_s);
     out += ", \"p99_jct_s\": " + json_num(r.p99_jct_s);
     out += ", \"avg_jct_s_per_tier\": " + per_tier([](const TierResult& t) { return t.avg_jct_s; });
+    out += ", \"p50_jct_s_per_tier\": " + per_tier([](const TierResult& t) { return t.p50_jct_s; });
+    out += ", \"p99_jct_s_per_tier\": " + per_tier([](const TierResult& t) { return t.p99_jct_s; });
     out += ", \"max_queue_s\": " + per_tier([](const TierResult& t) { return t.max_queue_s; });
     out += ", \"avg_queue_s\": " + per_tier([](const TierResult& t) { return t.avg_queue_s; });
     out += ", \"p99_queue_s\": " + per_tier([](const TierResult& t) { return t.p99_queue_s; });
@@ -163,7 +173,13 @@ std::string results_json(const std::vector<SimResult>& rs) {
     for (std::size_t t = 0; t < r.tenants.size(); ++t)
       out += (t ? ", " : "") + json_string(r.tenants[t].name) + ": " + json_num(r.tenants[t].avg_queue_s);
     out += "}";
+    out += ", \"offered_load\": " + json_num(r.offered_load);
+    out += ", \"offered_load_per_tier\": " + per_tier([](const TierResult& t) { return t.offered_load; });
+    out += ", \"workload_copies\": " + std::to_string(r.workload_copies);
+    out += ", \"arrival_factor\": " + json_num(r.arrival_factor);
     out += ", \"utilization\": " + json_num(r.utilization);
+    out += ", \"steady_window_s\": [" + json_num(r.steady_from_s) + ", " + json_num(r.steady_to_s) + "]";
+    out += ", \"utilization_arrivals\": " + json_num(r.utilization_arrivals);
     out += ", \"utilization_makespan\": " + json_num(r.utilization_makespan);
     out += ", \"preemptions\": " + std::to_string(r.preemptions);
     out += ", \"migrations\": " + std::to_string(r.migrations);
@@ -172,6 +188,13 @@ std::string results_json(const std::vector<SimResult>& rs) {
     out += ", \"node_failures\": " + std::to_string(r.node_failures);
     out += ", \"lost_gpu_s\": " + json_num(r.lost_gpu_s);
     out += ", \"lost_cut_gpu_s\": " + json_num(r.lost_cut_gpu_s);
+    out += ", \"actions\": {";
+    for (int a = 0; a < kNumActions; ++a) {
+      const auto& c = r.actions[static_cast<std::size_t>(a)];
+      out += std::string(a ? ", " : "") + "\"" + kActionNames[a] + "\": {\"count\": " + std::to_string(c.count) +
+             ", \"stalled_gpu_s\": " + json_num(c.stalled_gpu_s) + ", \"redone_gpu_s\": " + json_num(c.redone_gpu_s) + "}";
+    }
+    out += "}";
     out += ", \"jobs_per_mode\": {\"transparent\": " + std::to_string(r.submitted_by_mode[0]) +
            ", \"signal\": " + std::to_string(r.submitted_by_mode[1]) +
            ", \"requeue\": " + std::to_string(r.submitted_by_mode[2]) + "}";

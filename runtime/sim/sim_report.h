@@ -12,9 +12,11 @@
 
 namespace orrery::sim {
 
-// One column per policy: jobs, JCT (average, p50, p99), queueing per tier (average, p99), SLA
-// attainment per tier, utilization, preemptions, migrations, resizes, lost GPU-hours, decisions,
-// rejected proposals, invariant violations, wall time, decisions/s, peak RSS.
+// One column per policy: jobs, JCT (average, p50, p95, p99; per tier average and p99), queueing
+// per tier (average, p99, longest), SLA attainment per tier, offered load and utilization (steady
+// state, arrival window, makespan), preemptions, migrations and resizes with the GPU-hours each
+// held idle and threw away, lost GPU-hours, decisions, rejected proposals, invariant violations,
+// wall time, decisions/s, peak RSS.
 std::string results_table(const std::vector<SimResult>& results);
 
 // A JSON array, one object per policy, with the keys of docs/simulator.md ("Output"): jobs,

@@ -16,6 +16,8 @@
 #include "core/protocol/protocol.h"
 #include "core/scheduler_core.h"
 #include "runtime/sim/fleet_types.h"
+#include "runtime/sim/offered_load.h"
+#include "runtime/sim/sim_metrics.h"
 
 namespace orrery::sim {
 
@@ -59,18 +61,6 @@ struct JobSim {
   bool fail_next_cut = false;     // scripted: the runtime fails the next cut
 };
 
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  auto idx = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, idx == 0 ? 0 : idx - 1)];
-}
-double mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0 : s / static_cast<double>(v.size());
-}
-
 class Sim final : public core::policy::PlanContext, public protocol::CommitListener {
  public:
   Sim(const Workload& w, const SimOptions& o) : w_(w), o_(o) {}
@@ -99,6 +89,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     proto_ = std::make_unique<protocol::Protocol>(*core_);
     driver_ = std::make_unique<protocol::Driver>(*core_, *proto_, *this);
     devices_ = core_->fleet().num_devices();
+    window_ = steady_window(w_.jobs.size());
     return Status::Ok();
   }
 
@@ -182,6 +173,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     const int id = c.job;
     auto& js = job(id);
     const std::int64_t devices = core_->cluster().jobs[id].devices;
+    ledger_.committed(id, d.event, c.to, js.devices, now());
     const std::int64_t freed = js.devices - devices;
     js.devices = devices;
     held_ -= freed;
@@ -199,7 +191,9 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     // A requeue job's cut keeps nothing (spec commit_cut: its progress goes back to 0): it redoes
     // its steps from scratch.
     if (d.event == EventKind::kCheckpointDone && core_->job_info(id).mode == spec::Preemption::kRequeue) {
-      lost_cut_gpu_s_ += js.done_s * static_cast<double>(core_->cluster().jobs[id].world);
+      const double lost = js.done_s * static_cast<double>(core_->cluster().jobs[id].world);
+      lost_cut_gpu_s_ += lost;
+      ledger_.redone(id, lost);
       js.done_s = 0;
     }
     if (c.to == JobState::kRestoring) js.moved = c.from == JobState::kMigrating;
@@ -339,8 +333,21 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   void handle(const Event& e) {
     switch (e.kind) {
       case Ev::kArrive:
+        // The steady-state window (offered_load.h) opens and closes at the arrivals of two
+        // given jobs; the arrival window closes at the last one.
+        if (window_.first < window_.last && static_cast<std::size_t>(e.a) == window_.first) {
+          steady_from_ms_ = now();
+          steady_from_useful_ = useful_now();
+        }
+        if (window_.first < window_.last && static_cast<std::size_t>(e.a) == window_.last) {
+          steady_to_ms_ = now();
+          steady_to_useful_ = useful_now();
+        }
         arrive(e.a);
-        if (e.a + 1 == static_cast<int>(w_.jobs.size())) measure_arrival_window();
+        if (e.a + 1 == static_cast<int>(w_.jobs.size())) {
+          window_end_ = now();
+          window_useful_ = useful_now();
+        }
         break;
       case Ev::kRound:
         round_pending_ = false;
@@ -370,14 +377,16 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     ++finished_;
   }
 
-  // The useful work done so far (world x full-size seconds), measured once, at the last arrival:
-  // the fleet's utilization while work keeps coming, without the drain at the end.
-  void measure_arrival_window() {
-    window_end_ = now();
+  // The useful work done so far (world x full-size seconds; work a failure or a requeue cut threw
+  // away is not in it): a pass over the jobs, made three times a run (the steady-state window's
+  // ends and the last arrival).
+  double useful_now() {
+    double useful = 0;
     for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
       advance(j);
-      window_useful_ += jobs_[static_cast<std::size_t>(j)].done_s * w_.jobs[static_cast<std::size_t>(jobs_[static_cast<std::size_t>(j)].w)].world;
+      useful += jobs_[static_cast<std::size_t>(j)].done_s * w_.jobs[static_cast<std::size_t>(jobs_[static_cast<std::size_t>(j)].w)].world;
     }
+    return useful;
   }
 
   void arrive(int w) {
@@ -529,14 +538,13 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     r.submitted = submitted_;
     r.unschedulable = unschedulable_;
     r.unschedulable_why = unschedulable_why_;
-    std::vector<double> jct, tier_jct[3], tier_queue[3];
-    std::array<std::int64_t, 3> sla_ok{};
-    std::vector<double> tenant_queue_sum(w_.tenants.size(), 0.0);
-    std::vector<std::int64_t> tenant_done(w_.tenants.size(), 0);
+    JobStats stats(w_.tenants.size());
+    CountedJobs submitted(w_.jobs.size(), 0);
     std::int64_t end = t0_;
     for (int j = 0; j < static_cast<int>(jobs_.size()); ++j) {
       const auto& js = jobs_[static_cast<std::size_t>(j)];
       const auto& sj = w_.jobs[static_cast<std::size_t>(js.w)];
+      submitted[static_cast<std::size_t>(js.w)] = 1;
       const auto st = core_->state(j);
       if (st == JobState::kFailed) ++r.failed;
       if (st != JobState::kCompleted) {
@@ -549,46 +557,44 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       r.useful_gpu_s += js.total_s * sj.world;
       const double c = static_cast<double>(js.end_ms - ms(sj.arrival_s)) / 1000.0;
       const double q = static_cast<double>(js.first_start_ms - ms(sj.arrival_s)) / 1000.0;
-      const auto t = static_cast<std::size_t>(sj.tier);
-      jct.push_back(c);
-      tier_jct[t].push_back(c);
-      tier_queue[t].push_back(q);
-      if (q <= o_.sla_queue_s[t]) ++sla_ok[t];
-      if (static_cast<std::size_t>(sj.tenant) < tenant_done.size()) {
-        tenant_queue_sum[static_cast<std::size_t>(sj.tenant)] += q;
-        ++tenant_done[static_cast<std::size_t>(sj.tenant)];
-      }
+      stats.completed(sj.tier, sj.tenant, c, q, o_.sla_queue_s[static_cast<std::size_t>(sj.tier)]);
     }
+    auto sum = stats.summarize();
     if (w_.tenants.size() > 1) {
-      double sum = 0;
+      double total = 0;
       for (std::size_t t = 0; t < w_.tenants.size(); ++t) {
-        if (tenant_done[t] == 0) continue;
-        const double avg = tenant_queue_sum[t] / static_cast<double>(tenant_done[t]);
-        r.tenants.push_back({w_.tenants[t], tenant_done[t], avg});
-        sum += avg;
+        const auto [done, avg] = sum.tenant_avg_queue[t];
+        if (done == 0) continue;
+        r.tenants.push_back({w_.tenants[t], done, avg});
+        total += avg;
       }
-      if (!r.tenants.empty()) r.tenant_mean_queue_s = sum / static_cast<double>(r.tenants.size());
+      if (!r.tenants.empty()) r.tenant_mean_queue_s = total / static_cast<double>(r.tenants.size());
     }
-    r.avg_jct_s = mean(jct);
-    r.p50_jct_s = percentile(jct, 0.5);
-    r.p95_jct_s = percentile(jct, 0.95);
-    r.p99_jct_s = percentile(jct, 0.99);
+    r.avg_jct_s = sum.avg_jct_s;
+    r.p50_jct_s = sum.p50_jct_s;
+    r.p95_jct_s = sum.p95_jct_s;
+    r.p99_jct_s = sum.p99_jct_s;
     for (std::size_t t = 0; t < 3; ++t) {
-      auto& tr = r.tiers[t];
-      tr.jobs = static_cast<std::int64_t>(tier_jct[t].size());
-      tr.avg_jct_s = mean(tier_jct[t]);
-      tr.p50_jct_s = percentile(tier_jct[t], 0.5);
-      tr.p99_jct_s = percentile(tier_jct[t], 0.99);
-      tr.avg_queue_s = mean(tier_queue[t]);
-      tr.p99_queue_s = percentile(tier_queue[t], 0.99);
-      for (double q : tier_queue[t]) tr.max_queue_s = std::max(tr.max_queue_s, q);
-      tr.sla_attainment = tr.jobs ? static_cast<double>(sla_ok[t]) / static_cast<double>(tr.jobs) : 0;
+      const auto& a = sum.tiers[t];
+      r.tiers[t] = {a.jobs, a.avg_jct_s, a.p50_jct_s, a.p99_jct_s, a.avg_queue_s, a.p99_queue_s, a.max_queue_s, a.sla_attainment, 0};
     }
+    r.offered_load = offered_load(w_, devices_, submitted);
+    for (std::size_t t = 0; t < 3; ++t) {  // each tier's part of it
+      CountedJobs tier(submitted.size(), 0);
+      for (std::size_t i = 0; i < tier.size(); ++i)
+        tier[i] = submitted[i] && static_cast<std::size_t>(w_.jobs[i].tier) == t;
+      r.tiers[t].offered_load = offered_load(w_, devices_, tier);
+    }
+    r.actions = ledger_.costs();
     r.sim_s = static_cast<double>(std::max(end, now()) - t0_) / 1000.0;
     r.capacity_gpu_s = static_cast<double>(devices_) * static_cast<double>(end - t0_) / 1000.0;
     r.utilization_makespan = r.capacity_gpu_s > 0 ? r.useful_gpu_s / r.capacity_gpu_s : 0;
     const double window_capacity = static_cast<double>(devices_) * static_cast<double>(window_end_ - t0_) / 1000.0;
-    r.utilization = window_capacity > 0 ? window_useful_ / window_capacity : r.utilization_makespan;
+    r.utilization_arrivals = window_capacity > 0 ? window_useful_ / window_capacity : r.utilization_makespan;
+    const double steady_capacity = static_cast<double>(devices_) * static_cast<double>(steady_to_ms_ - steady_from_ms_) / 1000.0;
+    r.utilization = steady_capacity > 0 ? (steady_to_useful_ - steady_from_useful_) / steady_capacity : r.utilization_makespan;
+    r.steady_from_s = static_cast<double>(steady_from_ms_ - t0_) / 1000.0;
+    r.steady_to_s = static_cast<double>(steady_to_ms_ - t0_) / 1000.0;
     r.preemptions = preemptions_;
     r.migrations = migrations_;
     r.resizes = resizes_;
@@ -606,7 +612,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     r.t_h = std::move(t_h_);
     r.utilization_series = std::move(util_);
     r.queue_series = std::move(queue_);
-    r.jct_s = std::move(jct);
+    r.jct_s = std::move(sum.jct_s);
   }
 
   const Workload& w_;
@@ -634,8 +640,12 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::uint64_t rejected_ = 0;
   double lost_gpu_s_ = 0, lost_cut_gpu_s_ = 0;
   std::array<std::int64_t, spec::kNumPreemptions> submitted_by_mode_{};
-  std::int64_t window_end_ = 0;
+  std::int64_t window_end_ = 0;  // the last arrival
   double window_useful_ = 0;
+  SteadyWindow window_;  // the steady-state window's jobs (offered_load.h)
+  std::int64_t steady_from_ms_ = 0, steady_to_ms_ = 0;
+  double steady_from_useful_ = 0, steady_to_useful_ = 0;
+  ActionLedger ledger_;
   std::vector<double> t_h_, util_, queue_;
 };
 

@@ -26,6 +26,7 @@
 #include "core/policy/planner.h"
 #include "base/result.h"
 #include "runtime/sim/job_modes.h"
+#include "runtime/sim/sim_metrics.h"
 #include "runtime/sim/workload.h"
 
 namespace orrery::sim {
@@ -86,6 +87,7 @@ struct TierResult {
   double avg_queue_s = 0, p99_queue_s = 0;
   double max_queue_s = 0;  // the longest wait of a completed job (starvation)
   double sla_attainment = 0;  // of the tier's completed jobs, the share within its queueing target
+  double offered_load = 0;    // the tier's jobs' part of SimResult::offered_load
 };
 
 struct TenantResult {
@@ -109,14 +111,24 @@ struct SimResult {
   // share among tenants lowers when a few tenants submit most of the jobs).
   std::vector<TenantResult> tenants;
   double tenant_mean_queue_s = 0;
-  // Useful GPU-seconds (world x full-size seconds of work done) over capacity GPU-seconds, from
-  // the first arrival to the last one: how much of the fleet did useful work while work kept
-  // coming (the trace's own window; a single arrival time: first arrival to last end).
+  // The offered load of the submitted jobs over the steady-state window (offered_load.h): the
+  // utilization a fleet that never made a job wait would have had there.
+  double offered_load = 0;
+  // Useful GPU-seconds (world x full-size seconds of work done, less work thrown away) over
+  // capacity GPU-seconds, over the steady-state window (offered_load.h: from the arrival of the
+  // job at 10% of the arrivals to that of the job at 90%; seconds since the first arrival below):
+  // what the fleet did while it was warm and work kept coming. Fewer than two jobs: the makespan's.
   double utilization = 0;
+  double steady_from_s = 0, steady_to_s = 0;
+  // The same from the first arrival to the last one (a single arrival time: the makespan's).
+  double utilization_arrivals = 0;
   // The same from the first arrival to the last completion (the drain at the end included).
   double utilization_makespan = 0;
   double useful_gpu_s = 0, capacity_gpu_s = 0;  // the makespan's
   std::int64_t preemptions = 0, migrations = 0, resizes = 0, checkpoints = 0, node_failures = 0;
+  // Per planner action (preemption, migration, resize): how many, the device time they held idle,
+  // the work they threw away (sim_metrics.h).
+  std::array<ActionCost, kNumActions> actions{};
   double lost_gpu_s = 0;  // work thrown away: progress since the last checkpoint of failed jobs
   // Work thrown away by cuts: a requeue job's progress when it is preempted or migrated (it
   // restarts from scratch). Transparent and signal jobs resume from their cut.
@@ -124,7 +136,11 @@ struct SimResult {
   std::array<std::int64_t, spec::kNumPreemptions> submitted_by_mode{};  // transparent, signal, requeue
   std::uint64_t decisions = 0;          // committed by the core
   std::uint64_t rejected_proposals = 0;  // the planner's proposals the core refused
-  std::int64_t invariant_violations = -1;  // from the journal replay (--check); -1: not checked
+  std::int64_t invariant_violations = -1;
+  // How orrery-sim made the workload (--load, --repeat): its copies back to back, and the factor
+  // its arrival times were scaled by. simulate() leaves them at 1.
+  int workload_copies = 1;
+  double arrival_factor = 1;  // from the journal replay (--check); -1: not checked
   double sim_s = 0;       // simulated time, first arrival to the end
   double wall_s = 0;
   double decisions_per_s = 0;
@@ -134,7 +150,7 @@ struct SimResult {
   std::vector<double> jct_s;
 };
 
-// Runs `workload` on `fleet` with the planner `policy` ("orrery", "fifo", "tiresias"). Errors:
+// Runs `workload` on `fleet` with the planner `policy` ("orrery", "fifo", "tiresias", "afs"). Errors:
 // an unknown policy, a fleet without devices, a journal that cannot be written.
 Result<SimResult> simulate(const core::Fleet& fleet, const Workload& workload, const std::string& policy,
                            const SimOptions& options);

@@ -47,14 +47,4 @@ double demand_gpu_s(const Workload& w) {
   return d;
 }
 
-double scale_to_load(Workload& w, std::int64_t devices, double load) {
-  if (w.jobs.size() < 2 || devices <= 0 || load <= 0) return 1;
-  const double t0 = w.jobs.front().arrival_s, span = w.jobs.back().arrival_s - t0;
-  const double demand = demand_gpu_s(w);
-  if (span <= 0 || demand <= 0) return 1;
-  const double factor = demand / (static_cast<double>(devices) * span * load);
-  for (auto& j : w.jobs) j.arrival_s = t0 + (j.arrival_s - t0) * factor;
-  return factor;
-}
-
 }  // namespace orrery::sim

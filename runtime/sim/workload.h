@@ -35,10 +35,6 @@ std::vector<int> fleet_type_ids(const Workload& w, const core::Fleet& fleet);
 
 // The GPU-seconds the workload asks for (world x duration, summed).
 double demand_gpu_s(const Workload& w);
-
-// Scales the arrival times (relative to the first) so that the demand over `devices` devices
-// during the arrivals is `load` (demand / (devices x arrival span)); returns the factor applied
-// (1 when the workload has fewer than two distinct arrival times or no demand).
-double scale_to_load(Workload& w, std::int64_t devices, double load);
+// (Offered load and scaling the arrivals to one: runtime/sim/offered_load.h.)
 
 }  // namespace orrery::sim

@@ -2,7 +2,7 @@
 // (and by hand): proxies as processes, the ranks started from the command given, checkpoints
 // asked at given steps. Prints each event as it comes, with the seconds since the launch:
 //   event <started|progress|checkpointed|stopped|completed|crashed> step <S> t <sec> <detail>
-// then every rank's output under "--- rank R". Exit 0 when the job completed, 1 otherwise, 2 on
+// then every rank's output under "--- rank R", then the proxies' checkpoint lines. Exit 0 when the job completed, 1 otherwise, 2 on
 // bad arguments.
 //
 //   pytorch_run_job --devices N --world W --place "D:R,R D:R" [--checkpoints S,S,...]
@@ -142,6 +142,15 @@ int main(int argc, char** argv) {
   }
   for (const auto& [rank, text] : output) std::printf("--- rank %d\n%s", rank, text.c_str());
   rt->reset();
+  // The proxies' checkpoint lines, once they have stopped: each shard's size and, for a periodic
+  // cut persisted in the background, how long it took to become durable (bench-pytorch).
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(data_dir + "/logs", ec)) {
+    if (e.path().filename().string().rfind("proxy-", 0) != 0) continue;
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);)
+      if (line.find(": checkpoint job ") != std::string::npos) std::printf("%s\n", line.c_str());
+  }
   if (own_dir) std::filesystem::remove_all(data_dir);
   return completed ? 0 : 1;
 }

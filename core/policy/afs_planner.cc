@@ -1,0 +1,139 @@
+#include "core/policy/afs_planner.h"
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "core/policy/victims.h"
+#include "spec/model.h"
+
+namespace orrery::core::policy {
+
+using spec::EventKind;
+
+AfsPlanner::AfsPlanner(const PlannerOptions& o)
+    : o_(o), book_([](const SchedulerCore& core, int job) {
+        // Every waiting job's first step weighs 1: the shortest expected (least attained) first.
+        return JobBook::Key{0, core.cluster().jobs[job].attained, job};
+      }) {}
+
+double AfsPlanner::throughput(std::int64_t world, std::int64_t c) {
+  if (c <= 0 || world <= 0) return 0;
+  const double t = static_cast<double>(c) / static_cast<double>(world);
+  return c < world ? t * (1.0 - kSpliceOverhead) : t;
+}
+
+double AfsPlanner::step_weight(std::int64_t world, std::int64_t c, std::int64_t next) {
+  if (c <= 0) return 1;
+  if (next <= c) return 0;
+  const double t1 = throughput(world, next);
+  return (t1 - throughput(world, c)) / t1 / static_cast<double>(next - c);
+}
+
+std::int64_t AfsPlanner::next_count(std::int64_t world, std::int64_t min_dev, std::int64_t max_dev, std::int64_t c) {
+  for (std::int64_t n = std::max(c + 1, min_dev); n <= max_dev; ++n)
+    if (world % n == 0 && world / n <= spec::kSpliceLimit) return n;
+  return -1;
+}
+
+void AfsPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
+  book_.admit_all(core, ctx);
+  int searches = 0;  // each a walk over running jobs: bounded per round
+  book_.place_waiting(core, ctx, o_, /*strict=*/false, [&](int ben) {
+    if (book_.helped(ben) || searches >= o_.max_cuts_per_round) return;
+    ++searches;
+    make_room(core, ctx, ben);
+  });
+  if (book_.waiting() == 0) grow(core, ctx);
+}
+
+void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben) {
+  const spec::Concrete d;
+  const auto& s = core.cluster();
+  const auto& bj = s.jobs[ben];
+  // Running jobs of its type that have had at least a threshold more service, the most first.
+  std::vector<int> pool;
+  int looked = 0;
+  for (std::int64_t tier = spec::kNumTiers - 1; tier >= 0 && looked < o_.max_victim_candidates; --tier)
+    for (int v : book_.running(bj.dtype, tier)) {
+      if (++looked > o_.max_victim_candidates) break;
+      const auto& vj = s.jobs[v];
+      if (vj.attained < bj.attained + o_.las_threshold_gpu_ms || ctx.cut_pending(v) || protected_now(core, book_, v))
+        continue;
+      if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
+      pool.push_back(v);
+    }
+  if (pool.empty()) return;
+  // A shrink first: the elastic (transparent) job whose last step weighed least, to the largest
+  // count that frees the beneficiary's smallest gang.
+  int shrink = -1;
+  std::int64_t shrink_to = 0;
+  double least = 2;
+  for (int v : pool) {
+    const auto& vj = s.jobs[v];
+    if (vj.devices <= vj.min_dev || core.job_info(v).mode != spec::Preemption::kTransparent) continue;
+    std::int64_t to = 0;
+    for (std::int64_t c = vj.devices - bj.min_dev; c >= vj.min_dev && to == 0; --c)
+      if (vj.world % c == 0 && vj.world / c <= spec::kSpliceLimit) to = c;
+    if (to == 0) continue;
+    // The weight of its last step: from the count below its current one to it.
+    std::int64_t below = 0;
+    for (std::int64_t c = vj.devices - 1; c >= vj.min_dev && below == 0; --c)
+      if (vj.world % c == 0 && vj.world / c <= spec::kSpliceLimit) below = c;
+    const double w = step_weight(vj.world, below, vj.devices);
+    if (w < least) {
+      least = w;
+      shrink = v;
+      shrink_to = to;
+    }
+  }
+  if (shrink >= 0) {
+    const auto& vj = s.jobs[shrink];
+    Decision p;
+    p.event = EventKind::kResizeDown;
+    p.origin = spec::Origin::kPlanner;
+    p.job = shrink;
+    p.beneficiary = ben;
+    p.splice = vj.world / shrink_to;
+    p.devices.assign(vj.held.begin(), vj.held.begin() + shrink_to);
+    if (core.accepts(p) && ctx.propose(p)) return;
+  }
+  // Else preemptions: the most attained service first (whole gangs covering its need, or none).
+  std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return s.jobs[a].attained > s.jobs[b].attained; });
+  std::vector<VictimCandidate> vc;
+  vc.reserve(pool.size());
+  for (int v : pool)
+    vc.push_back({v, s.jobs[v].devices, loss_per_device_ms(core, book_, v), mode_rank(core.job_info(v).mode), 0});
+  preempt_for(core, ctx, book_, cheapest_victims(std::move(vc), bj.min_dev), ben);
+}
+
+void AfsPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
+  // Running elastic jobs with a next step, by its weight (highest first), then least attained.
+  struct Step {
+    double weight;
+    std::int64_t attained;
+    int job;
+    std::int64_t next;
+  };
+  std::vector<Step> steps;
+  for (int j : book_.running()) {
+    const auto& jv = core.cluster().jobs[j];
+    if (jv.devices >= jv.max_dev || ctx.cut_pending(j)) continue;
+    const std::int64_t n = next_count(jv.world, jv.min_dev, jv.max_dev, jv.devices);
+    if (n > 0) steps.push_back({step_weight(jv.world, jv.devices, n), jv.attained, j, n});
+  }
+  std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) {
+    return std::tie(b.weight, a.attained, a.job) < std::tie(a.weight, b.attained, b.job);
+  });
+  int grown = 0;
+  for (const auto& st : steps) {
+    if (grown >= o_.max_grows_per_round) break;
+    // One step at a time (AFS-L hands out one device, here one valid count, per pick).
+    auto p = book_.placer(core).propose(st.job, EventKind::kResizeUp, static_cast<int>(st.next));
+    if (p.kind != Proposal::Kind::kOk) continue;  // no room near it: another job may still fit
+    if (static_cast<std::int64_t>(p.decision.devices.size()) <= core.cluster().jobs[st.job].devices) continue;
+    if (ctx.propose(p.decision)) ++grown;
+  }
+}
+
+}  // namespace orrery::core::policy

@@ -1,0 +1,153 @@
+// The offered load (offered_load.h): its definition on hand-made workloads, scaling to a load, the
+// repeats a workload too small for its fleet needs, and the simulator's steady-state utilization
+// meeting the stated load; what each planner action cost (sim_metrics.h).
+#include "runtime/sim/offered_load.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/sim/fleet_generator.h"
+#include "runtime/sim/simulator.h"
+#include "runtime/sim/synthetic_workload.h"
+
+namespace orrery::sim {
+namespace {
+
+SimJob job(double arrival, double duration, int world) {
+  SimJob j;
+  j.arrival_s = arrival;
+  j.duration_s = duration;
+  j.world = j.min_devices = j.max_devices = world;
+  j.mem_mib = 1024;
+  return j;
+}
+
+core::Fleet h100s(int nodes, int devices) {
+  FleetGenOptions o;
+  o.regions = 1;
+  o.clusters_per_region = 1;
+  o.nodes = nodes;
+  o.devices_per_node = devices;
+  o.device_mix = {{"H100-80G", 81920, 1}};
+  return *generate_fleet(o);
+}
+
+TEST(OfferedLoad, SteadyWindowTrimsATenthAtEachEnd) {
+  EXPECT_EQ(steady_window(100).first, 10u);
+  EXPECT_EQ(steady_window(100).last, 89u);
+  EXPECT_EQ(steady_window(5).first, 0u);  // too few to trim
+  EXPECT_EQ(steady_window(5).last, 4u);
+  EXPECT_EQ(steady_window(1).last, 0u);
+}
+
+TEST(OfferedLoad, CountsWhatEachJobWouldHoldInsideTheWindow) {
+  // Five jobs at 0, 10, 20, 30, 40 s: the window is [0, 40] (too few to trim). On 4 devices:
+  //   job 0: 2 devices for 20 s   -> 40 GPU-s inside
+  //   job 1: 1 device for 100 s   -> 30 inside (10..40: it runs past the window's end)
+  //   job 2: 4 devices for 5 s    -> 20
+  //   job 3: 1 device for 0 s     -> 0
+  //   job 4: 8 devices (arrives at the end) -> 0
+  // 90 GPU-s of 4 x 40 = 160.
+  Workload w;
+  w.tenants = {"all"};
+  w.jobs = {job(0, 20, 2), job(10, 100, 1), job(20, 5, 4), job(30, 0, 1), job(40, 10, 8)};
+  EXPECT_DOUBLE_EQ(offered_load(w, 4), 90.0 / 160.0);
+  // Not counted (unschedulable): job 1.
+  EXPECT_DOUBLE_EQ(offered_load(w, 4, {1, 0, 1, 1, 1}), 60.0 / 160.0);
+  // Limit: every job with work runs from its arrival past the end: 2x40 + 1x30 + 4x20 = 190.
+  EXPECT_DOUBLE_EQ(offered_load_limit(w, 4), 190.0 / 160.0);
+}
+
+TEST(OfferedLoad, ScalingReachesTheLoadWithHeavyTailedDurations) {
+  // 1,000 one-device jobs a second apart, 2% of them running 100 times longer than all arrivals
+  // take: the arrival rate x mean GPU-seconds would overstate the load inside the window 40-fold.
+  Workload w;
+  w.tenants = {"all"};
+  for (int i = 0; i < 1000; ++i) w.jobs.push_back(job(i, i % 50 == 0 ? 100000 : 60, 1 + i % 4));
+  for (double load : {0.3, 0.6, 0.9, 1.5}) {
+    Workload x = w;
+    auto s = scale_to_load(x, 64, load, 0);
+    ASSERT_TRUE(s.ok()) << s.reason();
+    EXPECT_EQ(s->copies, 1);
+    EXPECT_NEAR(offered_load(x, 64), load, 1e-6 * load);
+    EXPECT_EQ(x.jobs.size(), w.jobs.size());
+  }
+}
+
+TEST(OfferedLoad, RepeatsAWorkloadTooSmallForTheFleet) {
+  // 100 one-device jobs can never hold more than about half of 100 devices on average over the
+  // window (their limit); to offer 0.9, and twice that to spare, it takes copies.
+  Workload w;
+  w.tenants = {"all"};
+  for (int i = 0; i < 100; ++i) w.jobs.push_back(job(i * 10, 50, 1));
+  EXPECT_LT(offered_load_limit(w, 100), 0.9);
+  Workload x = w;
+  auto s = scale_to_load(x, 100, 0.9, 0);
+  ASSERT_TRUE(s.ok()) << s.reason();
+  EXPECT_GT(s->copies, 1);
+  EXPECT_GE(s->limit, 1.8);
+  EXPECT_EQ(x.jobs.size(), w.jobs.size() * static_cast<std::size_t>(s->copies));
+  EXPECT_NEAR(offered_load(x, 100), 0.9, 1e-6);
+  for (std::size_t i = 1; i < x.jobs.size(); ++i) ASSERT_LE(x.jobs[i - 1].arrival_s, x.jobs[i].arrival_s);
+  // With the copies asked for and too few of them: an error that says so.
+  Workload y = w;
+  EXPECT_FALSE(scale_to_load(y, 100, 0.9, 1).ok());
+}
+
+// The load definition end to end: synthetic jobs of known durations (log-normal, median 10 min)
+// and gangs up to 8, on 512 devices (so no gang is large beside the fleet), scaled to a load;
+// every policy's utilization over the steady-state window is within 10% of that load (relative).
+TEST(OfferedLoad, StatedLoadGivesThatUtilization) {
+  const auto fleet = h100s(64, 8);
+  SyntheticOptions so;
+  so.jobs = 2500;
+  so.max_gang = 8;
+  so.duration_median_s = 600;
+  so.duration_sigma = 1.0;
+  so.device_types = {{"H100-80G", 81920, 1}};
+  so.tenants = 1;
+  SimOptions o;
+  o.premium_share = 1;
+  for (double load : {0.3, 0.6, 0.9}) {
+    so.arrival_rate_per_s = arrival_rate_for_load(so, fleet.num_devices(), load);
+    auto w = generate_synthetic(so);
+    ASSERT_TRUE(w.ok()) << w.reason();
+    auto s = scale_to_load(*w, fleet.num_devices(), load, 1);
+    ASSERT_TRUE(s.ok()) << s.reason();
+    for (const char* p : {"fifo", "tiresias", "afs", "orrery"}) {
+      auto r = simulate(fleet, *w, p, o);
+      ASSERT_TRUE(r.ok()) << r.reason();
+      EXPECT_NEAR(r->offered_load, load, 1e-6) << p;
+      EXPECT_NEAR(r->utilization, load, 0.1 * load) << p << " at load " << load;
+      EXPECT_GT(r->steady_to_s, r->steady_from_s) << p;
+      EXPECT_EQ(r->rejected_proposals, 0u) << p;
+      EXPECT_EQ(r->completed, 2500) << p;
+    }
+  }
+}
+
+TEST(ActionLedger, ChargesTheDevicesHeldUntilTheJobRunsAgain) {
+  using spec::EventKind;
+  using spec::JobState;
+  ActionLedger l;
+  // Preempted at 0 on 4 devices; its cut is stored at 10 s (Suspended, no devices); resumed at
+  // 100 s on 2 devices, restoring until 105 s: 4 x 10 + 2 x 5 = 50 GPU-s.
+  l.committed(0, EventKind::kPreempt, JobState::kCheckpointing, 4, 0);
+  l.committed(0, EventKind::kCheckpointDone, JobState::kSuspended, 4, 10'000);
+  l.committed(0, EventKind::kResume, JobState::kRestoring, 0, 100'000);
+  l.committed(0, EventKind::kRestoreDone, JobState::kRunning, 2, 105'000);
+  l.committed(0, EventKind::kProgress, JobState::kRunning, 2, 200'000);  // over: nothing more
+  // A migration of job 1 on 8 devices for 30 s, with 5 GPU-s of a requeue job's work thrown away.
+  l.committed(1, EventKind::kMigrate, JobState::kMigrating, 8, 0);
+  l.redone(1, 5);
+  l.committed(1, EventKind::kRestoreDone, JobState::kRunning, 8, 30'000);
+  const auto& c = l.costs();
+  EXPECT_EQ(c[0].count, 1);
+  EXPECT_DOUBLE_EQ(c[0].stalled_gpu_s, 50);
+  EXPECT_EQ(c[1].count, 1);
+  EXPECT_DOUBLE_EQ(c[1].stalled_gpu_s, 240);
+  EXPECT_DOUBLE_EQ(c[1].redone_gpu_s, 5);
+  EXPECT_EQ(c[2].count, 0);
+}
+
+}  // namespace
+}  // namespace orrery::sim
