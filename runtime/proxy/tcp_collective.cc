@@ -497,6 +497,7 @@ class TcpCollective final : public CollectiveGroup {
       const std::uint64_t per = h.count > 0 ? chunk_floats(h.count, world_) : 0;
       if (h.magic != kMagic || h.step < 0 || h.count == 0 || h.count > cap_ ||
           h.floats > kMaxChunkFloats || (h.floats > 0 && (h.chunk * per + h.floats > h.count)) ||
+          h.kind < kContribution || h.kind > kFailedStep ||
           (h.kind == kContribution && (h.rank < 0 || h.rank >= world_))) {
         fail_locked("collective " + name_ + ": a malformed message from the proxy at " + p.where);
         return;
