@@ -37,16 +37,26 @@ namespace {
 
 using namespace orrery::runtime;
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// A loopback port for the TCP collective's rendezvous, reserved for as long as the returned
+// socket stays open: bound with SO_REUSEADDR and never listening, so the kernel hands the port to
+// no one else (no ephemeral port, no bind of port 0), while the proxy of rank 0 may still bind and
+// listen on it (it sets SO_REUSEADDR too). A port picked, closed and bound later by the proxy
+// could be taken in between (allreduce_bench_tcp_smoke once timed out under load that way).
+int reserve_port(int* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  return fd;
 }
 
 int fail(const std::string& why) {
@@ -105,8 +115,10 @@ int main(int argc, char** argv) {
   spec.world = world;
   spec.command = {"allreduce_bench_worker", "--counts", counts, "--iters",
                   std::to_string(iters), "--warmup", std::to_string(warmup), "--mode", mode};
+  int port = 0, port_fd = -1;  // held until the job is over
+  if (nodes > 1 && (port_fd = reserve_port(&port)) < 0) return fail("no free loopback port");
   spec.collective = nodes == 1 ? "/orrery-arb-" + std::to_string(::getpid())
-                               : "tcp://127.0.0.1:" + std::to_string(free_port()) + "/arb";
+                               : "tcp://127.0.0.1:" + std::to_string(port) + "/arb";
   // The far node first: its proxies wait for the hub on rank 0's node.
   for (int n = nodes - 1; n >= 0; --n) {
     LaunchSpec s = spec;
@@ -136,6 +148,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   rts.clear();
+  if (port_fd >= 0) ::close(port_fd);
   // Each rank's output, from the log the node runtime keeps of it.
   for (const auto& e : std::filesystem::recursive_directory_iterator(tmp)) {
     if (!e.is_regular_file() || e.path().filename().string().rfind("job-", 0) != 0) continue;

@@ -48,9 +48,9 @@ bool Service::session_current(const NodeSession& s) const {
 
 // This node's share of the job's current incarnation: device k of the placement (held devices
 // sorted) runs ranks [k*splice, (k+1)*splice). The collective is the incarnation's, the same on
-// every node: a shared-memory name when the job is on one node, else a TCP hub on rank 0's node
-// (its registered host) at a port derived from the name. Every (re)start is a new epoch, so the
-// name is the job's and the epoch's.
+// every node: a shared-memory name when the job is on one node, else the TCP mesh's rendezvous
+// on rank 0's node (its registered host) at a port derived from the name. Every (re)start is a
+// new epoch, so the name is the job's and the epoch's.
 LaunchCommand Service::launch_command(int job, int node, std::int64_t restore_step) const {
   const auto& jv = core_->cluster().jobs[job];
   const auto& v = *views_.at(job);

@@ -70,7 +70,7 @@ struct LaunchSpec {
   // The collective group of this incarnation: a name all nodes of the job derive identically
   // from (job, epoch), so their proxies meet without a rendezvous service. A shm name ("/x":
   // every rank on this machine; empty: /orrery-coll-j<J>-e<E>) or "tcp://HOST:PORT/ID" across
-  // machines (HOST:PORT on the node holding rank 0, whose proxy serves the hub there).
+  // machines (HOST:PORT on the node holding rank 0, whose proxy serves the mesh's rendezvous).
   std::string collective;
 };
 

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -243,8 +244,11 @@ void Collective::wait(std::int64_t step, long timeout_ns) {
 
 Result<std::unique_ptr<CollectiveGroup>> open_collective_group(const std::string& name, int world,
                                                                std::uint64_t capacity,
-                                                               bool holds_rank0) {
-  if (name.rfind("tcp://", 0) == 0) return open_tcp_collective(name, world, capacity, holds_rank0);
+                                                               const std::vector<int>& ranks) {
+  if (name.rfind("tcp://", 0) == 0) {
+    const bool rank0 = std::find(ranks.begin(), ranks.end(), 0) != ranks.end();
+    return open_tcp_collective(name, world, capacity, rank0, ranks);
+  }
   auto c = Collective::open(name, world, capacity);
   if (!c) return c.status();
   return std::unique_ptr<CollectiveGroup>(new Collective(std::move(c.value())));

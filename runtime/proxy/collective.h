@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "runtime/proxy/ring.h"
@@ -31,19 +32,33 @@ class CollectiveGroup {
   // Adds rank's contribution for `step` with its flags.
   virtual Status contribute(int rank, std::int64_t step, const float* data, std::uint64_t count,
                             std::uint64_t flags) = 0;
+  // contribute(), and the group may assemble the sum of `step` straight in `into` (count floats,
+  // which result() then returns) instead of a buffer of its own, and read `data` until then
+  // instead of copying it, sparing the caller copies. Only for a caller that contributes one
+  // rank and leaves `data` and `into` untouched until it has read the result (`into` may be
+  // `data` itself: what the group still needs of `data` is read first).
+  // By default the sum stays where result() finds it anyway.
+  virtual Status contribute_into(int rank, std::int64_t step, const float* data,
+                                 std::uint64_t count, std::uint64_t flags, float* into) {
+    (void)into;
+    return contribute(rank, step, data, count, flags);
+  }
   // The rank-ordered sum of `step` once every rank has contributed, else nullptr; `flags` gets
   // the OR of all ranks' flags. Valid until the contribution of step + 2.
   virtual const float* result(std::int64_t step, std::uint64_t* flags) = 0;
   // Sleeps until the result of `step` may be there, at most timeout_ns.
   virtual void wait(std::int64_t step, long timeout_ns) = 0;
+  // An error once the group can no longer complete a step (a peer proxy's connection lost, the
+  // group never formed): a waiting rank fails its allreduce with it instead of waiting forever.
+  virtual Status health() const { return Status::Ok(); }
 };
 
 // Opens a job incarnation's group by name: "tcp://HOST:PORT/ID" is the TCP variant
-// (tcp_collective.h; the proxy holding rank 0 serves the hub at HOST:PORT), anything else a
-// shared-memory segment of that name on this machine.
+// (tcp_collective.h; the proxy holding rank 0 serves the rendezvous at HOST:PORT), anything else
+// a shared-memory segment of that name on this machine. `ranks`: those this proxy contributes.
 Result<std::unique_ptr<CollectiveGroup>> open_collective_group(const std::string& name, int world,
                                                                std::uint64_t capacity,
-                                                               bool holds_rank0);
+                                                               const std::vector<int>& ranks);
 
 class Collective final : public CollectiveGroup {
  public:

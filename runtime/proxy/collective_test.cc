@@ -1,7 +1,7 @@
 // The chunk-parallel allreduce is bit-identical to the sequential rank-order sum: for W = 1..8,
 // odd sizes and sizes at chunk boundaries, with values whose float sum depends on the order
-// (each case checks that it does), in one process, across processes summing concurrently, and
-// over the TCP collective.
+// (each case checks that it does), in one process and across processes summing concurrently
+// (the TCP collective: tcp_collective_test.cc).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,7 +15,6 @@
 
 #include "runtime/proxy/collective.h"
 #include "runtime/proxy/collective_chunks.h"
-#include "runtime/proxy/tcp_collective.h"
 
 namespace orrery::runtime {
 namespace {
@@ -166,52 +165,6 @@ TEST(CollectiveShm, AShorterContributionCompletesTheStep) {
   EXPECT_NE(c->result(4, &flags), nullptr);
   EXPECT_EQ(flags, 8u);
   Collective::unlink(name);
-}
-
-// The TCP collective: ranks spread over several groups (proxies), each group contributing its
-// ranks from its own thread.
-TEST(CollectiveTcp, BitIdenticalOverSeveralConnections) {
-  for (int w : {1, 2, 3, 5, 8}) {
-    const int port = 23000 + (::getpid() % 5000) + w;
-    const std::string name = "tcp://127.0.0.1:" + std::to_string(port) + "/test";
-    const int groups = std::min(w, 3);
-    const std::uint64_t cap = 300'001;
-    std::vector<std::unique_ptr<CollectiveGroup>> g(groups);
-    auto hub = open_tcp_collective(name, w, cap, true);
-    ASSERT_TRUE(hub.ok()) << hub.reason();
-    g[0] = std::move(hub.value());
-    for (int i = 1; i < groups; ++i) {
-      auto o = open_tcp_collective(name, w, cap, false);
-      ASSERT_TRUE(o.ok()) << o.reason();
-      g[i] = std::move(o.value());
-    }
-    std::vector<std::thread> threads;
-    std::vector<int> bad(groups, 0);
-    for (int i = 0; i < groups; ++i) {
-      threads.emplace_back([&, i] {
-        std::int64_t step = 0;
-        for (std::uint64_t n : sizes_for(w)) {
-          const auto x = inputs(w, n, static_cast<unsigned>(n + w));
-          for (int r = i; r < w; r += groups) {
-            if (!g[i]->contribute(r, step, x[r].data(), n, r == w - 1 ? 2u : 0u).ok()) ++bad[i];
-          }
-          std::uint64_t flags = 0;
-          const float* res = nullptr;
-          for (int t = 0; t < 20000 && (res = g[i]->result(step, &flags)) == nullptr; ++t) {
-            g[i]->wait(step, 1'000'000);
-          }
-          const auto want = rank_order_sum(x);
-          if (res == nullptr || std::memcmp(res, want.data(), n * sizeof(float)) != 0 ||
-              flags != 2u) {
-            ++bad[i];
-          }
-          ++step;
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    for (int i = 0; i < groups; ++i) EXPECT_EQ(bad[i], 0) << "w=" << w << " group " << i;
-  }
 }
 
 }  // namespace

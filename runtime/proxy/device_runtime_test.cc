@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -699,6 +700,32 @@ TEST(NodeRuntime, TwoNodesOnOneMachineShareTheShmCollective) {
   EXPECT_NE(eb.back().detail.find(ref), std::string::npos) << eb.back().detail;
 }
 
+// A loopback port for a TCP collective's rendezvous, reserved until destroyed: bound with
+// SO_REUSEADDR and never listening, so the kernel hands it to no one else (no ephemeral port,
+// no other bind), while the proxy that serves the rendezvous may still bind it (SO_REUSEADDR).
+// Picking a free port and closing it before the proxy binds it would leave a window to lose it.
+class LoopbackPort {
+ public:
+  LoopbackPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~LoopbackPort() { ::close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // Two nodes (two NodeRuntimes, as two machines would run) and the TCP collective between them:
 // the same digest as the reference.
 TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
@@ -713,22 +740,13 @@ TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
   o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
   auto b = start_node_runtime(o);
   ASSERT_TRUE(a && b.ok());
-  // A free port on loopback for the hub (rank 0's node serves it).
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  ::close(fd);
+  LoopbackPort port;  // the rendezvous's (rank 0's node serves it)
   const int job = 500;
   LaunchSpec sa = spec(job, 1, 4, {{0, {0, 1}}});
-  sa.collective = "tcp://127.0.0.1:" + std::to_string(port) + "/j500-e1";
+  sa.collective = "tcp://127.0.0.1:" + std::to_string(port.port()) + "/j500-e1";
   LaunchSpec sb = sa;
   sb.local = {{0, {2}}, {1, {3}}};
-  ASSERT_TRUE((*b)->launch(sb).ok());  // the far node first: it waits for the hub
+  ASSERT_TRUE((*b)->launch(sb).ok());  // the far node first: it waits for the rendezvous
   ASSERT_TRUE(a->launch(sa).ok());
   auto ea = wait_for(*a, job, Kind::kCompleted);
   auto eb = wait_for(**b, job, Kind::kCompleted);
@@ -738,6 +756,88 @@ TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
   EXPECT_NE(ea.back().detail.find(ref), std::string::npos) << ea.back().detail;
   EXPECT_NE(eb.back().detail.find(ref), std::string::npos) << eb.back().detail;
   EXPECT_NE(eb.back().detail.find("rank=2"), std::string::npos);
+}
+
+// What made the TCP mesh hang once (an 8-rank job restored across two nodes, cli_e2e_local_cluster:
+// 36bd75c): a job cut and restored across two nodes at steps > 0, again and again. Each
+// incarnation is a new epoch with its own rendezvous (a port of its own, as the core derives one
+// per epoch), its steps start at the restored step, its first allreduce negotiates there and
+// sends host data two group steps on, its ranks are spread over other devices than before, and
+// the proxies that served the previous incarnations live on. Shards are copied to the node that
+// restores them, as the core's store would send them. Every incarnation must cut where asked and
+// the last must finish with the reference digest, never hang.
+TEST(NodeRuntime, RestoresAcrossTwoNodesAtLaterStepsOverTheTcpCollective) {
+  Dir da, db;
+  auto a = start(da, 4);
+  NodeRuntimeOptions o;
+  o.node_name = "restore-b";
+  o.devices = 4;
+  o.device_mem_mib = 64;
+  o.backend = test_backend();
+  o.data_dir = db.path();
+  o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
+  auto b = start_node_runtime(o);
+  ASSERT_TRUE(a && b.ok());
+  NodeRuntime* rts[2] = {a.get(), b->get()};
+  const int job = 800, world = 8;
+  struct Incarnation {
+    std::vector<LocalPlacement> local[2];  // node a's share, node b's
+    std::int64_t cut;                      // cut there and stop; -1: run to the end
+  };
+  const std::vector<Incarnation> incs = {
+      {{{{0, {0, 1}}, {1, {2, 3}}}, {{0, {4, 5}}, {1, {6, 7}}}}, 6},                  // blocks, spliced
+      {{{{3, {0}}, {2, {3}}, {1, {4}}, {0, {6}}}, {{2, {1}}, {3, {2}}, {0, {5}}, {1, {7}}}}, 12},
+      {{{{1, {0, 7}}}, {{2, {1, 2}}, {0, {3, 4}}, {3, {5, 6}}}}, 18},
+      {{{{0, {1}}, {1, {2}}}, {{3, {0}}, {2, {3}}, {1, {4}}, {0, {5, 6, 7}}}}, -1},  // rank 0 on b
+  };
+  std::int64_t restore = -1;
+  std::vector<int> holder(world, -1);  // which node has each rank's latest shard
+  for (std::size_t e = 0; e < incs.size(); ++e) {
+    const Incarnation& inc = incs[e];
+    const std::int64_t epoch = static_cast<std::int64_t>(e) + 1;
+    SCOPED_TRACE("epoch " + std::to_string(epoch));
+    LoopbackPort port;
+    for (int n = 0; n < 2; ++n) {
+      for (const auto& p : inc.local[n]) {
+        for (int r : p.ranks) {
+          if (restore < 0 || holder[r] == n) continue;
+          const std::string from = rts[holder[r]]->shard_path(job, restore, r);
+          const std::string to = rts[n]->shard_path(job, restore, r);
+          std::filesystem::create_directories(std::filesystem::path(to).parent_path());
+          std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+        }
+      }
+    }
+    for (int n : {1, 0}) {  // the far node first
+      LaunchSpec s = spec(job, epoch, world, inc.local[n], {"--step-delay-us=20000"});
+      s.collective = "tcp://127.0.0.1:" + std::to_string(port.port()) + "/j800-e" + std::to_string(epoch);
+      s.restore_step = restore;
+      ASSERT_TRUE(rts[n]->launch(s).ok());
+      if (inc.cut >= 0) {
+        ASSERT_TRUE(rts[n]->checkpoint(job, epoch, inc.cut, true).ok());
+      }
+    }
+    const Kind end = inc.cut >= 0 ? Kind::kStopped : Kind::kCompleted;
+    for (int n = 0; n < 2; ++n) {
+      auto ev = wait_for(*rts[n], job, end, 60);
+      ASSERT_FALSE(ev.empty()) << "node " << n << ": no event at all (a hang)";
+      ASSERT_EQ(ev.back().kind, end) << "node " << n << ": " << ev.back().detail;
+      if (inc.cut >= 0) {
+        const JobEvent* ck = find(ev, Kind::kCheckpointed);
+        ASSERT_NE(ck, nullptr) << "node " << n;
+        EXPECT_EQ(ck->step, inc.cut) << "node " << n;
+      } else {
+        EXPECT_NE(ev.back().detail.find(reference_digest(world)), std::string::npos)
+            << "node " << n << ": " << ev.back().detail;
+        EXPECT_NE(ev.back().detail.find("restored_from=" + std::to_string(restore)),
+                  std::string::npos) << ev.back().detail;
+      }
+      for (const auto& p : inc.local[n]) {
+        for (int r : p.ranks) holder[r] = n;
+      }
+    }
+    restore = inc.cut;
+  }
 }
 
 TEST(NodeRuntime, CheckpointAtAGivenStepAndGoOn) {

@@ -13,6 +13,49 @@ namespace orrery::runtime {
 
 using namespace proxy_internal;
 
+// A rank's allreduce request: on a device buffer (`buf`), or on host floats in its window
+// (`host`; count 0: the safe point and its flags only). Answered later (serve_session), when
+// the sum is there; false.
+bool ProxyServer::begin_reduce(Session& s, Rank& rk, std::uint64_t buf, std::uint64_t count,
+                               std::int64_t step, bool host, Response* out) {
+  auto fail = [&](const std::string& why) {
+    *out = error_response(why);
+    return true;
+  };
+  if (!s.coll) {
+    // Every proxy of the job sizes it alike: the data, or a negotiation if that is larger.
+    auto co = open_collective_group(
+        s.collective, s.world,
+        std::max({std::max<std::uint64_t>(count, 1), negotiation_floats(s.world), id_floats()}),
+        s.order);
+    if (!co) return fail("allreduce: " + co.reason());
+    s.coll = std::move(co.value());
+  }
+  // Host data stays on the host: every rank of the job makes the same calls, so every proxy
+  // takes this same decision without negotiating.
+  if (s.reduce == Session::Reduce::kUnset && host) s.reduce = Session::Reduce::kHost;
+  if (s.reduce == Session::Reduce::kUnset) {
+    if (auto st = choose_reduce(s, step, count); !st) return fail("allreduce: " + st.reason());
+  }
+  rk.reduce_step = step;
+  rk.reduce_buf = buf;
+  rk.reduce_count = count;
+  rk.reduce_host = host;
+  rk.contributed = false;
+  if (s.reduce == Session::Reduce::kFailed) {
+    return fail("allreduce: " + fail_reduce(s, rk, s.reduce_error).reason());
+  }
+  // While a negotiation is open (its first rank died, say) the contribution waits for it.
+  if (s.reduce != Session::Reduce::kNegotiating && s.reduce != Session::Reduce::kBootstrapping) {
+    if (auto st = contribute(s, rk); !st) {
+      if (s.reduce == Session::Reduce::kDevice) st = fail_reduce(s, rk, st.reason());
+      return fail("allreduce: " + st.reason());
+    }
+  }
+  rk.in_reduce = true;
+  return false;
+}
+
 // One proxy holds every rank: nothing to agree on; the backend sums on the device if it can.
 // Several: each proxy contributes its offer for all its ranks two group steps before the first
 // one, and the rank that asked waits (resident: no splice switch) until the rounds are decoded.
@@ -52,7 +95,10 @@ Status ProxyServer::choose_reduce(Session& s, std::int64_t step, std::uint64_t c
 bool ProxyServer::serve_negotiation(Session& s, Rank& rk, WorkerSlot& ws) {
   const bool round1 = s.reduce == Session::Reduce::kNegotiating;
   const float* sum = s.coll->result(s.negotiation_step + (round1 ? 0 : 1), nullptr);
-  if (sum == nullptr) return false;
+  if (sum == nullptr) {
+    if (auto h = s.coll->health(); !h) return answer_reduce_error(rk, ws, fail_reduce(s, rk, h.reason()));
+    return false;
+  }
   Status st = round1 ? finish_negotiation(s, sum) : finish_bootstrap(s, sum);
   if (st && s.reduce == Session::Reduce::kBootstrapping) return true;  // round 2 is out
   if (st) st = contribute(s, rk);
@@ -146,7 +192,19 @@ Status ProxyServer::contribute(Session& s, Rank& rk) {
   const std::int64_t step = rk.reduce_step;
   const std::uint64_t count = rk.reduce_count;
   Status st;
-  if (s.reduce == Session::Reduce::kDevice) {
+  if (rk.reduce_host) {
+    // The window's floats, or only the flags: the host group, whatever the data path.
+    if (count == 0) {
+      st = contribute_flags(s, rk, flags_for(s, step));
+    } else {
+      // A proxy of one rank lets the group assemble the sum in the window itself: the worker
+      // waits, so nothing else touches it, and serve_session has nothing to copy.
+      float* win = static_cast<float*>(rk.window.data());
+      st = s.order.size() == 1
+               ? s.coll->contribute_into(rk.rank, group_step(step), win, count, flags_for(s, step), win)
+               : s.coll->contribute(rk.rank, group_step(step), win, count, flags_for(s, step));
+    }
+  } else if (s.reduce == Session::Reduce::kDevice) {
     st = s.dcoll->contribute(rk.rank, step, rk.reduce_buf, count);
     if (st) st = contribute_flags(s, rk, flags_for(s, step));
   } else {

@@ -136,39 +136,43 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
     }
     case Op::kAllreduce: {
       const std::uint64_t buf = r.a[0], count = r.a[1];
-      const auto step = static_cast<std::int64_t>(r.a[2]);
       if (count == 0 || count > (1ull << 28)) return fail("allreduce: bad count");
       auto c = check_range(s, rk, buf, count * sizeof(float), "allreduce buffer");
       if (!c) return fail(c.reason());
-      if (!s.coll) {
-        const bool rank0 = std::find(s.order.begin(), s.order.end(), 0) != s.order.end();
-        // Every proxy of the job sizes it alike: the data, or a negotiation if that is larger.
-        auto co = open_collective_group(
-            s.collective, s.world,
-            std::max({count, negotiation_floats(s.world), id_floats()}), rank0);
-        if (!co) return fail("allreduce: " + co.reason());
-        s.coll = std::move(co.value());
+      return begin_reduce(s, rk, buf, count, static_cast<std::int64_t>(r.a[2]), false, out);
+    }
+    case Op::kAllreduceHost: {
+      const std::uint64_t count = r.a[0];
+      if (count > (1ull << 28)) return fail("allreduce_host: bad count");
+      if (count * sizeof(float) > rk.window.size()) {
+        return fail("allreduce_host: " + std::to_string(count) + " floats do not fit the window");
       }
-      if (s.reduce == Session::Reduce::kUnset) {
-        if (auto st = choose_reduce(s, step, count); !st) return fail("allreduce: " + st.reason());
+      return begin_reduce(s, rk, 0, count, static_cast<std::int64_t>(r.a[1]), true, out);
+    }
+    case Op::kWindow: {
+      const std::string name(reinterpret_cast<const char*>(ws.data),
+                             strnlen(reinterpret_cast<const char*>(ws.data), 255));
+      if (name.empty() || name[0] != '/' || r.a[0] == 0 || r.a[0] > (1ull << 32)) {
+        return fail("window: bad name or size");
       }
-      rk.reduce_step = step;
-      rk.reduce_buf = buf;
-      rk.reduce_count = count;
-      rk.contributed = false;
-      if (s.reduce == Session::Reduce::kFailed) {
-        return fail("allreduce: " + fail_reduce(s, rk, s.reduce_error).reason());
-      }
-      // While a negotiation is open (its first rank died, say) the contribution waits for it.
-      if (s.reduce != Session::Reduce::kNegotiating &&
-          s.reduce != Session::Reduce::kBootstrapping) {
-        if (auto st = contribute(s, rk); !st) {
-          if (s.reduce == Session::Reduce::kDevice) st = fail_reduce(s, rk, st.reason());
-          return fail("allreduce: " + st.reason());
-        }
-      }
-      rk.in_reduce = true;
-      return false;  // answered when the sum is there (serve_session)
+      auto m = ShmMapping::open(name, r.a[0]);
+      if (!m) return fail("window: " + m.reason());
+      rk.window = std::move(m.value());
+      return true;
+    }
+    case Op::kCopyH2DWindow: {
+      if (r.a[1] > rk.window.size()) return fail("copy: more than the window");
+      auto c = check_range(s, rk, r.a[0], r.a[1], "copy_h2d dst");
+      if (!c) return fail(c.reason());
+      if (auto st = be_->copy_h2d(r.a[0], rk.window.data(), r.a[1]); !st) return fail(st.reason());
+      return true;
+    }
+    case Op::kCopyD2HWindow: {
+      if (r.a[1] > rk.window.size()) return fail("copy: more than the window");
+      auto c = check_range(s, rk, r.a[0], r.a[1], "copy_d2h src");
+      if (!c) return fail(c.reason());
+      if (auto st = be_->copy_d2h(rk.window.data(), r.a[0], r.a[1]); !st) return fail(st.reason());
+      return true;
     }
     case Op::kStepBoundary: {
       const auto boundary = static_cast<std::int64_t>(r.a[0]);

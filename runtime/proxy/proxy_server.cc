@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <new>
 #include <random>
@@ -214,13 +215,17 @@ bool ProxyServer::serve_session(Session& s) {
     }
     std::uint64_t flags = 0;
     const float* res = s.coll->result(group_step(rk.reduce_step), &flags);
-    if (res == nullptr) return false;
+    if (res == nullptr) {
+      // A group that can no longer complete the step (a peer proxy gone): fail, do not wait.
+      if (auto h = s.coll->health(); !h) return answer_reduce_error(rk, ws, fail_reduce(s, rk, h.reason()));
+      return false;
+    }
     if ((flags & kFlagReduceFailed) != 0) {
       return answer_reduce_error(
           rk, ws, fail_reduce(s, rk, "another proxy of the job failed its part of the allreduce "
                                      "on the devices (its log says why)"));
     }
-    if (s.reduce == Session::Reduce::kDevice) {
+    if (s.reduce == Session::Reduce::kDevice && !rk.reduce_host) {
       auto ready = s.dcoll->ready(rk.reduce_step);
       if (!ready) return answer_reduce_error(rk, ws, fail_reduce(s, rk, ready.reason()));
       if (!ready.value()) return false;
@@ -228,9 +233,16 @@ bool ProxyServer::serve_session(Session& s) {
     s.coll_done_once = true;
     const std::uint64_t t0 = now_ns();
     Response out;
-    Status st = s.reduce == Session::Reduce::kDevice
-                    ? s.dcoll->deliver(rk.rank, rk.reduce_step, rk.reduce_buf, rk.reduce_count)
-                    : be_->copy_h2d(rk.reduce_buf, res, rk.reduce_count * sizeof(float));
+    Status st;
+    if (rk.reduce_host) {
+      if (rk.reduce_count > 0 && res != rk.window.data()) {  // else assembled there already
+        std::memcpy(rk.window.data(), res, rk.reduce_count * sizeof(float));
+      }
+    } else if (s.reduce == Session::Reduce::kDevice) {
+      st = s.dcoll->deliver(rk.rank, rk.reduce_step, rk.reduce_buf, rk.reduce_count);
+    } else {
+      st = be_->copy_h2d(rk.reduce_buf, res, rk.reduce_count * sizeof(float));
+    }
     rk.in_reduce = false;
     rk.last_flags = flags;
     rk.last_reduce_step = rk.reduce_step;

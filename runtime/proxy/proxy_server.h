@@ -86,6 +86,8 @@ class ProxyServer {
     bool contributed = false;  // in_reduce: its contribution is in (not held by a negotiation)
     std::int64_t reduce_step = -1;
     std::uint64_t reduce_buf = 0, reduce_count = 0;
+    bool reduce_host = false;  // kAllreduceHost: the data is in `window` (or none: count 0)
+    ShmMapping window;         // the worker's bulk window (Op::kWindow)
     std::uint64_t last_flags = 0;
     std::int64_t last_reduce_step = -1;
   };
@@ -151,6 +153,8 @@ class ProxyServer {
   // While a negotiation is open: its round's result, once there, taken (true), else false.
   bool serve_negotiation(Session& s, Rank& rk, WorkerSlot& ws);
   Status contribute(Session& s, Rank& rk);
+  bool begin_reduce(Session& s, Rank& rk, std::uint64_t buf, std::uint64_t count,
+                    std::int64_t step, bool host, Response* out);
   // The job's allreduce fails from here on (Reduce::kFailed): rk's step is marked failed for
   // the other proxies (kFlagReduceFailed) unless rk already contributed. Returns the error.
   Status fail_reduce(Session& s, Rank& rk, const std::string& why);

@@ -49,6 +49,15 @@ enum class Op : std::uint32_t {
   kMemInfo,        // -> v[0] total, v[1] used
   kNop,            // round trip only (benchmarks)
   kBye,
+  // The worker's bulk window: a shm object of its own (name in the data area, a[0] bytes) that
+  // the proxy maps, so large buffers cross in one request instead of 1 MiB pieces. Replaces the
+  // previous window; the worker unlinks the name once this is answered.
+  kWindow,
+  kCopyH2DWindow,  // a[0] dst, a[1] n (bytes at the window's start)
+  kCopyD2HWindow,  // a[0] src, a[1] n (-> the window's start)
+  // The allreduce on host floats at the window's start: a[0] count (0: no data, the safe point
+  // and its flags only), a[1] step -> v[0] flags, the sum in the window. Uses no device memory.
+  kAllreduceHost,
 };
 
 // Flags carried by the allreduce and returned at the step boundary.

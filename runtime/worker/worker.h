@@ -86,11 +86,13 @@ class Worker {
   // once every rank has it open), where all of them sum its chunks in rank order
   // (runtime/proxy/collective.h), while a one-float allreduce through the proxy is the safe
   // point: it carries the flags, and a spliced rank waits there for its turn. Order: our data
-  // in, then the safe point (so a rank never waits on another rank's data before its turn),
-  // then the sum and the result out; the one-float device buffer is allocated at the first call.
-  // Across machines (a tcp:// collective) it stages through a device buffer (allocated at the
-  // first call, grown when needed): copy_h2d, allreduce, copy_d2h. Every rank must call it with
-  // the same counts in the same order, as with allreduce(); count is 1 .. 2^28.
+  // in, then the safe point (so a rank never waits on another rank's data before its turn), then
+  // the sum and the result out; the one-float device buffer is allocated at the first call (a
+  // device allocation orrery.torch's allocation log counts on). Across machines (a tcp://
+  // collective) the data go into this worker's bulk window (host shared memory with the proxy)
+  // and the proxy sums them over the TCP collective from there (Op::kAllreduceHost), allocating
+  // no device memory. Every rank must call it with the same counts in the same order, as with
+  // allreduce(); count is 1 .. 2^28.
   Result<std::uint64_t> allreduce_host(float* data, std::uint64_t count, std::int64_t step);
   // Registers host bytes to checkpoint; after a restore, fills them with the restored bytes
   // (registrations must come in the same order and sizes as before the checkpoint).
@@ -108,7 +110,11 @@ class Worker {
   Response call(Request& r);
   void drain(std::uint32_t keep);  // collects responses until at most `keep` are outstanding
   Status status_of(const Response& r, const char* what);
-  Result<std::uint64_t> allreduce_staged(float* data, std::uint64_t count, std::int64_t step);
+  Result<std::uint64_t> allreduce_window(float* data, std::uint64_t count, std::int64_t step);
+  // The host allreduce's request to the proxy: count floats from the window (0: flags only).
+  Result<std::uint64_t> safe_point(std::uint64_t count, std::int64_t step);
+  // Maps a bulk window of at least `bytes` (capped at 1 GiB) into this worker and its proxy.
+  Status ensure_window(std::uint64_t bytes);
 
   WorkerEnv env_;
   ShmMapping map_;
@@ -122,15 +128,16 @@ class Worker {
   std::string launch_error_;     // the first failed asynchronous launch, until reported
   std::vector<std::pair<void*, std::uint64_t>> states_;
   // allreduce_host: the shared host segment (its capacity, name, the group steps taken on it,
-  // whether its name is removed yet), the one-float buffer of the safe point, the staging buffer.
+  // whether its name is removed yet), the one-float buffer of the safe point; the bulk window
+  // (large copies, the TCP allreduce_host).
   std::unique_ptr<Collective> host_coll_;
   std::uint64_t host_cap_ = 0;
   std::string host_name_;
   std::int64_t host_seq_ = 0;
   bool host_unlinked_ = false;
   DevPtr flag_buf_ = 0;
-  DevPtr stage_buf_ = 0;
-  std::uint64_t stage_floats_ = 0;
+  ShmMapping window_;
+  std::uint64_t window_gen_ = 0;
 };
 
 }  // namespace orrery::runtime
