@@ -87,17 +87,7 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
       shrink_to = to;
     }
   }
-  if (shrink >= 0) {
-    const auto& vj = s.jobs[shrink];
-    Decision p;
-    p.event = EventKind::kResizeDown;
-    p.origin = spec::Origin::kPlanner;
-    p.job = shrink;
-    p.beneficiary = ben;
-    p.splice = vj.world / shrink_to;
-    p.devices.assign(vj.held.begin(), vj.held.begin() + shrink_to);
-    if (core.accepts(p) && ctx.propose(p)) return;
-  }
+  if (shrink >= 0 && shrink_for(core, ctx, shrink, shrink_to, ben)) return;
   // Else preemptions: the most attained service first (whole gangs covering its need, or none).
   std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return s.jobs[a].attained > s.jobs[b].attained; });
   std::vector<VictimCandidate> vc;

@@ -201,17 +201,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   }
   // A shrink (the first candidate, lowest tier first, that can free the whole smallest gang):
   // nothing is lost, the job runs on with more workers a device.
-  if (shrink >= 0) {
-    const auto& vj = s.jobs[shrink];
-    Decision p;
-    p.event = EventKind::kResizeDown;
-    p.origin = spec::Origin::kPlanner;
-    p.job = shrink;
-    p.beneficiary = ben;
-    p.splice = vj.world / shrink_to;
-    p.devices.assign(vj.held.begin(), vj.held.begin() + shrink_to);
-    if (core.accepts(p) && ctx.propose(p)) return true;
-  }
+  if (shrink >= 0 && shrink_for(core, ctx, shrink, shrink_to, ben)) return true;
   // Else preemptions: the victims that lose least (victims.h), as many as cover the
   // beneficiary's smallest gang (or none), the lowest tier first.
   {  // each tie key computed once

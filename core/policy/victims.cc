@@ -100,4 +100,16 @@ int preempt_for(const SchedulerCore& core, PlanContext& ctx, JobBook& book, cons
   return started;
 }
 
+bool shrink_for(const SchedulerCore& core, PlanContext& ctx, int v, std::int64_t devices, int beneficiary) {
+  const auto& vj = core.cluster().jobs[v];
+  Decision p;
+  p.event = spec::EventKind::kResizeDown;
+  p.origin = spec::Origin::kPlanner;
+  p.job = v;
+  p.beneficiary = beneficiary;
+  p.splice = vj.world / devices;
+  p.devices.assign(vj.held.begin(), vj.held.begin() + devices);
+  return core.accepts(p) && ctx.propose(p);
+}
+
 }  // namespace orrery::core::policy

@@ -69,4 +69,8 @@ std::vector<int> cheapest_victims(std::vector<VictimCandidate> candidates, std::
 int preempt_for(const SchedulerCore& core, PlanContext& ctx, JobBook& book, const std::vector<int>& victims,
                 int beneficiary);
 
+// Proposes ResizeDown of running job `v` to its first `devices` devices (world / devices workers
+// a device: nothing is lost) for `beneficiary`, checked with the core first; true if proposed.
+bool shrink_for(const SchedulerCore& core, PlanContext& ctx, int v, std::int64_t devices, int beneficiary);
+
 }  // namespace orrery::core::policy
