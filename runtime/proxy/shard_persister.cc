@@ -94,14 +94,14 @@ void ShardPersister::loop() {
     s.bytes.reset();
     l.lock();
     staged_ -= s.size;
-    --busy_;
     done_.push_back(std::move(d));
-    cv_.notify_all();
     if (wake_) {
       l.unlock();
       wake_();
       l.lock();
     }
+    --busy_;  // after the wake-up: drain() returns once every shard is done and announced
+    cv_.notify_all();
   }
 }
 

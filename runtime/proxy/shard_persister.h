@@ -63,7 +63,7 @@ class ShardPersister {
   void submit(StagedShard shard);
   // The shards done since the last call, in order.
   std::vector<PersistedShard> take_done();
-  // Waits until every submitted shard is done.
+  // Waits until every submitted shard is done (and its wake-up called).
   void drain();
   std::uint64_t staged_bytes() const;
 
