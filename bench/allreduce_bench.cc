@@ -12,9 +12,6 @@
 // (host buffer in, reduced host buffer out), then the slowest rank's. Exit 0 when every rank
 // checked its results bit for bit, 1 otherwise. Give the largest count first: a job's proxies
 // size their collective group at its first allreduce (the staged and TCP paths).
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,38 +23,18 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "runtime/common/bin_dir.h"
+#include "runtime/common/loopback_port.h"
 #include "runtime/node/job_runner.h"
 
 namespace {
 
 using namespace orrery::runtime;
-
-// A loopback port for the TCP collective's rendezvous, reserved for as long as the returned
-// socket stays open: bound with SO_REUSEADDR and never listening, so the kernel hands the port to
-// no one else (no ephemeral port, no bind of port 0), while the proxy of rank 0 may still bind and
-// listen on it (it sets SO_REUSEADDR too). A port picked, closed and bound later by the proxy
-// could be taken in between (allreduce_bench_tcp_smoke once timed out under load that way).
-int reserve_port(int* port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    return -1;
-  }
-  *port = ntohs(a.sin_port);
-  return fd;
-}
 
 int fail(const std::string& why) {
   std::fprintf(stderr, "allreduce_bench: %s\n", why.c_str());
@@ -115,10 +92,10 @@ int main(int argc, char** argv) {
   spec.world = world;
   spec.command = {"allreduce_bench_worker", "--counts", counts, "--iters",
                   std::to_string(iters), "--warmup", std::to_string(warmup), "--mode", mode};
-  int port = 0, port_fd = -1;  // held until the job is over
-  if (nodes > 1 && (port_fd = reserve_port(&port)) < 0) return fail("no free loopback port");
+  std::optional<LoopbackPort> port;  // held until the job is over (loopback_port.h)
+  if (nodes > 1 && !port.emplace().ok()) return fail("no free loopback port");
   spec.collective = nodes == 1 ? "/orrery-arb-" + std::to_string(::getpid())
-                               : "tcp://127.0.0.1:" + std::to_string(port) + "/arb";
+                               : "tcp://127.0.0.1:" + std::to_string(port->port()) + "/arb";
   // The far node first: its proxies wait for the hub on rank 0's node.
   for (int n = nodes - 1; n >= 0; --n) {
     LaunchSpec s = spec;
@@ -148,7 +125,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   rts.clear();
-  if (port_fd >= 0) ::close(port_fd);
+  port.reset();
   // Each rank's output, from the log the node runtime keeps of it.
   for (const auto& e : std::filesystem::recursive_directory_iterator(tmp)) {
     if (!e.is_regular_file() || e.path().filename().string().rfind("job-", 0) != 0) continue;

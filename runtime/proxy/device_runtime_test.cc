@@ -7,10 +7,7 @@
 // which skips every test, saying why, where there is no usable GPU. On a GPU machine the same tests then check, on the
 // device: pointers valid after a restore in a new proxy process, splicing, checkpoint round
 // trips, a foreign handle refused, and final weights bit-identical to the host reference.
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -31,6 +28,7 @@
 #include <vector>
 
 #include "runtime/common/bin_dir.h"
+#include "runtime/common/loopback_port.h"
 #include "runtime/node/node_runtime.h"
 #include "runtime/proxy/address_space.h"
 #include "runtime/proxy/ring.h"
@@ -699,32 +697,6 @@ TEST(NodeRuntime, TwoNodesOnOneMachineShareTheShmCollective) {
   EXPECT_NE(ea.back().detail.find(ref), std::string::npos) << ea.back().detail;
   EXPECT_NE(eb.back().detail.find(ref), std::string::npos) << eb.back().detail;
 }
-
-// A loopback port for a TCP collective's rendezvous, reserved until destroyed: bound with
-// SO_REUSEADDR and never listening, so the kernel hands it to no one else (no ephemeral port,
-// no other bind), while the proxy that serves the rendezvous may still bind it (SO_REUSEADDR).
-// Picking a free port and closing it before the proxy binds it would leave a window to lose it.
-class LoopbackPort {
- public:
-  LoopbackPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-  }
-  ~LoopbackPort() { ::close(fd_); }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 // Two nodes (two NodeRuntimes, as two machines would run) and the TCP collective between them:
 // the same digest as the reference.

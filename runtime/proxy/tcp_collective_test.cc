@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/common/loopback_port.h"
 #include "runtime/proxy/collective_chunks.h"
 #include "runtime/proxy/ring.h"
 #include "runtime/proxy/tcp_collective.h"
@@ -48,20 +49,12 @@ std::vector<float> rank_order_sum(const std::vector<std::vector<float>>& x) {
   return s;
 }
 
-// A free loopback port for a case's rendezvous, reserved for the rest of the test process: bound
-// with SO_REUSEADDR and never listening, so nothing else gets it while the group that serves the
-// rendezvous (SO_REUSEADDR too) still may bind and listen on it.
+// A free loopback port for a case's rendezvous, reserved for the rest of the test process (the
+// reservation is never released: a case's groups may still be serving it when the case ends).
 int next_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  return ntohs(a.sin_port);  // fd stays open: the reservation
+  auto* p = new LoopbackPort();  // NOLINT: kept for the process's life on purpose
+  EXPECT_TRUE(p->ok());
+  return p->port();
 }
 
 std::string tcp_name(int port) { return "tcp://127.0.0.1:" + std::to_string(port) + "/t"; }
