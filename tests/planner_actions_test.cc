@@ -8,32 +8,14 @@
 #include <gtest/gtest.h>
 
 #include "runtime/sim/fleet_generator.h"
+#include "runtime/sim/sim_test_util.h"
 #include "runtime/sim/simulator.h"
 
 namespace orrery::sim {
 namespace {
 
-core::Fleet one_node(int devices) {
-  FleetGenOptions o;
-  o.regions = 1;
-  o.clusters_per_region = 1;
-  o.nodes = 1;
-  o.devices_per_node = devices;
-  o.device_mix = {{"H100-80G", 81920, 1}};
-  return *generate_fleet(o);
-}
-
-SimJob job(double arrival, double duration, int world, spec::Tier tier, int min_dev = -1) {
-  SimJob j;
-  j.arrival_s = arrival;
-  j.duration_s = duration;
-  j.world = world;
-  j.min_devices = min_dev < 0 ? world : min_dev;
-  j.max_devices = world;
-  j.mem_mib = 1024;
-  j.tier = tier;
-  return j;
-}
+using orrery::sim::testing::one_node;
+using orrery::sim::testing::job;
 
 SimOptions quiet() {
   SimOptions o;

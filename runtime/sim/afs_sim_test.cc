@@ -5,34 +5,16 @@
 
 #include "core/policy/afs_planner.h"
 #include "runtime/sim/fleet_generator.h"
+#include "runtime/sim/sim_test_util.h"
 #include "runtime/sim/simulator.h"
 
 namespace orrery::sim {
 namespace {
 
+using orrery::sim::testing::one_node;
+using orrery::sim::testing::job;
+
 using core::policy::AfsPlanner;
-
-core::Fleet node8() {
-  FleetGenOptions o;
-  o.regions = 1;
-  o.clusters_per_region = 1;
-  o.nodes = 1;
-  o.devices_per_node = 8;
-  o.device_mix = {{"H100-80G", 81920, 1}};
-  return *generate_fleet(o);
-}
-
-SimJob job(double arrival, double duration, int world, int min_dev) {
-  SimJob j;
-  j.arrival_s = arrival;
-  j.duration_s = duration;
-  j.world = world;
-  j.min_devices = min_dev;
-  j.max_devices = world;
-  j.mem_mib = 1024;
-  j.tier = spec::Tier::kStandard;
-  return j;
-}
 
 SimOptions opts() {
   SimOptions o;
@@ -61,8 +43,8 @@ TEST(AfsPlanner, GrowsIntoDevicesThatFallIdle) {
   // other 4 and grows to 8 when they fall idle.
   Workload w;
   w.tenants = {"all"};
-  w.jobs = {job(0, 100, 4, 4), job(1, 3600, 8, 1)};
-  auto r = simulate(node8(), w, "afs", opts());
+  w.jobs = {job(0, 100, 4, spec::Tier::kStandard, 4), job(1, 3600, 8, spec::Tier::kStandard, 1)};
+  auto r = simulate(one_node(8), w, "afs", opts());
   ASSERT_TRUE(r.ok()) << r.reason();
   EXPECT_EQ(r->completed, 2);
   EXPECT_GE(r->resizes, 1);
@@ -70,7 +52,7 @@ TEST(AfsPlanner, GrowsIntoDevicesThatFallIdle) {
   EXPECT_EQ(r->rejected_proposals, 0u);
   // Rigid, the same two jobs give it nothing to grow.
   w.jobs[1].min_devices = 8;
-  auto rigid = simulate(node8(), w, "afs", opts());
+  auto rigid = simulate(one_node(8), w, "afs", opts());
   ASSERT_TRUE(rigid.ok()) << rigid.reason();
   EXPECT_EQ(rigid->resizes, 0);
   EXPECT_EQ(rigid->preemptions, 0);
@@ -82,8 +64,8 @@ TEST(AfsPlanner, ShrinksALongRunningJobForAWaitingOne) {
   // later) gets half of them by a shrink, not a preemption, and the first grows back after.
   Workload w;
   w.tenants = {"all"};
-  w.jobs = {job(0, 5 * 3600, 8, 2), job(2 * 3600, 600, 4, 4)};
-  auto r = simulate(node8(), w, "afs", opts());
+  w.jobs = {job(0, 5 * 3600, 8, spec::Tier::kStandard, 2), job(2 * 3600, 600, 4, spec::Tier::kStandard, 4)};
+  auto r = simulate(one_node(8), w, "afs", opts());
   ASSERT_TRUE(r.ok()) << r.reason();
   EXPECT_EQ(r->completed, 2);
   EXPECT_EQ(r->preemptions, 0);
@@ -95,8 +77,8 @@ TEST(AfsPlanner, ShrinksALongRunningJobForAWaitingOne) {
   // at 10 s) waits: nothing is cut for it. (Like tiresias, AFS plans in the rounds that follow a
   // change, devices freed or a job waiting anew, and asks for none of its own: the next one here is
   // when the first job ends at 1,000 s.)
-  w.jobs = {job(0, 1000, 8, 8), job(10, 600, 4, 4)};
-  auto early = simulate(node8(), w, "afs", opts());
+  w.jobs = {job(0, 1000, 8, spec::Tier::kStandard, 8), job(10, 600, 4, spec::Tier::kStandard, 4)};
+  auto early = simulate(one_node(8), w, "afs", opts());
   ASSERT_TRUE(early.ok()) << early.reason();
   EXPECT_EQ(early->preemptions + early->resizes, 0);
 }

@@ -6,30 +6,15 @@
 #include <gtest/gtest.h>
 
 #include "runtime/sim/fleet_generator.h"
+#include "runtime/sim/sim_test_util.h"
 #include "runtime/sim/simulator.h"
 #include "runtime/sim/synthetic_workload.h"
 
 namespace orrery::sim {
 namespace {
 
-SimJob job(double arrival, double duration, int world) {
-  SimJob j;
-  j.arrival_s = arrival;
-  j.duration_s = duration;
-  j.world = j.min_devices = j.max_devices = world;
-  j.mem_mib = 1024;
-  return j;
-}
-
-core::Fleet h100s(int nodes, int devices) {
-  FleetGenOptions o;
-  o.regions = 1;
-  o.clusters_per_region = 1;
-  o.nodes = nodes;
-  o.devices_per_node = devices;
-  o.device_mix = {{"H100-80G", 81920, 1}};
-  return *generate_fleet(o);
-}
+using orrery::sim::testing::h100_fleet;
+using orrery::sim::testing::job;
 
 TEST(OfferedLoad, SteadyWindowTrimsATenthAtEachEnd) {
   EXPECT_EQ(steady_window(100).first, 10u);
@@ -97,7 +82,7 @@ TEST(OfferedLoad, RepeatsAWorkloadTooSmallForTheFleet) {
 // and gangs up to 8, on 512 devices (so no gang is large beside the fleet), scaled to a load;
 // every policy's utilization over the steady-state window is within 10% of that load (relative).
 TEST(OfferedLoad, StatedLoadGivesThatUtilization) {
-  const auto fleet = h100s(64, 8);
+  const auto fleet = h100_fleet(1, 64, 8);
   SyntheticOptions so;
   so.jobs = 2500;
   so.max_gang = 8;

@@ -1,5 +1,6 @@
-// Helpers shared by runtime/sim's tests: temporary files, and the check that a fleet is one the
-// core's own parser reads back equal (so every simulator fleet source yields a core fleet).
+// Helpers shared by the simulator's tests (runtime/sim, tests/planner_actions_test.cc): temporary
+// files, small H100 fleets and hand-made jobs, and the check that a fleet is one the core's own
+// parser reads back equal (so every simulator fleet source yields a core fleet).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,9 +8,38 @@
 #include <string>
 
 #include "core/fleet.h"
+#include "runtime/sim/fleet_generator.h"
+#include "runtime/sim/sim_job.h"
 #include "tests/temp_dir.h"
 
 namespace orrery::sim::testing {
+
+// `nodes` nodes of `devices` H100s over `regions` regions of one cluster each.
+inline core::Fleet h100_fleet(int regions, int nodes, int devices) {
+  FleetGenOptions o;
+  o.regions = regions;
+  o.clusters_per_region = 1;
+  o.nodes = nodes;
+  o.devices_per_node = devices;
+  o.device_mix = {{"H100-80G", 81920, 1}};
+  return *generate_fleet(o);
+}
+inline core::Fleet one_node(int devices) { return h100_fleet(1, 1, devices); }
+
+// A job of `world` workers arriving at `arrival` and running `duration` s at full size: rigid, or
+// elastic down to `min_dev` devices (min_dev >= 0).
+inline SimJob job(double arrival, double duration, int world,
+                  spec::Tier tier = spec::Tier::kStandard, int min_dev = -1) {
+  SimJob j;
+  j.arrival_s = arrival;
+  j.duration_s = duration;
+  j.world = world;
+  j.min_devices = min_dev < 0 ? world : min_dev;
+  j.max_devices = world;
+  j.mem_mib = 1024;
+  j.tier = tier;
+  return j;
+}
 
 // tests/temp_dir.h's directory, with a write that returns the file's path.
 class TempDir : public orrery::testing::TempDir {
