@@ -15,30 +15,13 @@
 
 #include "runtime/proxy/collective.h"
 #include "runtime/proxy/collective_chunks.h"
+#include "runtime/proxy/rank_order_inputs.h"
 
 namespace orrery::runtime {
 namespace {
 
-// Values spread over 40 binary orders of magnitude, both signs: their float sum depends on the
-// order in which they are added.
-std::vector<std::vector<float>> inputs(int world, std::uint64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
-  std::uniform_int_distribution<int> ex(-20, 20);
-  std::vector<std::vector<float>> x(world, std::vector<float>(n));
-  for (auto& v : x) {
-    for (auto& f : v) f = std::ldexp(mant(rng), ex(rng)) * ((rng() & 1) ? 1.f : -1.f);
-  }
-  return x;
-}
-
-std::vector<float> rank_order_sum(const std::vector<std::vector<float>>& x) {
-  std::vector<float> s = x[0];
-  for (std::size_t r = 1; r < x.size(); ++r) {
-    for (std::size_t i = 0; i < s.size(); ++i) s[i] += x[r][i];
-  }
-  return s;
-}
+using testing::inputs;
+using testing::rank_order_sum;
 
 // The same values summed in reverse rank order: where this differs from the reference, a
 // collective that summed out of order would be caught.

@@ -22,6 +22,7 @@
 
 #include "runtime/common/loopback_port.h"
 #include "runtime/proxy/collective_chunks.h"
+#include "runtime/proxy/rank_order_inputs.h"
 #include "runtime/proxy/ring.h"
 #include "runtime/proxy/tcp_collective.h"
 #include "runtime/proxy/tcp_mesh.h"
@@ -29,25 +30,8 @@
 namespace orrery::runtime {
 namespace {
 
-// Values spread over 40 binary orders of magnitude, both signs: their sum depends on the order.
-std::vector<std::vector<float>> inputs(int world, std::uint64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
-  std::uniform_int_distribution<int> ex(-20, 20);
-  std::vector<std::vector<float>> x(world, std::vector<float>(n));
-  for (auto& v : x) {
-    for (auto& f : v) f = std::ldexp(mant(rng), ex(rng)) * ((rng() & 1) ? 1.f : -1.f);
-  }
-  return x;
-}
-
-std::vector<float> rank_order_sum(const std::vector<std::vector<float>>& x) {
-  std::vector<float> s = x[0];
-  for (std::size_t r = 1; r < x.size(); ++r) {
-    for (std::size_t i = 0; i < s.size(); ++i) s[i] += x[r][i];
-  }
-  return s;
-}
+using testing::inputs;
+using testing::rank_order_sum;
 
 // A free loopback port for a case's rendezvous, reserved for the rest of the test process (the
 // reservation is never released: a case's groups may still be serving it when the case ends).
