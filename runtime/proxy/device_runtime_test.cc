@@ -559,12 +559,15 @@ std::string reference_digest(int world) {
   return b;
 }
 
-std::unique_ptr<NodeRuntime> start(const Dir& dir, int devices) {
+// A node runtime of `devices` 64 MiB devices on `dir`: node `name`, the suite's backend unless
+// another is named.
+std::unique_ptr<NodeRuntime> start(const Dir& dir, int devices, const std::string& name = "test",
+                                   const std::string& backend = test_backend()) {
   NodeRuntimeOptions o;
-  o.node_name = "test";
+  o.node_name = name;
   o.devices = devices;
   o.device_mem_mib = 64;
-  o.backend = test_backend();
+  o.backend = backend;
   o.data_dir = dir.path();
   o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
   auto rt = start_node_runtime(o);
@@ -672,25 +675,18 @@ TEST(NodeRuntime, CheckpointThenRestoreOnOtherDevicesGivesTheSameDigest) {
 TEST(NodeRuntime, TwoNodesOnOneMachineShareTheShmCollective) {
   Dir da, db;
   auto a = start(da, 1);
-  NodeRuntimeOptions o;
-  o.node_name = "second";
-  o.devices = 1;
-  o.device_mem_mib = 64;
   // Always the host backend: in the cuda suite this job mixes backends, and its proxies must
   // agree to sum on the host (collective_negotiation.h).
-  o.backend = "host";
-  o.data_dir = db.path();
-  o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
-  auto b = start_node_runtime(o);
-  ASSERT_TRUE(a && b.ok());
+  auto b = start(db, 1, "second", "host");
+  ASSERT_TRUE(a && b);
   const int job = 550;
   LaunchSpec sa = spec(job, 1, 3, {{0, {0, 2}}});
   LaunchSpec sb = sa;  // the same collective name
   sb.local = {{0, {1}}};
   ASSERT_TRUE(a->launch(sa).ok());
-  ASSERT_TRUE((*b)->launch(sb).ok());
+  ASSERT_TRUE(b->launch(sb).ok());
   auto ea = wait_for(*a, job, Kind::kCompleted);
-  auto eb = wait_for(**b, job, Kind::kCompleted);
+  auto eb = wait_for(*b, job, Kind::kCompleted);
   ASSERT_EQ(ea.back().kind, Kind::kCompleted) << ea.back().detail;
   ASSERT_EQ(eb.back().kind, Kind::kCompleted) << eb.back().detail;
   const std::string ref = reference_digest(3);
@@ -703,25 +699,18 @@ TEST(NodeRuntime, TwoNodesOnOneMachineShareTheShmCollective) {
 TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
   Dir da, db;
   auto a = start(da, 1);
-  NodeRuntimeOptions o;
-  o.node_name = "other";
-  o.devices = 2;
-  o.device_mem_mib = 64;
-  o.backend = test_backend();  // cuda suite: the negotiation and NCCL bootstrap over TCP
-  o.data_dir = db.path();
-  o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
-  auto b = start_node_runtime(o);
-  ASSERT_TRUE(a && b.ok());
+  auto b = start(db, 2, "other");  // cuda suite: the negotiation and NCCL bootstrap over TCP
+  ASSERT_TRUE(a && b);
   LoopbackPort port;  // the rendezvous's (rank 0's node serves it)
   const int job = 500;
   LaunchSpec sa = spec(job, 1, 4, {{0, {0, 1}}});
   sa.collective = "tcp://127.0.0.1:" + std::to_string(port.port()) + "/j500-e1";
   LaunchSpec sb = sa;
   sb.local = {{0, {2}}, {1, {3}}};
-  ASSERT_TRUE((*b)->launch(sb).ok());  // the far node first: it waits for the rendezvous
+  ASSERT_TRUE(b->launch(sb).ok());  // the far node first: it waits for the rendezvous
   ASSERT_TRUE(a->launch(sa).ok());
   auto ea = wait_for(*a, job, Kind::kCompleted);
-  auto eb = wait_for(**b, job, Kind::kCompleted);
+  auto eb = wait_for(*b, job, Kind::kCompleted);
   ASSERT_EQ(ea.back().kind, Kind::kCompleted) << ea.back().detail;
   ASSERT_EQ(eb.back().kind, Kind::kCompleted) << eb.back().detail;
   const std::string ref = reference_digest(4);
@@ -741,16 +730,9 @@ TEST(NodeRuntime, TwoNodesOverTheTcpCollectiveGiveTheReferenceDigest) {
 TEST(NodeRuntime, RestoresAcrossTwoNodesAtLaterStepsOverTheTcpCollective) {
   Dir da, db;
   auto a = start(da, 4);
-  NodeRuntimeOptions o;
-  o.node_name = "restore-b";
-  o.devices = 4;
-  o.device_mem_mib = 64;
-  o.backend = test_backend();
-  o.data_dir = db.path();
-  o.bin_dir = orrery::bin_dir(ORRERY_BIN_DIR);
-  auto b = start_node_runtime(o);
-  ASSERT_TRUE(a && b.ok());
-  NodeRuntime* rts[2] = {a.get(), b->get()};
+  auto b = start(db, 4, "restore-b");
+  ASSERT_TRUE(a && b);
+  NodeRuntime* rts[2] = {a.get(), b.get()};
   const int job = 800, world = 8;
   struct Incarnation {
     std::vector<LocalPlacement> local[2];  // node a's share, node b's
