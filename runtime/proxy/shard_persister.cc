@@ -12,8 +12,7 @@ std::uint64_t steady_ns() {
                                         .count());
 }
 
-}  // namespace
-
+// Writes a whole staged shard (write, CRC, fdatasync, rename, directory fsync); the file's size.
 Result<std::uint64_t> persist_shard(const std::string& path, const ShardMeta& meta,
                                     const char* bytes, std::uint64_t size) {
   auto w = ShardWriter::open(path, meta);
@@ -21,6 +20,8 @@ Result<std::uint64_t> persist_shard(const std::string& path, const ShardMeta& me
   if (auto s = w->append(bytes, size); !s) return s;
   return w->finish();
 }
+
+}  // namespace
 
 ShardPersister::ShardPersister(std::uint64_t budget_bytes, std::function<void()> wake)
     : budget_(budget_bytes), wake_(std::move(wake)), thread_([this] { loop(); }) {}
@@ -64,9 +65,11 @@ void ShardPersister::submit(StagedShard shard) {
 }
 
 std::vector<PersistedShard> ShardPersister::take_done() {
-  std::lock_guard<std::mutex> l(mu_);
   std::vector<PersistedShard> out;
+  if (!any_done_.load(std::memory_order_acquire)) return out;
+  std::lock_guard<std::mutex> l(mu_);
   out.swap(done_);
+  any_done_.store(false, std::memory_order_relaxed);
   return out;
 }
 
@@ -95,6 +98,7 @@ void ShardPersister::loop() {
     l.lock();
     staged_ -= s.size;
     done_.push_back(std::move(d));
+    any_done_.store(true, std::memory_order_release);
     if (wake_) {
       l.unlock();
       wake_();

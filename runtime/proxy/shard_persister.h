@@ -9,6 +9,7 @@
 // caller, as before. One thread, one FIFO: shards are persisted in the order they were staged.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -61,7 +62,8 @@ class ShardPersister {
   void release(std::uint64_t n);
   // Queues a shard whose bytes came from reserve(); it counts against the budget until done.
   void submit(StagedShard shard);
-  // The shards done since the last call, in order.
+  // The shards done since the last call, in order. Cheap when there are none (the proxy asks on
+  // every turn of its loop): no lock is taken.
   std::vector<PersistedShard> take_done();
   // Waits until every submitted shard is done (and its wake-up called).
   void drain();
@@ -76,14 +78,11 @@ class ShardPersister {
   std::condition_variable cv_;
   std::deque<StagedShard> queue_;
   std::vector<PersistedShard> done_;
+  std::atomic<bool> any_done_{false};  // done_ is not empty
   std::uint64_t staged_ = 0;  // reserved and not yet persisted
   std::uint64_t busy_ = 0;    // submitted and not yet done
   bool stop_ = false;
   std::thread thread_;  // last: started once the rest is built
 };
-
-// Writes a whole staged shard (write, CRC, fdatasync, rename, directory fsync); the file's size.
-Result<std::uint64_t> persist_shard(const std::string& path, const ShardMeta& meta,
-                                    const char* bytes, std::uint64_t size);
 
 }  // namespace orrery::runtime
