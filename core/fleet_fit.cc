@@ -10,11 +10,6 @@ namespace orrery::core {
 
 Status fits_fleet(const Fleet& fleet, const FitRequest& r) {
   const std::string& type = fleet.device_types.at(static_cast<std::size_t>(r.dtype));
-  if (r.tier == spec::Tier::kPremium && r.min_devices > fleet.premium_reserve)
-    return Status::InvalidArgument(
-        "a premium job needs min_devices <= the fleet's premium reserve (" +
-        std::to_string(fleet.premium_reserve) + "), got " + std::to_string(r.min_devices) +
-        ": it could never be admitted");
   // Per node: the devices of the type with memory for one worker.
   std::vector<std::int64_t> usable(fleet.nodes.size(), 0);
   std::map<std::string, std::int64_t> in_region;

@@ -13,7 +13,6 @@
 namespace orrery::core {
 
 struct FitRequest {
-  spec::Tier tier = spec::Tier::kStandard;
   int dtype = -1;  // the fleet's device type id
   std::int64_t world = 0, min_devices = 0, max_devices = 0, mem_mib = 0;
   spec::Preemption mode = spec::Preemption::kTransparent;
@@ -22,9 +21,8 @@ struct FitRequest {
 // Ok when some device count c in [min, max] with world = c * splice (splice within the spec's
 // limit, 1 for a signal or requeue job) fits the fleet: c devices of the type with room for a
 // worker, within one region (where the planners place a gang), on nodes whose host memory holds
-// the spliced-out workers; and,
-// for a premium job, min_devices within the premium reserve (else it is never admitted).
-// Otherwise kInvalidArgument with the limit that no count satisfies.
+// the spliced-out workers. (A premium job larger than the premium reserve is admitted spare:
+// spec::EffectAdmit.) Otherwise kInvalidArgument with the limit that no count satisfies.
 Status fits_fleet(const Fleet& fleet, const FitRequest& r);
 
 }  // namespace orrery::core

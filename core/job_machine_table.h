@@ -106,7 +106,7 @@ using If = SpecGuard<G>;
 using MainRows = boost::mpl::vector<
     //  Source        Event           Target         Action                       Guard
     Row<New,          Submit,         Submitted,     Do<spec::EffectSubmit>,      If<spec::GuardSubmit>>,
-    Row<Submitted,    Admit,          Queued,        Do<spec::EffectAdmit>,       If<spec::GuardAdmit>>,
+    Row<Submitted,    Admit,          Queued,        Do<spec::EffectAdmit>>,
     Row<Queued,       Place,          Placed,        Do<spec::EffectAcquire>,     If<spec::GuardGang>>,
     Row<Placed,       Start,          Running>,
     Row<Running,      Progress,       Running,       Do<spec::EffectProgress>,    If<spec::GuardProgress>>,

@@ -16,10 +16,10 @@ namespace orrery::proptest {
 
 using Cluster = spec::ClusterVars<spec::Concrete>;
 
-// JobVars is 20 integers and two device sets (held, target) today; a new member must be added to
+// JobVars is 21 integers and two device sets (held, target) today; a new member must be added to
 // the comparison below (and to the reference checks) before this compiles again.
 static_assert(sizeof(spec::JobVars<spec::Concrete>) ==
-                  20 * sizeof(std::int64_t) + 2 * sizeof(spec::Concrete::DevSet),
+                  21 * sizeof(std::int64_t) + 2 * sizeof(spec::Concrete::DevSet),
               "spec::JobVars changed: compare its new members in cluster_diff()");
 
 inline std::string show_devset(const spec::Concrete::DevSet& s) {

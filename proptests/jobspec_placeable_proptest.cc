@@ -276,7 +276,6 @@ RC_GTEST_PROP(JobSpecPlaceable, AcceptedSpecsRunAndArePlacedOnABigEnoughFleet, (
   if (auto up = core::bring_up_all_nodes(c); !up.ok()) RC_FAIL("nodes: " + up.reason());
   // Admission (core/fleet_fit.h) takes what a fleet big enough can place: never stricter.
   core::FitRequest fit;
-  fit.tier = s.tier;
   fit.dtype = c.fleet().type_id(s.device_type);
   fit.world = s.world;
   fit.min_devices = s.min_devices;

@@ -226,6 +226,7 @@ void check_matches_model(const RefModel& m, const core::SchedulerCore& core,
     field("mode", k.mode, r.mode);
     field("faults", k.faults, r.faults);
     field("hold", k.hold, r.hold ? 1 : 0);
+    field("spare", k.spare, r.spare ? 1 : 0);
     // resv_gen is the core's bookkeeping for reservation liveness, compared below as liveness
     // per device (its monotonicity is INV-RESERVE's step part, checked after every decision).
     if (!std::equal(k.held.begin(), k.held.end(), r.devices.begin(), r.devices.end()))

@@ -95,7 +95,7 @@ std::int64_t RefModel::node_swap(int node) const {
 std::int64_t RefModel::premium_admitted() const {
   std::int64_t n = 0;
   for (const auto& job : jobs)
-    if (job.tier == 0 && ref_admitted(job.state)) n += job.min_dev;
+    if (job.tier == 0 && ref_admitted(job.state) && !job.spare) n += job.min_dev;
   return n;
 }
 
@@ -150,7 +150,7 @@ std::string describe_job(const RefJob& j) {
   }
   o << "} x" << j.splice << " epoch=" << j.epoch << " progress=" << j.progress << " ckpt=" << j.ckpt
     << " failures=" << j.failures << " faults=" << j.faults << " attained=" << j.attained
-    << " mode=" << j.mode << " hold=" << j.hold;
+    << " mode=" << j.mode << " hold=" << j.hold << " spare=" << j.spare;
   if (j.ben >= 0) o << " ben=" << j.ben;
   if (!j.target.empty() || j.tsplice != 0) {
     o << " target={";
@@ -173,6 +173,7 @@ bool ref_favoured(const RefModel& m, std::int64_t b, int v) {
   if (!ref_waiting(ben.state)) return false;
   if (ben.dtype != vic.dtype) return false;  // it could not use the victim's devices
   if (ben.tier != vic.tier) return ben.tier < vic.tier;
+  if (ben.spare != vic.spare) return !ben.spare;  // within the premium reserve before beyond it
   return ben.attained < vic.attained;
 }
 
@@ -424,15 +425,9 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       break;  // handled above
     case EventKind::kAdmit:
       if (s != JobState::kSubmitted) break;
-      if (job.tier == 0) {
-        __int128 demand = 0;
-        for (const auto& k : m.jobs)
-          if (k.tier == 0 && ref_admitted(k.state)) demand += k.min_dev;
-        if (demand + job.min_dev > m.reserve) {
-          why = "premium reserve exceeded";
-          break;
-        }
-      }
+      // A premium job beyond the reserve is admitted all the same, spare.
+      job.spare = job.tier == 0 && static_cast<__int128>(m.premium_admitted()) + job.min_dev >
+                                       m.reserve;
       ok = true;
       to = JobState::kQueued;
       break;
@@ -447,6 +442,9 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       ok = true;
       to = d.event == EventKind::kPlace ? JobState::kPlaced : JobState::kRestoring;
       ++job.epoch;
+      // A spare job joins the premium reserve if it has room now.
+      if (job.spare && static_cast<__int128>(m.premium_admitted()) + job.min_dev <= m.reserve)
+        job.spare = false;
       // The job stops waiting: what was reserved for it and not taken is free for anybody again.
       p.resv_consumed = take(m, j, sel, d.splice, &p.resv_overridden);
       p.resv_voided = void_reservations(m, j);

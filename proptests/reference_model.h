@@ -87,6 +87,9 @@ struct RefJob {
   // An operator suspended it (a preemption for no one) and has not resumed it (Release): it is
   // not placed or resumed meanwhile.
   bool hold = false;
+  // A premium job admitted beyond the premium reserve: it counts nothing against the reserve and
+  // ranks below the premium jobs within it, until a (re)start finds room in the reserve.
+  bool spare = false;
   bool transparent() const { return mode == static_cast<std::int64_t>(spec::Preemption::kTransparent); }
   bool requeue() const { return mode == static_cast<std::int64_t>(spec::Preemption::kRequeue); }
 };

@@ -44,6 +44,7 @@ struct EffectSubmit {
     job.failures = d.k(0);
     job.faults = d.k(0);
     job.hold = d.k(0);
+    job.spare = d.k(0);
     job.attained = d.k(0);
     job.ben = d.k(-1);
     job.tsplice = d.k(0);
@@ -114,19 +115,34 @@ void unadmit(const D& d, ClusterVars<D>& s, int j) {
   s.premium_admitted.front() = s.premium_admitted.front() - premium_share(d, s.jobs[j]);
 }
 
-// Admission: the job, now admitted, adds its share to the premium counter.
+// Admission: the job is admitted. A premium job that fits within the premium reserve adds its
+// min_dev to the premium counter; one that does not is admitted spare (it counts nothing, and
+// ranks below the premium jobs within the reserve until it joins it: join_reserve).
 struct EffectAdmit {
-  static constexpr std::string_view name = "count_admitted";
+  static constexpr std::string_view name = "count_admitted_or_spare";
   template <class D>
   static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>&) {
-    const auto& job = s.jobs[j];
-    s.premium_admitted.front() =
-        s.premium_admitted.front() + d.ite(is(d, job.tier, Tier::kPremium), job.min_dev, d.k(0));
+    auto& job = s.jobs[j];
+    const auto premium = is(d, job.tier, Tier::kPremium);
+    const auto within = premium && fits_reserve(d, s, job.min_dev);
+    s.premium_admitted.front() = s.premium_admitted.front() + d.ite(within, job.min_dev, d.k(0));
+    job.spare = d.ite(premium && !within, d.k(1), d.k(0));
   }
 };
 
+// A spare premium job joins the reserve when the reserve has room for it now (a guarantee, once
+// given, is kept until the job leaves the admitted set: INV-ADMIT).
+template <class D>
+void join_reserve(const D& d, ClusterVars<D>& s, int j) {
+  auto& job = s.jobs[j];
+  const auto join = job.spare == d.k(1) && fits_reserve(d, s, job.min_dev);
+  s.premium_admitted.front() = s.premium_admitted.front() + d.ite(join, job.min_dev, d.k(0));
+  job.spare = d.ite(join, d.k(0), job.spare);
+}
+
 // A new incarnation takes the selected devices (placement, resume). The job stops waiting, so
-// the reservations made for it end (a new reservation generation).
+// the reservations made for it end (a new reservation generation); a spare premium job joins the
+// reserve if it has room now.
 struct EffectAcquire {
   static constexpr std::string_view name = "new_epoch_take_devices";
   template <class D>
@@ -134,6 +150,7 @@ struct EffectAcquire {
     s.jobs[j].epoch = s.jobs[j].epoch + d.k(1);
     s.jobs[j].resv_gen = s.jobs[j].resv_gen + d.k(1);
     move_to_selected(d, s, j, p, s.jobs[j].epoch);
+    join_reserve(d, s, j);
   }
 };
 

@@ -38,18 +38,6 @@ struct GuardSubmit {
   }
 };
 
-// Admission control: admitting a premium job keeps admitted premium demand within the reserve.
-struct GuardAdmit {
-  static constexpr std::string_view name = "premium_reserve";
-  template <class D>
-  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>&) {
-    const auto& job = s.jobs[j];
-    return {{"premium demand within reserve",
-             d.implies(is(d, job.tier, Tier::kPremium),
-                       s.premium_admitted.front() + job.min_dev <= s.reserve())}};
-  }
-};
-
 // The gang fits on the selected devices (p.sel, p.splice) — placement, resume, and the fit part
 // of migration and resize: every worker placed, the device count in range, at most kSpliceLimit
 // workers per device, the right device type with enough memory for one worker (spliced workers
@@ -179,7 +167,7 @@ struct GuardGrow {
 template <class D>
 Clauses<D> for_favoured_or_operator(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
   const auto op = operator_for_no_one(d, p);
-  return {{"beneficiary favoured by tier or fair share (or an operator's, for no one)",
+  return {{"beneficiary favoured by rank or fair share (or an operator's, for no one)",
            op || favoured(d, s, p.beneficiary, j)},
           {"beneficiary's workers fit the devices (or an operator's, for no one)",
            op || fits_devices_of(d, s, p.beneficiary, j)}};
@@ -199,8 +187,9 @@ struct GuardShrink {
   }
 };
 
-// Preemption only in favour of a waiting job of a strictly higher tier, or of the same tier with
-// strictly less attained service, that can use the devices (they will be reserved for it); or an
+// Preemption only in favour of a waiting job of a strictly higher rank (its tier; a premium job
+// admitted beyond the reserve ranks below those within it), or of the same rank with strictly less
+// attained service, that can use the devices (they will be reserved for it); or an
 // operator's suspension, for no one (the job is then held: EffectPreempt).
 struct GuardPreempt {
   static constexpr std::string_view name = "favoured_beneficiary";

@@ -66,7 +66,9 @@ constexpr std::string_view inv_summary(Inv i) {
     case Inv::kEpoch: return "every (re)start takes a larger epoch; one incarnation holds";
     case Inv::kTier: return "preemption/shrinking only for a favoured job; attained in range";
     case Inv::kTerm: return "finished jobs hold nothing and never leave their state";
-    case Inv::kAdmit: return "admitted premium demand within the premium reserve";
+    case Inv::kAdmit:
+      return "admitted premium demand within the premium reserve; beyond it only spare premium "
+             "jobs, and a job within it stays within it";
     case Inv::kIndex: return "owners match held sets; each counter equals the sum it stands for";
     case Inv::kReserve: return "freed devices reserved for the beneficiary; only it may take them";
     case Inv::kNode: return "devices taken only on Up nodes; none held on a Down or Joining node";
@@ -87,7 +89,7 @@ template <class D>
 JobVars<D> new_job(const D& d, int devices) {
   auto z = d.k(0);
   return JobVars<D>{d.k(static_cast<std::int64_t>(JobState::kNew)),
-                    z, z, z, z, z, z, z, z, z, z, d.k(-1), z, z, d.k(-1), z, z, z, z, z,
+                    z, z, z, z, z, z, z, z, z, z, d.k(-1), z, z, d.k(-1), z, z, z, z, z, z,
                     d.no_devices(devices), d.no_devices(devices)};
 }
 
@@ -182,7 +184,7 @@ typename D::Bool init_state(const D& d, const ClusterVars<D>& s) {
 // decision in O(|named devices|) and the whole state only now and then (docs/checker.md).
 
 inline constexpr bool has_job_part(Inv inv) {
-  return inv != Inv::kExcl && inv != Inv::kCap && inv != Inv::kAdmit && inv != Inv::kNode;
+  return inv != Inv::kExcl && inv != Inv::kCap && inv != Inv::kNode;
 }
 inline constexpr bool has_device_part(Inv inv) {
   return inv == Inv::kIndex || inv == Inv::kReserve || inv == Inv::kNode;
@@ -285,6 +287,11 @@ typename D::Bool job_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int
                            job.tsplice <= d.k(1) && !is(d, job.state, JobState::kResizing)) &&
              d.implies(is(d, job.mode, Preemption::kRequeue), job.ckpt <= d.k(0));
 
+    case Inv::kAdmit:
+      // Spare (admitted beyond the premium reserve) is 0 or 1, and only a premium job is spare.
+      return (job.spare == d.k(0) || job.spare == d.k(1)) &&
+             d.implies(job.spare == d.k(1), is(d, job.tier, Tier::kPremium));
+
     case Inv::kHold:
       // An operator's hold is 0 or 1, and a held job holds devices only while the cut that
       // suspends it is in flight (for no one): it is never placed, resumed or moved. The retry
@@ -300,7 +307,6 @@ typename D::Bool job_invariant(const D& d, Inv inv, const ClusterVars<D>& s, int
 
     case Inv::kExcl:
     case Inv::kCap:
-    case Inv::kAdmit:
     case Inv::kNode:
       break;
   }
@@ -473,7 +479,7 @@ typename D::Int freed_for(const D& d, const ClusterVars<D>& pre, int j, const Pa
 inline constexpr bool has_step_part(Inv inv) {
   return inv == Inv::kWorld || inv == Inv::kCkpt || inv == Inv::kEpoch || inv == Inv::kTier ||
          inv == Inv::kTerm || inv == Inv::kReserve || inv == Inv::kNode || inv == Inv::kSplice ||
-         inv == Inv::kMode || inv == Inv::kHold;
+         inv == Inv::kMode || inv == Inv::kHold || inv == Inv::kAdmit;
 }
 inline constexpr bool has_device_step_part(Inv inv) {
   return inv == Inv::kReserve || inv == Inv::kNode;
@@ -584,10 +590,14 @@ typename D::Bool job_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
       return d.implies(!is(d, a.state, JobState::kNew),
                        a.failures <= b.failures && a.faults <= b.faults) &&
              d.implies(a.hold == d.k(0) && b.hold == d.k(1), operator_for_no_one(d, p));
+    case Inv::kAdmit:
+      // A guarantee once given is kept: a job admitted within the reserve is never made spare
+      // while it stays admitted (a spare job only joins the reserve).
+      return d.implies(admitted_state(d, a.state) && admitted_state(d, b.state),
+                       b.spare <= a.spare);
     case Inv::kGang:
     case Inv::kExcl:
     case Inv::kCap:
-    case Inv::kAdmit:
     case Inv::kIndex:
     case Inv::kNode:
       break;  // state invariants, or a device part only

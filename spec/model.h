@@ -53,6 +53,10 @@ struct JobVars {
                   // incarnation): they relaunch it without touching its retries
   Int hold;       // 1: an operator suspended it (a preemption for no one); it is not placed or
                   // resumed until an operator releases it (Release), 0 otherwise
+  Int spare;      // 1: a premium job admitted beyond the premium reserve (INV-ADMIT). It counts
+                  // nothing against the reserve, carries no guarantee and ranks below every
+                  // premium job admitted within it (precedes); it joins the reserve when it is
+                  // (re)started and the reserve has room for it. 0 otherwise
   typename D::DevSet held;    // the devices held now
   typename D::DevSet target;  // while Migrating or Resizing: the devices the job moves to once
                               // the cut is stored (those it does not hold are reserved for it);
@@ -65,14 +69,14 @@ struct JobVars {
 template <class D>
 constexpr auto job_fields() {
   using J = JobVars<D>;
-  return std::array<std::pair<std::string_view, typename D::Int J::*>, 20>{{
+  return std::array<std::pair<std::string_view, typename D::Int J::*>, 21>{{
       {"state", &J::state},       {"tier", &J::tier},         {"dtype", &J::dtype},
       {"world", &J::world},       {"min_dev", &J::min_dev},   {"max_dev", &J::max_dev},
       {"mem", &J::mem},           {"devices", &J::devices},   {"splice", &J::splice},
       {"epoch", &J::epoch},       {"progress", &J::progress}, {"ckpt", &J::ckpt},
       {"failures", &J::failures}, {"attained", &J::attained}, {"ben", &J::ben},
       {"resv_gen", &J::resv_gen}, {"tsplice", &J::tsplice},   {"mode", &J::mode},
-      {"faults", &J::faults},     {"hold", &J::hold},
+      {"faults", &J::faults},     {"hold", &J::hold},         {"spare", &J::spare},
   }};
 }
 
@@ -305,11 +309,29 @@ typename D::Int swap_per_device(const D& d, const typename D::Int& splice,
   return times_small(d, mem, splice, kSpliceLimit - 1, /*offset=*/1);
 }
 
-// Job j's share of the fleet counter: its min_dev when it is an admitted premium job.
+// Job j's share of the fleet counter: its min_dev when it is a premium job admitted within the
+// reserve (a spare one counts nothing).
 template <class D>
 typename D::Int premium_share(const D& d, const JobVars<D>& job) {
-  return d.ite(is(d, job.tier, Tier::kPremium) && admitted_state(d, job.state), job.min_dev,
-               d.k(0));
+  return d.ite(is(d, job.tier, Tier::kPremium) && admitted_state(d, job.state) &&
+                   job.spare == d.k(0),
+               job.min_dev, d.k(0));
+}
+
+// A premium job of min_dev devices fits within the premium reserve now.
+template <class D>
+typename D::Bool fits_reserve(const D&, const ClusterVars<D>& s, const typename D::Int& min_dev) {
+  return s.premium_admitted.front() + min_dev <= s.reserve();
+}
+
+// The job's rank for precedence: its tier, with a spare premium job (admitted beyond the reserve)
+// between the premium jobs admitted within it and the standard tier. Smaller ranks first; a tier's
+// ranks are kRanksPerTier * tier and the next one.
+inline constexpr int kRanksPerTier = 2;
+inline constexpr int kNumRanks = kRanksPerTier * kNumTiers;
+template <class D>
+typename D::Int rank(const D& d, const JobVars<D>& job) {
+  return job.tier * d.k(kRanksPerTier) + job.spare;
 }
 
 // Job j's share of the per-node counters, added into `held` and `swap` (one entry per node).
@@ -344,12 +366,14 @@ typename D::Bool exact_split(const D& d, const typename D::Int& world, const typ
 }
 
 // Job `ben` takes precedence over job `victim` for devices: it is waiting, needs the victim's
-// device type (anything else would free devices it cannot use), and has a strictly higher tier, or
-// the same tier and strictly less attained service (the same-tier fair-share rule).
+// device type (anything else would free devices it cannot use), and has a strictly higher rank
+// (its tier; a spare premium job below the premium jobs within the reserve), or the same rank and
+// strictly less attained service (the same-tier fair-share rule).
 template <class D>
 typename D::Bool precedes(const D& d, const JobVars<D>& ben, const JobVars<D>& victim) {
+  const auto rb = rank(d, ben), rv = rank(d, victim);
   return waiting_state(d, ben.state) && ben.dtype == victim.dtype &&
-         (ben.tier < victim.tier || (ben.tier == victim.tier && ben.attained < victim.attained));
+         (rb < rv || (rb == rv && ben.attained < victim.attained));
 }
 
 // An operator's decision for no one (a suspension or a shrink no waiting job asked for): the core

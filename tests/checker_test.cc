@@ -420,7 +420,7 @@ TEST(GuardRemovedSetTest, CoversEveryPreemptionResizeAndMigrationRow) {
 // boost::msm::front::none.
 using MainRowsShrinkUnguarded = mpl::vector<
     lc::Row<lc::New, lc::Submit, lc::Submitted, lc::Do<spec::EffectSubmit>, lc::If<spec::GuardSubmit>>,
-    lc::Row<lc::Submitted, lc::Admit, lc::Queued, lc::Do<spec::EffectAdmit>, lc::If<spec::GuardAdmit>>,
+    lc::Row<lc::Submitted, lc::Admit, lc::Queued, lc::Do<spec::EffectAdmit>>,
     lc::Row<lc::Queued, lc::Place, lc::Placed, lc::Do<spec::EffectAcquire>, lc::If<spec::GuardGang>>,
     lc::Row<lc::Placed, lc::Start, lc::Running>,
     lc::Row<lc::Running, lc::Progress, lc::Running, lc::Do<spec::EffectProgress>, lc::If<spec::GuardProgress>>,
@@ -730,7 +730,7 @@ struct ShrinkWithoutSubset {
 // The real table with the shrink row's guard replaced, at the MSM type level.
 using MainRowsShrinkAnywhere = mpl::vector<
     lc::Row<lc::New, lc::Submit, lc::Submitted, lc::Do<spec::EffectSubmit>, lc::If<spec::GuardSubmit>>,
-    lc::Row<lc::Submitted, lc::Admit, lc::Queued, lc::Do<spec::EffectAdmit>, lc::If<spec::GuardAdmit>>,
+    lc::Row<lc::Submitted, lc::Admit, lc::Queued, lc::Do<spec::EffectAdmit>>,
     lc::Row<lc::Queued, lc::Place, lc::Placed, lc::Do<spec::EffectAcquire>, lc::If<spec::GuardGang>>,
     lc::Row<lc::Placed, lc::Start, lc::Running>,
     lc::Row<lc::Running, lc::Progress, lc::Running, lc::Do<spec::EffectProgress>, lc::If<spec::GuardProgress>>,
@@ -815,6 +815,81 @@ TEST(ProverTest, EffectSwappingADeviceAtTheSameEpochFailsSpliceStep) {
   const auto* ob = find_obligation(r, 1, Inv::kSplice);
   ASSERT_NE(ob, nullptr);
   EXPECT_TRUE(contains(ob->counterexample, "violates INV-SPLICE")) << ob->counterexample;
+}
+
+// ---- Premium admission beyond the reserve (spare) ----------------------------------------------
+
+// Admission that counts every premium job against the reserve (none spare): INV-ADMIT's fleet part
+// fails on the Admit row.
+struct AdmitIgnoringTheReserve {
+  static constexpr std::string_view name = "count_admitted_always";
+  template <class D>
+  static void apply(const D& d, spec::ClusterVars<D>& s, int j, const spec::Params<D>&) {
+    auto& job = s.jobs[j];
+    s.premium_admitted.front() = s.premium_admitted.front() +
+                                 d.ite(spec::is(d, job.tier, spec::Tier::kPremium), job.min_dev, d.k(0));
+    job.spare = d.k(0);
+  }
+};
+// A (re)start that lets a spare job join the reserve whether or not it has room.
+struct AcquireJoiningWithoutRoom {
+  static constexpr std::string_view name = "new_epoch_take_devices_join_always";
+  template <class D>
+  static void apply(const D& d, spec::ClusterVars<D>& s, int j, const spec::Params<D>& p) {
+    auto& job = s.jobs[j];
+    job.epoch = job.epoch + d.k(1);
+    job.resv_gen = job.resv_gen + d.k(1);
+    spec::move_to_selected(d, s, j, p, job.epoch);
+    s.premium_admitted.front() =
+        s.premium_admitted.front() + d.ite(job.spare == d.k(1), job.min_dev, d.k(0));
+    job.spare = d.k(0);
+  }
+};
+// A (re)start that demotes a premium job within the reserve to spare (giving its share back): the
+// counter stays right, but the guarantee is taken away: INV-ADMIT's step part fails.
+struct AcquireDemoting {
+  static constexpr std::string_view name = "new_epoch_take_devices_demote";
+  template <class D>
+  static void apply(const D& d, spec::ClusterVars<D>& s, int j, const spec::Params<D>& p) {
+    auto& job = s.jobs[j];
+    job.epoch = job.epoch + d.k(1);
+    job.resv_gen = job.resv_gen + d.k(1);
+    spec::move_to_selected(d, s, j, p, job.epoch);
+    const auto demote = spec::is(d, job.tier, spec::Tier::kPremium) && job.spare == d.k(0);
+    s.premium_admitted.front() = s.premium_admitted.front() - d.ite(demote, job.min_dev, d.k(0));
+    job.spare = d.ite(demote, d.k(1), job.spare);
+  }
+};
+using AdmitIgnoringTheReserveTable =
+    mpl::vector<lc::Row<lc::Submitted, lc::Admit, lc::Queued, lc::Do<AdmitIgnoringTheReserve>>>;
+using JoinWithoutRoomTable = mpl::vector<
+    lc::Row<lc::Queued, lc::Place, lc::Placed, lc::Do<AcquireJoiningWithoutRoom>, lc::If<spec::GuardGang>>>;
+using DemotingTable = mpl::vector<
+    lc::Row<lc::Queued, lc::Place, lc::Placed, lc::Do<AcquireDemoting>, lc::If<spec::GuardGang>>>;
+
+template <class Table>
+std::set<Inv> failed_on_its_one_row(const char* what) {
+  auto rows = core::rows_of<Z3Domain, Table>();
+  auto r = prove(rows, kProofShape, kTimeoutMs);
+  ExpectDecided(r);
+  EXPECT_EQ(failing_rows(r), std::set<int>{1});
+  const auto failed = failed_on(r, 1);
+  std::cout << "[ " << what << " ] " << rows[0].label() << " fails: " << ids(failed) << "\n";
+  return failed;
+}
+
+TEST(ProverTest, AdmissionThatIgnoresTheReserveFailsAdmit) {
+  EXPECT_EQ(failed_on_its_one_row<AdmitIgnoringTheReserveTable>("admission ignoring the reserve"),
+            std::set<Inv>{Inv::kAdmit});
+}
+
+TEST(ProverTest, SpareJobJoiningTheReserveWithoutRoomFailsAdmit) {
+  EXPECT_EQ(failed_on_its_one_row<JoinWithoutRoomTable>("joining without room"),
+            std::set<Inv>{Inv::kAdmit});
+}
+
+TEST(ProverTest, DemotingAJobWithinTheReserveFailsAdmitStep) {
+  EXPECT_EQ(failed_on_its_one_row<DemotingTable>("demotion to spare"), std::set<Inv>{Inv::kAdmit});
 }
 
 // ---- ORDER: job ids are compared only for equality --------------------------------------------
@@ -1152,7 +1227,7 @@ TEST_F(ReplayTest, JournalOfACoreRunReplaysCleanly) {
   // per invariant with a step part per job decision.
   int step_parts = 0;
   for (auto inv : spec::kAllInvariants) step_parts += spec::has_step_part(inv) ? 1 : 0;
-  EXPECT_EQ(step_parts, 10);  // INV-HOLD has one too
+  EXPECT_EQ(step_parts, 11);  // INV-HOLD and INV-ADMIT have one too
   EXPECT_EQ(r.checks, static_cast<int>(spec::kAllInvariants.size()) * (n + 1) + step_parts * kJobDecisions);
   EXPECT_TRUE(r.clean_tail);
   EXPECT_TRUE(r.tail_error.empty());

@@ -207,11 +207,11 @@ class Driver {
 //   job 1 beta    standard W=2 [1,2]: runs with much GPU time, crashes, later fails for good
 //   job 2 gamma   basic    W=2 [1,2]: waits, cancelled
 //   job 3 delta   premium  W=2 [2,2]: the favoured beneficiary; placed, completed
-//   job 4 epsilon premium  W=4 [3,4]: not admitted (premium reserve), cancelled
+//   job 4 epsilon premium  W=4 [3,4]: admitted spare (beyond the premium reserve), cancelled
 void run_scenario(Driver& t) {
   using E = EventKind;
   using S = JobState;
-  const std::string clause_favoured = "beneficiary favoured by tier or fair share";
+  const std::string clause_favoured = "beneficiary favoured by rank or fair share";
 
   // Submission and admission.
   EXPECT_EQ(t.ok(submit("alpha", Tier::kStandard, 4, 1, 4), S::kSubmitted).row, 1);
@@ -239,11 +239,14 @@ void run_scenario(Driver& t) {
   EXPECT_EQ(t.core().num_jobs(), 4);
 
   for (int j = 0; j < 4; ++j) t.ok(ev(E::kAdmit, j), S::kQueued);
+  // Beyond the premium reserve a premium job is admitted spare: it counts nothing against it.
+  const auto counted = t.core().cluster().premium_admitted.front();
   t.ok(submit("epsilon", Tier::kPremium, 4, 3, 4), S::kSubmitted);
-  t.rejected(ev(E::kAdmit, 4),
-             {"rejected Admit for job 4 in state Submitted", "premium_reserve",
-              "premium demand within reserve"});
+  t.ok(ev(E::kAdmit, 4), S::kQueued);
+  EXPECT_EQ(t.core().cluster().jobs[4].spare, 1);
+  EXPECT_EQ(t.core().cluster().premium_admitted.front(), counted);
   t.ok(ev(E::kCancel, 4), S::kCancelled);
+  EXPECT_EQ(t.core().cluster().premium_admitted.front(), counted);
 
   // beta runs, accumulates much GPU time, crashes and waits again (failures 1, attained 10000).
   t.ok(on(E::kPlace, 1, {4}, 2), S::kPlaced);
@@ -476,7 +479,7 @@ TEST_F(SchedulerCoreTest, ScriptedLifecycle) {
   run_scenario(t);
   EXPECT_EQ((*core)->committed(), kNodeDecisions + t.snapshots.size());
   EXPECT_EQ((*core)->rejected(), t.expected_rejections);
-  EXPECT_EQ(t.expected_rejections, 46u);  // every t.rejected() in the script
+  EXPECT_EQ(t.expected_rejections, 45u);  // every t.rejected() in the script
   const JobState want[] = {JobState::kCompleted, JobState::kFailed, JobState::kCancelled,
                            JobState::kCompleted, JobState::kCancelled};
   ASSERT_EQ((*core)->num_jobs(), 5);
@@ -566,6 +569,71 @@ TEST_F(SchedulerCoreTest, ReservationsProtectTheBeneficiaryButNeverBlockAHigherT
   EXPECT_EQ(reserved_for(c.cluster()), std::vector<std::int64_t>(8, -1));
   must(as_planner(on(E::kPlace, 3, {3}, 1)));
   EXPECT_EQ(c.rejected(), 3u);
+  for (auto inv : spec::kAllInvariants)
+    EXPECT_TRUE(spec::state_invariant(spec::Concrete{}, inv, c.cluster())) << spec::inv_id(inv);
+}
+
+// A premium job beyond the premium reserve is admitted spare: it counts nothing against the reserve,
+// ranks below every premium job within it (neither its lower attained service nor its tier lets it
+// cut one, and one within the reserve may cut it on equal service), and joins the reserve when a
+// restart finds room.
+TEST_F(SchedulerCoreTest, APremiumJobBeyondTheReserveIsSpareUntilARestartFindsRoom) {
+  ManualClock clock;
+  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);  // 8 devices, reserve 4
+  ASSERT_TRUE(core.ok());
+  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
+  auto& c = **core;
+  auto must = [&](const Decision& d) {
+    auto r = c.commit(d);
+    EXPECT_TRUE(r.ok()) << d.describe() << ": " << r.reason();
+  };
+  auto spare = [&](int j) { return c.cluster().jobs[j].spare; };
+  auto counted = [&] { return c.cluster().premium_admitted.front(); };
+  must(submit("within", Tier::kPremium, 4, 4, 4));
+  must(ev(EventKind::kAdmit, 0));
+  must(submit("beyond", Tier::kPremium, 4, 4, 4));
+  must(ev(EventKind::kAdmit, 1));
+  EXPECT_EQ(spare(0), 0);
+  EXPECT_EQ(spare(1), 1);
+  EXPECT_EQ(counted(), 4);
+  must(on(EventKind::kPlace, 1, {0, 1, 2, 3}, 1));  // the spare job runs on the devices left
+  must(ev(EventKind::kStart, 1));
+  must(on(EventKind::kPlace, 0, {4, 5, 6, 7}, 1));
+  must(ev(EventKind::kStart, 0));
+  EXPECT_EQ(spare(1), 1);  // started with no room in the reserve: still spare
+  must(progress(0, 10, 1000000));  // job 0 has had far more service than anyone
+  // Job 2, spare too, waits with less service than job 0, but may not cut it; job 1 has had no
+  // more service than job 2, so the same-rank rule does not let job 2 cut it either.
+  must(submit("spare-waiting", Tier::kPremium, 4, 4, 4));
+  must(ev(EventKind::kAdmit, 2));
+  EXPECT_EQ(spare(2), 1);
+  auto cut0 = c.commit(for_job(EventKind::kPreempt, 0, 2));
+  ASSERT_FALSE(cut0.ok());
+  EXPECT_NE(cut0.reason().find("beneficiary favoured by rank"), std::string::npos) << cut0.reason();
+  EXPECT_FALSE(c.commit(for_job(EventKind::kPreempt, 1, 2)).ok());
+  must(ev(EventKind::kCancel, 2));
+  // Job 0 completes; job 3 is admitted within the reserve and cuts the spare job 1 on equal service.
+  must(ev(EventKind::kComplete, 0));
+  EXPECT_EQ(counted(), 0);
+  must(submit("within-2", Tier::kPremium, 4, 4, 4));
+  must(ev(EventKind::kAdmit, 3));
+  EXPECT_EQ(spare(3), 0);
+  must(for_job(EventKind::kPreempt, 1, 3));
+  must(at_step(EventKind::kCheckpointDone, 1, 0));
+  must(on(EventKind::kPlace, 3, {0, 1, 2, 3}, 1));
+  must(ev(EventKind::kStart, 3));
+  // Job 1 resumes on the other devices; the reserve is full: still spare.
+  must(on(EventKind::kResume, 1, {4, 5, 6, 7}, 1));
+  EXPECT_EQ(spare(1), 1);
+  must(ev(EventKind::kRestoreDone, 1));
+  // Job 3 completes; job 1 is cut (an operator's suspension) and resumed: it joins the reserve.
+  must(ev(EventKind::kComplete, 3));
+  must(for_job(EventKind::kPreempt, 1, -1));
+  must(at_step(EventKind::kCheckpointDone, 1, 0));
+  must(ev(EventKind::kRelease, 1));
+  must(on(EventKind::kResume, 1, {0, 1, 2, 3}, 1));
+  EXPECT_EQ(spare(1), 0);
+  EXPECT_EQ(counted(), 4);
   for (auto inv : spec::kAllInvariants)
     EXPECT_TRUE(spec::state_invariant(spec::Concrete{}, inv, c.cluster())) << spec::inv_id(inv);
 }

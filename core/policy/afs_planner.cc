@@ -54,8 +54,8 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
   // Running jobs of its type that have had at least a threshold more service, the most first.
   std::vector<int> pool;
   int looked = 0;
-  for (std::int64_t tier = spec::kNumTiers - 1; tier >= 0 && looked < o_.max_victim_candidates; --tier)
-    for (int v : book_.running(bj.dtype, tier)) {
+  for (std::int64_t rank = spec::kNumRanks - 1; rank >= 0 && looked < o_.max_victim_candidates; --rank)
+    for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
       const auto& vj = s.jobs[v];
       if (vj.attained < bj.attained + o_.las_threshold_gpu_ms || ctx.cut_pending(v) || protected_now(core, book_, v))

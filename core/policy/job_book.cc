@@ -20,6 +20,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
     run_since_.resize(where_.size(), 0);
     run_epoch_.resize(where_.size(), -1);
     run_devices_.resize(where_.size(), 0);
+    run_rank_.resize(where_.size(), 0);
     if (by_tenant_) held_of_.resize(where_.size(), 0);
   }
   const auto& jv = core.cluster().jobs[job];
@@ -35,9 +36,9 @@ void JobBook::update(const SchedulerCore& core, int job) {
       break;
     case Where::kRunning:
       running_.erase(job);
-      running_by_[{jv.dtype, jv.tier}].erase(job);
+      running_by_[{jv.dtype, run_rank_[i]}].erase(job);
       growable_.erase({jv.tier, job});
-      running_devices_[{jv.dtype, jv.tier}] -= run_devices_[i];
+      running_devices_[{jv.dtype, run_rank_[i]}] -= run_devices_[i];
       run_devices_[i] = 0;
       break;
     case Where::kNone: break;
@@ -75,11 +76,12 @@ void JobBook::update(const SchedulerCore& core, int job) {
         run_since_[i] = core.now_ms();
       }
       running_.insert(job);
-      running_by_[{jv.dtype, jv.tier}].insert(job);
+      run_rank_[i] = spec::rank(spec::Concrete{}, jv);
+      running_by_[{jv.dtype, run_rank_[i]}].insert(job);
       if (jv.devices < jv.max_dev && core.job_info(job).mode == spec::Preemption::kTransparent)
         growable_.insert({jv.tier, job});
       run_devices_[i] = jv.devices;
-      running_devices_[{jv.dtype, jv.tier}] += jv.devices;
+      running_devices_[{jv.dtype, run_rank_[i]}] += jv.devices;
       w = Where::kRunning;
       break;
     default: break;
@@ -91,20 +93,15 @@ void JobBook::refile(const SchedulerCore& core, int job) {
 }
 
 void JobBook::admit_all(const SchedulerCore& core, PlanContext& ctx) {
-  std::vector<int> ids(submitted_.begin(), submitted_.end());
-  // Premium admission is bounded by the reserve: once a premium job of some size is refused, so
-  // is every larger one this round.
-  std::int64_t refused_min = INT64_MAX;
+  // Every submitted job is admitted; the core counts a premium job against the premium reserve
+  // when it fits, else admits it spare (spec::EffectAdmit). A copy: a commit refiles the job.
+  const std::vector<int> ids(submitted_.begin(), submitted_.end());
   for (int j : ids) {
-    const auto& jv = core.cluster().jobs[j];
-    const bool premium = jv.tier == static_cast<std::int64_t>(spec::Tier::kPremium);
-    if (premium && jv.min_dev >= refused_min) continue;
     Decision d;
     d.event = EventKind::kAdmit;
     d.origin = spec::Origin::kPlanner;
     d.job = j;
-    if (core.accepts(d)) ctx.propose(d);  // premium beyond its reserve waits for admission
-    else if (premium) refused_min = std::min(refused_min, jv.min_dev);
+    if (core.accepts(d)) ctx.propose(d);
   }
 }
 

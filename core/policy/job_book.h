@@ -45,18 +45,18 @@ class JobBook {
   const std::set<std::pair<std::int64_t, int>>& growable() const { return growable_; }
   // Tenant shares (kept only by a book kept by tenant).
   const TenantShares& shares() const { return shares_; }
-  // The running jobs of one device type and tier (where a waiting job of that type may find
-  // victims), in id order.
-  const std::set<int>& running(std::int64_t dtype, std::int64_t tier) const {
+  // The running jobs of one device type and rank (spec::rank: the tier, premium jobs admitted
+  // beyond the reserve apart; where a waiting job of that type may find victims), in id order.
+  const std::set<int>& running(std::int64_t dtype, std::int64_t rank) const {
     static const std::set<int> none;
-    auto it = running_by_.find({dtype, tier});
+    auto it = running_by_.find({dtype, rank});
     return it == running_by_.end() ? none : it->second;
   }
 
-  // Devices held by the running jobs of one device type and tier (as they held when they started
+  // Devices held by the running jobs of one device type and rank (as they held when they started
   // running): what cutting all of them could free, O(1).
-  std::int64_t running_devices(std::int64_t dtype, std::int64_t tier) const {
-    auto it = running_devices_.find({dtype, tier});
+  std::int64_t running_devices(std::int64_t dtype, std::int64_t rank) const {
+    auto it = running_devices_.find({dtype, rank});
     return it == running_devices_.end() ? 0 : it->second;
   }
 
@@ -68,9 +68,9 @@ class JobBook {
     helped_.insert(beneficiary);
   }
   bool helped(int beneficiary) const { return helped_.count(beneficiary) != 0; }
-  // When a waiting job started waiting (the core's clock), this time: since its admission, or since
-  // it stopped running (a wait for admission is admission control's: the premium reserve). Set
-  // before the planner's key is computed, so a key may depend on it.
+  // When a waiting job started waiting (the core's clock), this time: since its admission (which
+  // follows its submission at the next round), or since it stopped running. Set before the
+  // planner's key is computed, so a key may depend on it.
   std::int64_t waiting_since(int job) const { return wait_since_[static_cast<std::size_t>(job)]; }
   bool is_waiting(int job) const {
     return job >= 0 && static_cast<std::size_t>(job) < where_.size() &&
@@ -93,7 +93,7 @@ class JobBook {
   // they look younger than they are, which errs towards not evicting them.
   std::int64_t running_since(int job) const { return run_since_[static_cast<std::size_t>(job)]; }
 
-  // Admits every submitted job whose admission the core would accept, in id order.
+  // Admits every submitted job, in id order (a premium job beyond the reserve spare).
   void admit_all(const SchedulerCore& core, PlanContext& ctx);
 
   // Places (or resumes) waiting jobs in order, each on the devices the gang placement proposes;
@@ -134,9 +134,10 @@ class JobBook {
   std::set<int> submitted_;
   std::set<int> running_;
   std::set<std::pair<std::int64_t, int>> growable_;
-  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> running_devices_;  // (dtype, tier)
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> running_devices_;  // (dtype, rank)
   std::vector<std::int64_t> run_devices_;  // devices counted in running_devices_ for the job
-  std::map<std::pair<std::int64_t, std::int64_t>, std::set<int>> running_by_;  // (dtype, tier)
+  std::vector<std::int64_t> run_rank_;     // the rank it is filed under in running_by_
+  std::map<std::pair<std::int64_t, std::int64_t>, std::set<int>> running_by_;  // (dtype, rank)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
   std::multiset<int> helped_;   // beneficiaries of those cuts
   std::unique_ptr<GangPlacer> placer_;

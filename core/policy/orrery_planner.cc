@@ -132,19 +132,23 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   bool shrink_deferred = false;  // a shrink inside the tier that will pay later
   // Nothing to search when the lower tiers together hold too few devices of the type and the tier
   // itself cannot let a job go (O(1): the book's counters).
+  // "Tier" below is the rank (spec::rank): a premium job admitted beyond the reserve (spare) is a
+  // lower tier to one admitted within it, and its equal only to the other spare ones.
+  const std::int64_t ben_rank = spec::rank(d, bj);
+  auto same_rank = [&](int v) { return spec::rank(d, s.jobs[v]) == ben_rank; };
   if (!same_tier_possible) {
     std::int64_t lower = 0;
-    for (std::int64_t tier = bj.tier + 1; tier < spec::kNumTiers; ++tier) lower += book_.running_devices(bj.dtype, tier);
+    for (std::int64_t rank = ben_rank + 1; rank < spec::kNumRanks; ++rank) lower += book_.running_devices(bj.dtype, rank);
     if (lower < bj.min_dev) return nothing_found();
   }
-  // The beneficiary's device type only (no other frees devices it can use), the lowest tier first.
+  // The beneficiary's device type only (no other frees devices it can use), the lowest rank first.
   std::vector<int> pool;
   int looked = 0;
-  for (std::int64_t tier = spec::kNumTiers - 1; tier >= bj.tier && looked < o_.max_victim_candidates; --tier) {
-    if (tier == bj.tier && !same_tier_possible) break;
-    for (int v : book_.running(bj.dtype, tier)) {
+  for (std::int64_t rank = spec::kNumRanks - 1; rank >= ben_rank && looked < o_.max_victim_candidates; --rank) {
+    if (rank == ben_rank && !same_tier_possible) break;
+    for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
-      if (tier == bj.tier && o_.max_same_tier_victims == 1 && s.jobs[v].devices < bj.min_dev) continue;
+      if (rank == ben_rank && o_.max_same_tier_victims == 1 && s.jobs[v].devices < bj.min_dev) continue;
       pool.push_back(v);
     }
   }
@@ -168,16 +172,16 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     // attained service that has run at least the cap since it started (a quantum: two starving
     // jobs do not take turns faster); or (fair share) a job of a tenant above the tier's split.
     const bool same_tier_turn =
-        vj.tier == bj.tier &&
+        same_rank(v) &&
         ((ben_class > 0 && 1 + las_level(vj.attained) > ben_class) ||
          (ben_class == 0 && vj.attained > bj.attained && core.now_ms() - book_.running_since(v) >= cap) ||
          (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held));
-    if ((vj.tier < bj.tier || (vj.tier == bj.tier && !same_tier_turn)) || ctx.cut_pending(v)) continue;
+    if ((spec::rank(d, vj) < ben_rank || (same_rank(v) && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (protected_now(core, book_, v)) continue;  // within its min_runtime_ms (victims.h)
     // A job placed past its tier's starvation cap runs at least the cap before its tier may cut it
     // again: else the next newcomer of a lower LAS level would cut it at once, and the cap would
     // bound its waits but not its progress.
-    if (vj.tier == bj.tier && quantum_.count(v) != 0) {
+    if (same_rank(v) && quantum_.count(v) != 0) {
       if (core.now_ms() - book_.running_since(v) < o_.starvation_cap_ms[static_cast<std::size_t>(vj.tier)]) continue;
       quantum_.erase(v);
     }
@@ -192,7 +196,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     for (std::int64_t f = 1, c = vj.world; f <= spec::kSpliceLimit && to == 0; c = vj.world / ++f)
       if (vj.world % f == 0 && c <= vj.devices - bj.min_dev && c >= vj.min_dev) to = c;
     if (to == 0) continue;
-    if (vj.tier == bj.tier && !pays({v})) {
+    if (same_rank(v) && !pays({v})) {
       shrink_deferred = true;  // it will pay: a preemption inside the tier would cost as much
       continue;
     }
@@ -216,20 +220,19 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     vc.reserve(candidates.size());
     for (int v : candidates)
       vc.push_back({v, s.jobs[v].devices, loss_per_device_ms(core, book_, v),
-                    mode_rank(core.job_info(v).mode), spec::kNumTiers - 1 - s.jobs[v].tier});
+                    mode_rank(core.job_info(v).mode), spec::kNumRanks - 1 - spec::rank(d, s.jobs[v])});
     return cheapest_victims(std::move(vc), bj.min_dev);
   };
   auto victims = cover();
   // Inside a tier a preemption only reorders equals (fair share): it pays when it delays fewer
   // jobs than it helps. Cutting many small jobs for one large gang lengthens the average job's
   // completion and churns; then only lower tiers' jobs are cut.
-  const auto same_tier = [&](int v) { return s.jobs[v].tier == bj.tier; };
   // (The cost rule is not applied to these cuts themselves: weighed like shrinks, they made the
   // average JCT 1.7x longer on the Alibaba trace on 8x8 GPUs at load 0.7, docs/scheduling.md; but
   // while a shrink inside the tier waits to pay, no job of the tier is cut instead.)
-  if (std::any_of(victims.begin(), victims.end(), same_tier) &&
+  if (std::any_of(victims.begin(), victims.end(), same_rank) &&
       (static_cast<int>(victims.size()) > o_.max_same_tier_victims || shrink_deferred)) {
-    std::erase_if(candidates, same_tier);
+    std::erase_if(candidates, same_rank);
     victims = cover();
   }
   if (victims.empty() && !waiting_to_pay) return nothing_found();
@@ -284,8 +287,8 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
   };
   std::vector<Mover> movers;
   int looked = 0;
-  for (std::int64_t tier = spec::kNumTiers - 1; tier >= bj.tier && looked < o_.max_victim_candidates; --tier)
-    for (int v : book_.running(bj.dtype, tier)) {
+  for (std::int64_t rank = spec::kNumRanks - 1; rank >= spec::kRanksPerTier * bj.tier && looked < o_.max_victim_candidates; --rank)
+    for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
       if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
       std::int64_t frees = 0;

@@ -1,5 +1,5 @@
 // orrery's policy (docs/scheduling.md says why and where each part comes from). Every round:
-//  1. admits what the core accepts (premium within its reserve: admission control);
+//  1. admits every submitted job (premium beyond its reserve spare: spec::EffectAdmit);
 //  2. places waiting jobs by tier (premium, standard, basic); inside a tier, jobs past the tier's
 //     starvation cap first (PlannerOptions::starvation_cap_ms; premium's only by default), then
 //     Tiresias' discretised LAS levels (las_levels, las_level_factor), inside a level fairly among

@@ -29,8 +29,8 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     std::vector<int> candidates;
     int looked = 0;
     const auto& bj = core.cluster().jobs[ben];
-    for (std::int64_t tier = spec::kNumTiers - 1; tier >= 0 && looked < o_.max_victim_candidates; --tier)
-      for (int v : book_.running(bj.dtype, tier)) {
+    for (std::int64_t rank = spec::kNumRanks - 1; rank >= 0 && looked < o_.max_victim_candidates; --rank)
+      for (int v : book_.running(bj.dtype, rank)) {
         if (++looked > o_.max_victim_candidates) break;
         if (queue_of(core, v) != 1 || ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
         if (!spec::favoured(d, core.cluster(), ben, v) || !spec::fits_devices_of(d, core.cluster(), ben, v)) continue;

@@ -22,7 +22,6 @@ Result<int> Service::submit(const JobSpec& spec) {
   // A spec no placement on this fleet could ever satisfy is refused now, naming the limit, rather
   // than left Queued forever.
   core::FitRequest fit;
-  fit.tier = spec.tier;
   fit.dtype = core_->fleet().type_id(spec.device_type);
   fit.world = spec.world;
   fit.min_devices = spec.min_devices;
@@ -97,6 +96,9 @@ Result<std::vector<JobStatus>> Service::jobs() {
     for (int n : nodes_of(j)) s.nodes.push_back(core_->fleet().nodes[static_cast<std::size_t>(n)].name);
     s.age_ms = v.submitted_ms >= 0 ? std::max<std::int64_t>(now - v.submitted_ms, 0) : -1;
     s.note = v.note;
+    if (jv.spare != 0 && spec::admitted_state(spec::Concrete{}, jv.state))
+      s.note = "spare: admitted beyond the premium reserve, no guarantee" +
+               (v.note.empty() ? "" : "; " + v.note);
     if (jv.hold != 0 && !spec::terminal_state(spec::Concrete{}, jv.state))
       s.note = "held: suspended by an operator; `orrery resume " + std::to_string(j) +
                "` releases it" + (v.note.empty() ? "" : " (" + v.note + ")");

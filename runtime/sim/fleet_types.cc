@@ -58,15 +58,10 @@ FleetTypes::Choice FleetTypes::choose(const Workload& w, int job) const {
   return {ok.back().first, nullptr};
 }
 
-CountedJobs schedulable_jobs(const Workload& w, const core::Fleet& fleet, double premium_share) {
+CountedJobs schedulable_jobs(const Workload& w, const core::Fleet& fleet) {
   const FleetTypes types(w, fleet);
-  const auto reserve = static_cast<std::int64_t>(std::floor(premium_share * fleet.num_devices()));
   CountedJobs c(w.jobs.size(), 0);
-  for (std::size_t i = 0; i < w.jobs.size(); ++i) {
-    const auto& j = w.jobs[i];
-    c[i] = types.choose(w, static_cast<int>(i)).type >= 0 &&
-           !(j.tier == spec::Tier::kPremium && j.min_devices > reserve);
-  }
+  for (std::size_t i = 0; i < w.jobs.size(); ++i) c[i] = types.choose(w, static_cast<int>(i)).type >= 0;
   return c;
 }
 

@@ -33,8 +33,8 @@ class FleetTypes {
 };
 
 // The jobs the simulator submits on `fleet` (those counted in the offered load): a device type can
-// hold them, and a premium one's min_devices fits the premium reserve (premium_share of the
-// devices, as the simulator sets it). (A spec the core refuses is found only when submitted.)
-CountedJobs schedulable_jobs(const Workload& w, const core::Fleet& fleet, double premium_share);
+// hold them (a premium job larger than the premium reserve is admitted spare: it counts too). (A
+// spec the core refuses is found only when submitted.)
+CountedJobs schedulable_jobs(const Workload& w, const core::Fleet& fleet);
 
 }  // namespace orrery::sim

@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
   sim::LoadScaling scaling;
   if (load_opt->count() > 0 || synthetic > 0) {
     auto s = sim::scale_to_load(workload, fleet->num_devices(), load, copies, [&](const sim::Workload& x) {
-      return sim::schedulable_jobs(x, *fleet, o.premium_share);
+      return sim::schedulable_jobs(x, *fleet);
     });
     if (!s) {
       std::fprintf(stderr, "orrery-sim: --load: %s (--repeat N repeats the workload's jobs)\n", s.reason().c_str());

@@ -397,13 +397,9 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     const auto& sj = w_.jobs[static_cast<std::size_t>(w)];
     const auto [type, why] = types_.choose(w_, w);
     if (type < 0) return unschedulable(why);
-    if (sj.tier == spec::Tier::kPremium && sj.min_devices > core_->fleet().premium_reserve)
-      return unschedulable("a premium job with min_devices beyond the fleet's premium reserve");
     // Signal and requeue programs run one worker per device, on exactly their world (SimOptions).
     auto mode = draw_mode(o_.modes, o_.seed, static_cast<std::uint64_t>(w));
-    if (mode != spec::Preemption::kTransparent &&
-        (types_.count(type) < sj.world ||
-         (sj.tier == spec::Tier::kPremium && sj.world > core_->fleet().premium_reserve)))
+    if (mode != spec::Preemption::kTransparent && types_.count(type) < sj.world)
       mode = spec::Preemption::kTransparent;
     const bool whole = mode != spec::Preemption::kTransparent;
     // A workload of one tenant submits without one (the core's default tenant).

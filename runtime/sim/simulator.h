@@ -70,8 +70,7 @@ struct SimOptions {
   std::uint64_t seed = 1;       // node failures, the draw of preemption modes
   // Preemption modes drawn per job (runtime/sim/job_modes.h; default: all transparent). A signal
   // or requeue job runs one worker per device (min = max = world); one whose device type has
-  // fewer devices than its world, or a premium one larger than the premium reserve, stays
-  // transparent.
+  // fewer devices than its world stays transparent.
   ModeWeights modes = kAllTransparent;
   std::string journal_path;     // empty: no journal
   // Called now and then with (simulated seconds, jobs finished, jobs in the workload) — for a

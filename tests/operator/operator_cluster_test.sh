@@ -278,7 +278,13 @@ admission)
   refused "can never be placed.*MiB" submit "$fat"
   vip=$(mlp_toml vip 100 'tier = "premium"')
   sed -i 's/^min_devices = 2$/min_devices = 8/; s/^world = 4$/world = 8/; s/^max_devices = 4$/max_devices = 8/' "$vip"
-  refused "can never be placed.*premium reserve" submit "$vip"
+  # Larger than the premium reserve: admitted all the same, spare (docs/spec.md, INV-ADMIT).
+  vid=$(submit "$vip")
+  wait_state "$vid" "Queued|Placed|Running" 10
+  n=$(note "$vid")
+  [[ "$n" == *"spare: admitted beyond the premium reserve"* ]] || fail "job $vid: no spare note in orrery ls: '$n'"
+  say "job $vid: $n"
+  o cancel "$vid" >/dev/null
   o drain node1 >/dev/null
   o drain node2 >/dev/null
   id=$(submit "$(mlp_toml later 300)")
@@ -289,7 +295,7 @@ admission)
   say "job $id waits: $n"
   o undrain node2 >/dev/null
   wait_state "$id" Completed 60
-  say "PASS: 3 unplaceable specs refused at submit; a spec that fits the fleet waits visibly, then runs"
+  say "PASS: 2 unplaceable specs refused at submit; a premium job beyond the reserve admitted spare; a spec that fits the fleet waits visibly, then runs"
   ;;
 *) echo "unknown scenario '$SCENARIO'"; exit 2 ;;
 esac
