@@ -2,7 +2,8 @@
 // that does not (or the same scenario with the mechanism switched off), so that each test fails if
 // the mechanism goes: growth into idle devices, a shrink inside a tier for a job of a lower LAS
 // level, the cost rule that delays a cut until the waiting job has waited what it costs, the
-// starvation cap, and the tier order under overload. (Shrink for a higher tier, preemption of a
+// starvation cap, the tier order under overload (also beyond the premium reserve), and premium's own
+// round budgets. (Shrink for a higher tier, preemption of a
 // lower tier and defragmentation by migration: runtime/sim/simulator_test.cc; the cheapest
 // victims: tests/victim_choice_test.cc.) docs/scheduling.md.
 #include <gtest/gtest.h>
@@ -135,6 +136,38 @@ TEST(PlannerActions, TiersHoldUnderOverload) {
   auto t = simulate(one_node(4), w, "tiresias", quiet());
   ASSERT_TRUE(t.ok()) << t.reason();
   EXPECT_GT(t->tiers[0].avg_queue_s, t->tiers[2].avg_queue_s);
+}
+
+TEST(PlannerActions, PremiumBeyondTheReserveRunsAheadOfTheLowerTiers) {
+  // The same backlog with a premium reserve of 2 of the 4 devices: the premium jobs beyond it are
+  // admitted spare (INV-ADMIT) and still go ahead of standard and basic. (Before spare admission
+  // they waited in Submitted while the lower tiers ran: premium waited longest.)
+  Workload w;
+  for (int i = 0; i < 40; ++i) w.jobs.push_back(job(i, 100, 1, spec::Tier::kBasic));
+  for (int i = 0; i < 40; ++i) w.jobs.push_back(job(40 + i, 100, 1, spec::Tier::kStandard));
+  for (int i = 0; i < 40; ++i) w.jobs.push_back(job(80 + i, 100, 1, spec::Tier::kPremium));
+  auto o = quiet();
+  o.premium_share = 0.5;
+  auto r = run(w, o);
+  EXPECT_LT(r.tiers[0].avg_queue_s, r.tiers[1].avg_queue_s);
+  EXPECT_LT(r.tiers[1].avg_queue_s, r.tiers[2].avg_queue_s);
+}
+
+TEST(PlannerActions, APremiumBurstIsServedPastTheRoundBudgets) {
+  // 256 devices held by 256 basic jobs; 200 premium one-device jobs arrive at once at 100 s. Each
+  // needs a cut; with premium's own budget (premium_round_budget) a round or two serves them all,
+  // where the budgets of the other tiers (32 failed tries a type, 16 searches a round) would take
+  // a dozen rounds of 10 s.
+  Workload w;
+  for (int i = 0; i < 256; ++i) w.jobs.push_back(job(0, 5000, 1, spec::Tier::kBasic));
+  for (int i = 0; i < 200; ++i) w.jobs.push_back(job(100, 100, 1, spec::Tier::kPremium));
+  auto o = quiet();
+  o.round_s = 10;
+  auto burst = run(w, o, 256);
+  EXPECT_LT(burst.tiers[0].max_queue_s, 45);
+  o.planner.premium_round_budget = o.planner.max_cuts_per_round;
+  auto capped = run(w, o, 256);
+  EXPECT_GT(capped.tiers[0].max_queue_s, 90);
 }
 
 }  // namespace

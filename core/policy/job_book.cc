@@ -105,21 +105,35 @@ void JobBook::admit_all(const SchedulerCore& core, PlanContext& ctx) {
   }
 }
 
-// One round's budget of failed placements per device type (place_waiting).
+// One round's budget of failed placements per device type (place_waiting); premium jobs may have
+// their own (PlannerOptions::premium_round_budget).
 struct JobBook::Tries {
-  Tries(int types, int limit) : failed(static_cast<std::size_t>(types), 0), types(types), limit(limit) {}
-  std::vector<int> failed;
+  Tries(int types, int limit, int premium_limit)
+      : failed(static_cast<std::size_t>(types), 0), failed_premium(static_cast<std::size_t>(types), 0),
+        types(types), limit(limit), premium_limit(premium_limit) {}
+  std::vector<int> failed, failed_premium;
   int types;
-  int limit;  // failures per type before the type counts as full
-  int full = 0;
+  int limit, premium_limit;  // failures per type before the type counts as full (for premium jobs)
+  int full = 0;              // types full for every job
   int placed = 0;
   bool over() const { return full >= types; }
+  bool type_full(std::size_t type, bool premium) const {
+    return premium ? failed_premium[type] >= premium_limit : failed[type] >= limit;
+  }
+  bool type_full(std::size_t type) const { return type_full(type, false) && type_full(type, true); }
+  void fail(std::size_t type, bool premium) {
+    const bool was = type_full(type);
+    ++(premium ? failed_premium : failed)[type];
+    if (!was && type_full(type)) ++full;
+  }
 };
 
 bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t,
                         const std::function<void(int)>& blocked) {
-  const auto type = static_cast<std::size_t>(core.cluster().jobs[j].dtype);
-  if (t.failed[type] >= t.limit || ctx.cut_pending(j)) return false;
+  const auto& jv = core.cluster().jobs[j];
+  const auto type = static_cast<std::size_t>(jv.dtype);
+  const bool premium = jv.tier == static_cast<std::int64_t>(spec::Tier::kPremium);
+  if (t.type_full(type, premium) || ctx.cut_pending(j)) return false;
   const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
   auto p = placer(core).propose(j, ev);
   // A kOk proposal is one the core accepts now: the placer asked it (gang_placer.h).
@@ -130,14 +144,15 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
   if (p.kind != Proposal::Kind::kOk) ctx.note(j, p.why);
   // Room can be made only for a job that fits the fleet at all.
   if (blocked && p.kind == Proposal::Kind::kRetryLater) blocked(j);
-  if (++t.failed[type] == t.limit) ++t.full;
+  t.fail(type, premium);
   return false;
 }
 
 int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o,
-                           bool strict, const std::function<void(int)>& blocked) {
+                           bool strict, const std::function<void(int)>& blocked, bool premium_budget) {
   const auto types = static_cast<std::int64_t>(core.fleet().device_types.size());
-  Tries t(static_cast<int>(types), strict ? 1 : o.max_failed_tries_per_type);
+  const int limit = strict ? 1 : o.max_failed_tries_per_type;
+  Tries t(static_cast<int>(types), limit, premium_budget && !strict ? o.premium_round_budget : limit);
   // Class by class, a k-way merge of the class's lanes by their next job: by tenant, the tenant
   // holding fewest devices of the job's tier first (its share when its lane is taken up again),
   // then the planner's order.
@@ -160,7 +175,7 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
     lane_type.clear();
     heap.clear();
     for (std::int64_t type = 0; type < types; ++type) {
-      if (t.failed[static_cast<std::size_t>(type)] >= t.limit) continue;
+      if (t.type_full(static_cast<std::size_t>(type))) continue;
       for (const auto& lane : lanes_.lanes(cls, type)) {
         const WaitEntry& first = *lane.jobs->begin();
         heap.push_back({share(first.second, lane.tenant), first, lanes.size()});
@@ -174,8 +189,10 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
       std::pop_heap(heap.begin(), heap.end(), std::greater<>());
       const std::size_t l = heap.back().lane;
       heap.pop_back();
-      if (t.failed[static_cast<std::size_t>(lane_type[l])] >= t.limit) continue;  // its type is full
       const int j = cursor[l]->second;
+      if (t.type_full(static_cast<std::size_t>(lane_type[l]),
+                      core.cluster().jobs[j].tier == static_cast<std::int64_t>(spec::Tier::kPremium)))
+        continue;  // its type is full (for jobs of its tier)
       // Past j before j is proposed: a proposal changes only its own job's entry.
       ++cursor[l];
       try_place(core, ctx, j, t, blocked);

@@ -102,9 +102,10 @@ class JobBook {
   // A job that does not fit counts against its device type's budget of failed tries, ctx.note()
   // hears why, and if it could fit the fleet (kRetryLater) it is passed to `blocked` (a planner
   // may preempt or shrink for it there). `strict` stops a type at its first failure (FIFO: no job
-  // overtakes an earlier one of the same type). Returns the number placed.
+  // overtakes an earlier one of the same type). `premium_budget`: premium jobs count against a
+  // budget of their own, PlannerOptions::premium_round_budget. Returns the number placed.
   int place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o, bool strict,
-                    const std::function<void(int)>& blocked);
+                    const std::function<void(int)>& blocked, bool premium_budget = false);
 
   // The gang placer (core/policy/gang_placer.h) over `core`, built on first use and kept: it
   // follows the core's commits through its change feed. One core per book.

@@ -78,16 +78,18 @@ double OrreryPlanner::cut_cost_s(const SchedulerCore& core, int v) const {
 void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.admit_all(core, ctx);
   promote_starving(core, ctx);
-  int searches = 0;  // each a walk over the running jobs: bounded per round
+  int searches = 0, premium_searches = 0;  // each a walk over the running jobs: bounded per round
   moves_ = 0;
   book_.place_waiting(core, ctx, o_, /*strict=*/false, [&](int ben) {
-    if (book_.helped(ben) || searches >= o_.max_cuts_per_round) return;
-    ++searches;
+    const bool premium = core.cluster().jobs[ben].tier == static_cast<std::int64_t>(spec::Tier::kPremium);
+    int& n = premium ? premium_searches : searches;
+    if (book_.helped(ben) || n >= (premium ? o_.premium_round_budget : o_.max_cuts_per_round)) return;
+    ++n;
     if (defragment_for(core, ctx, ben)) return;  // cheap where there is no fragmentation to undo
     if (static_cast<std::size_t>(ben) < next_search_.size() && core.now_ms() < next_search_[static_cast<std::size_t>(ben)])
       return;
     free_for(core, ctx, ben);
-  });
+  }, /*premium_budget=*/true);
   grow(core, ctx);
 }
 
