@@ -157,6 +157,7 @@ std::string results_json(const std::vector<SimResult>& rs) {
       out += (it == r.unschedulable_why.begin() ? "\"" : ", \"") + it->first + "\": " + std::to_string(it->second);
     out += "}";
     out += ", \"avg_jct_s\": " + json_num(r.avg_jct_s);
+    out += ", \"avg_run_s\": " + json_num(r.avg_run_s);
     out += ", \"p50_jct_s\": " + json_num(r.p50_jct_s);
     out += ", \"p95_jct_s\": " + json_num(r.p95_jct_s);
     out += ", \"p99_jct_s\": " + json_num(r.p99_jct_s);

@@ -553,6 +553,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       ++r.completed;
       end = std::max(end, js.end_ms);
       r.useful_gpu_s += js.total_s * sj.world;
+      r.avg_run_s += js.total_s;
       const double c = static_cast<double>(js.end_ms - ms(sj.arrival_s)) / 1000.0;
       const double q = static_cast<double>(js.first_start_ms - ms(sj.arrival_s)) / 1000.0;
       stats.completed(sj.tier, sj.tenant, c, q, o_.sla_queue_s[static_cast<std::size_t>(sj.tier)]);
@@ -569,6 +570,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       if (!r.tenants.empty()) r.tenant_mean_queue_s = total / static_cast<double>(r.tenants.size());
     }
     r.avg_jct_s = sum.avg_jct_s;
+    if (r.completed > 0) r.avg_run_s /= static_cast<double>(r.completed);
     r.p50_jct_s = sum.p50_jct_s;
     r.p95_jct_s = sum.p95_jct_s;
     r.p99_jct_s = sum.p99_jct_s;

@@ -104,6 +104,9 @@ struct SimResult {
   std::map<std::string, std::int64_t> unschedulable_why;
   std::int64_t completed = 0, failed = 0, unfinished = 0;
   double avg_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
+  // The mean over the completed jobs of their run time at full size: a floor under avg_jct_s that
+  // no schedule goes below (a job runs at most at full speed, and never before it arrives).
+  double avg_run_s = 0;
   std::array<TierResult, 3> tiers{};
   // Workloads of more than one tenant: each tenant with completed jobs, and the mean over them of
   // their average queueing delay (each tenant counts once, however many jobs it has: what fair

@@ -154,6 +154,8 @@ TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   auto orrery = simulate(fleet, w, "orrery", quiet());
   ASSERT_TRUE(orrery.ok()) << orrery.reason();
   EXPECT_EQ(orrery->completed, 4);
+  EXPECT_DOUBLE_EQ(orrery->avg_run_s, (2000 + 100 + 2000 + 100) / 4.0);  // the floor under avg JCT
+  EXPECT_GT(orrery->avg_jct_s, orrery->avg_run_s);  // D waited
   EXPECT_EQ(orrery->migrations, 1);
   EXPECT_EQ(orrery->preemptions, 0);
   EXPECT_EQ(orrery->rejected_proposals, 0u);
