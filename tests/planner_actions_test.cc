@@ -155,17 +155,20 @@ TEST(PlannerActions, PremiumBeyondTheReserveRunsAheadOfTheLowerTiers) {
 
 TEST(PlannerActions, APremiumBurstIsServedPastTheRoundBudgets) {
   // 256 devices held by 256 basic jobs; 200 premium one-device jobs arrive at once at 100 s. Each
-  // needs a cut; with premium's own budget (premium_round_budget) a round or two serves them all,
-  // where the budgets of the other tiers (32 failed tries a type, 16 searches a round) would take
-  // a dozen rounds of 10 s.
+  // needs a cut; with premium's own budgets (premium_round_budget, and a burst share of the fleet
+  // large enough for all of them: 200 of 256 devices) a round or two serves them all, where the
+  // budgets of the other tiers (32 failed tries a type, 16 searches a round) take a dozen rounds
+  // of 10 s.
   Workload w;
   for (int i = 0; i < 256; ++i) w.jobs.push_back(job(0, 5000, 1, spec::Tier::kBasic));
   for (int i = 0; i < 200; ++i) w.jobs.push_back(job(100, 100, 1, spec::Tier::kPremium));
   auto o = quiet();
   o.round_s = 10;
+  o.planner.premium_burst_share = 0.8;
   auto burst = run(w, o, 256);
   EXPECT_LT(burst.tiers[0].max_queue_s, 45);
-  o.planner.premium_round_budget = o.planner.max_cuts_per_round;
+  // With no burst share, premium's searches stop at max_cuts_per_round like the others'.
+  o.planner.premium_burst_share = 0;
   auto capped = run(w, o, 256);
   EXPECT_GT(capped.tiers[0].max_queue_s, 90);
 }

@@ -79,12 +79,23 @@ void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.admit_all(core, ctx);
   promote_starving(core, ctx);
   int searches = 0, premium_searches = 0;  // each a walk over the running jobs: bounded per round
+  // Devices the premium searches past max_cuts_per_round may be for, this round.
+  std::int64_t burst_devices = static_cast<std::int64_t>(o_.premium_burst_share * static_cast<double>(core.fleet().num_devices()));
   moves_ = 0;
   book_.place_waiting(core, ctx, o_, /*strict=*/false, [&](int ben) {
-    const bool premium = core.cluster().jobs[ben].tier == static_cast<std::int64_t>(spec::Tier::kPremium);
-    int& n = premium ? premium_searches : searches;
-    if (book_.helped(ben) || n >= (premium ? o_.premium_round_budget : o_.max_cuts_per_round)) return;
-    ++n;
+    if (book_.helped(ben)) return;
+    const auto& bj = core.cluster().jobs[ben];
+    if (bj.tier == static_cast<std::int64_t>(spec::Tier::kPremium)) {
+      if (premium_searches >= o_.premium_round_budget) return;
+      if (premium_searches >= o_.max_cuts_per_round) {
+        if (bj.min_dev > burst_devices) return;
+        burst_devices -= bj.min_dev;
+      }
+      ++premium_searches;
+    } else {
+      if (searches >= o_.max_cuts_per_round) return;
+      ++searches;
+    }
     if (defragment_for(core, ctx, ben)) return;  // cheap where there is no fragmentation to undo
     if (static_cast<std::size_t>(ben) < next_search_.size() && core.now_ms() < next_search_[static_cast<std::size_t>(ben)])
       return;
