@@ -14,7 +14,9 @@ namespace orrery::runtime {
 // A shm object of `size` bytes, mapped here and by the proxy (Op::kWindow: `which` 0 the bulk
 // window, 1 the reduce buffer), its name unlinked once both sides hold their mapping.
 Result<ShmMapping> Worker::map_shared(std::uint64_t size, std::uint64_t which) {
+  // The job and rank too: workers of one process (tests, a host of several ranks) never collide.
   const std::string name = "/orrery-win-" + std::to_string(::getpid()) + "-" +
+                           std::to_string(env_.job) + "-" + std::to_string(env_.rank) + "-" +
                            std::to_string(window_gen_++);
   auto m = ShmMapping::create(name, size);
   if (!m) return Status::Error(m.reason());
