@@ -4,7 +4,7 @@
 // collective on loopback, rank 0's node serving it), each rank on its own device.
 //
 //   allreduce_bench --world W --counts N[,N...] [--iters K] [--warmup M] [--nodes 1|2]
-//                   [--mode host|staged] [--splice K] [--timeout-s S]
+//                   [--mode shared|host|staged] [--splice K] [--timeout-s S]
 //
 // --splice K: K ranks time-sliced on each device (its proxy), as the scheduler splices them.
 //
@@ -46,7 +46,7 @@ int fail(const std::string& why) {
 int main(int argc, char** argv) {
   int world = 2, nodes = 1, iters = 10, warmup = 2, timeout_s = 120, splice = 1;
   std::string counts = "262144";
-  std::string mode = "host";
+  std::string mode = "shared";  // allreduce_bench_worker.cc says what each mode is
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--world") world = std::atoi(v.c_str());

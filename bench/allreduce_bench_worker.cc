@@ -2,10 +2,13 @@
 // runtime (its ORRERY_* environment), doing what a training job's gradient sync does: a host
 // buffer in, the reduced host buffer out, once per step, through the worker library.
 //
-//   allreduce_bench_worker --counts N[,N...] --iters K [--warmup M] [--mode host|staged]
+//   allreduce_bench_worker --counts N[,N...] --iters K [--warmup M] [--mode shared|host|staged]
 //
-// --mode host (default): Worker::allreduce_host. --mode staged: what a job paid before it,
-// copy_h2d + allreduce + copy_d2h of a device buffer. The first step's result is checked bit
+// --mode shared (default): Worker::allreduce_host on gradients kept in the worker's reduce
+// buffer (Worker::host_buffer, as a framework keeps its flat gradient bucket; DDP's own buckets
+// are its allocation too). --mode host: the same on a buffer of the process's own (across
+// machines: copied into the bulk window and back). --mode staged: what a job paid before
+// allreduce_host, copy_h2d + allreduce + copy_d2h of a device buffer. The first step's result is checked bit
 // for bit against the rank-order sum (every rank can compute every rank's input). Prints a line
 // per count, "ALLREDUCE count=N rank=R median_us=U min_us=U ok=0|1", and exits 0 when all ok.
 #include <algorithm>
@@ -40,7 +43,7 @@ float input(int rank, std::uint64_t i) {
 int main(int argc, char** argv) {
   std::vector<std::uint64_t> counts;
   int iters = 10, warmup = 2;
-  std::string mode = "host";
+  std::string mode = "shared";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--counts") {
@@ -54,9 +57,9 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") warmup = std::atoi(argv[i + 1]);
     else if (a == "--mode") mode = argv[i + 1];
   }
-  if (counts.empty() || *std::min_element(counts.begin(), counts.end()) == 0 || iters < 1 || warmup < 0 || (mode != "host" && mode != "staged")) {
+  if (counts.empty() || *std::min_element(counts.begin(), counts.end()) == 0 || iters < 1 || warmup < 0 || (mode != "shared" && mode != "host" && mode != "staged")) {
     std::fprintf(stderr, "usage: allreduce_bench_worker --counts N[,N...] --iters K [--warmup M] "
-                         "[--mode host|staged]\n");
+                         "[--mode shared|host|staged]\n");
     return 2;
   }
   auto w = Worker::connect_from_env();
@@ -70,7 +73,16 @@ int main(int argc, char** argv) {
   std::int64_t step = 0;
   bool all_ok = true;
   for (const std::uint64_t count : counts) {
-    std::vector<float> mine(count), buf(count), want(count);
+    std::vector<float> mine(count), own(count), want(count);
+    float* buf = own.data();
+    if (mode == "shared") {
+      auto b = wk.host_buffer(count);
+      if (!b) {
+        std::fprintf(stderr, "allreduce_bench_worker: %s\n", b.reason().c_str());
+        return 1;
+      }
+      buf = b.value();
+    }
     for (std::uint64_t i = 0; i < count; ++i) {
       mine[i] = input(rank, i);
       want[i] = input(0, i);
@@ -89,26 +101,26 @@ int main(int argc, char** argv) {
     bool ok = true;
     std::vector<double> us;
     for (int i = 0; i < warmup + iters; ++i, ++step) {
-      std::memcpy(buf.data(), mine.data(), count * sizeof(float));  // the step's fresh gradients
+      std::memcpy(buf, mine.data(), count * sizeof(float));  // the step's fresh gradients
       const auto t0 = std::chrono::steady_clock::now();
       orrery::Status st;
-      if (mode == "host") {
-        auto f = wk.allreduce_host(buf.data(), count, step);
+      if (mode != "staged") {
+        auto f = wk.allreduce_host(buf, count, step);
         if (!f) st = f.status();
       } else {
-        st = wk.copy_h2d(dev, buf.data(), count * sizeof(float));
+        st = wk.copy_h2d(dev, buf, count * sizeof(float));
         if (st) {
           auto f = wk.allreduce(dev, count, step);
           if (!f) st = f.status();
         }
-        if (st) st = wk.copy_d2h(buf.data(), dev, count * sizeof(float));
+        if (st) st = wk.copy_d2h(buf, dev, count * sizeof(float));
       }
       const auto t1 = std::chrono::steady_clock::now();
       if (!st) {
         std::fprintf(stderr, "allreduce_bench_worker rank %d: %s\n", rank, st.reason().c_str());
         return 1;
       }
-      if (i == 0) ok = std::memcmp(buf.data(), want.data(), count * sizeof(float)) == 0;
+      if (i == 0) ok = std::memcmp(buf, want.data(), count * sizeof(float)) == 0;
       if (i >= warmup) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       if (auto b = wk.step_boundary(step + 1); !b) {
         std::fprintf(stderr, "allreduce_bench_worker rank %d: %s\n", rank, b.reason().c_str());

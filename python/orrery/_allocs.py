@@ -16,7 +16,7 @@ entry of the worker's from an earlier incarnation is replayed here as a placehol
 """
 
 MINE, WORKER = 0, 1
-WORKER_FLAG_BYTES = 64  # Worker::allreduce_host's device buffer (runtime/worker/worker.cc)
+WORKER_FLAG_BYTES = 64  # allreduce_host's device buffer (runtime/worker/worker_host_reduce.cc)
 MAX_ENTRIES = 32
 
 

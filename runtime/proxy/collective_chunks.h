@@ -38,19 +38,25 @@ inline std::uint64_t max_chunks(std::uint64_t capacity) {
 }
 
 // out[i] = ((in[0][i] + in[1][i]) + in[2][i]) + ..., exactly kernels.h's sum_in_rank_order, but
-// `out` may be in[0] (a caller may sum in place into the first input). Blocked so that a
-// block of `out` stays in L1 while each rank's block is added to it.
+// `out` may be any one of the inputs (a caller may sum in place into its own rank's buffer,
+// whatever its rank). Blocked so that a block of `out` stays in L1 while each rank's block is
+// added to it; when `out` is a later rank's input, a block is summed in a buffer on the stack
+// first (that rank's block is still to be read), so the expression and its bits are the same.
 inline void sum_chunk_in_rank_order(const float* const* in, int ranks, std::uint64_t n,
                                     float* out) {
   constexpr std::uint64_t kBlock = 2048;
+  bool later_alias = false;
+  for (int r = 1; r < ranks; ++r) later_alias = later_alias || in[r] == out;
+  alignas(64) float tmp[kBlock];  // 8 KiB: used only when later_alias
   for (std::uint64_t lo = 0; lo < n; lo += kBlock) {
     const std::uint64_t k = std::min(kBlock, n - lo);
-    float* o = out + lo;
+    float* o = later_alias ? tmp : out + lo;
     if (o != in[0] + lo) std::memcpy(o, in[0] + lo, k * sizeof(float));
     for (int r = 1; r < ranks; ++r) {
       const float* s = in[r] + lo;
       for (std::uint64_t i = 0; i < k; ++i) o[i] += s[i];
     }
+    if (later_alias) std::memcpy(out + lo, tmp, k * sizeof(float));
   }
 }
 

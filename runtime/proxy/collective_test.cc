@@ -64,6 +64,20 @@ TEST(CollectiveChunks, ChunkSumIsTheRankOrderSumEvenInPlace) {
   EXPECT_EQ(std::memcmp(x[0].data(), want.data(), want.size() * sizeof(float)), 0);
 }
 
+// The TCP collective sums a chunk straight into its own rank's buffer, whatever that rank is:
+// out == in[r] for a later r must still read in[r] before it is overwritten.
+TEST(CollectiveChunks, ChunkSumIsTheRankOrderSumInPlaceIntoAnyRanksInput) {
+  for (int r = 0; r < 5; ++r) {
+    auto x = inputs(5, 5003, 7 + r);  // not a multiple of the 2048-float block
+    ASSERT_TRUE(order_matters(x));
+    const auto want = rank_order_sum(x);
+    std::vector<const float*> in;
+    for (auto& v : x) in.push_back(v.data());
+    sum_chunk_in_rank_order(in.data(), 5, 5003, x[r].data());
+    EXPECT_EQ(std::memcmp(x[r].data(), want.data(), want.size() * sizeof(float)), 0) << "rank " << r;
+  }
+}
+
 // One process contributes every rank, in a scrambled order, for two steps of each size.
 TEST(CollectiveShm, BitIdenticalToTheSequentialSumForEveryWorldAndSize) {
   for (int w = 1; w <= 8; ++w) {

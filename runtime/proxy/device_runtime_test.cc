@@ -31,6 +31,7 @@
 #include "runtime/common/loopback_port.h"
 #include "runtime/node/node_runtime.h"
 #include "runtime/proxy/address_space.h"
+#include "runtime/proxy/rank_order_inputs.h"
 #include "runtime/proxy/ring.h"
 #include "runtime/proxy/shard.h"
 #include "runtime/worker/worker.h"
@@ -406,6 +407,55 @@ TEST(DeviceProxy, AProxyFailingItsPartOfTheDeviceAllreduceFailsTheStepOnEveryPro
             std::string::npos) << second[0];
   EXPECT_NE(second[1].find("another proxy of the job failed its part"), std::string::npos)
       << second[1];
+}
+
+// allreduce_host across machines (two proxies, the TCP collective): gradients in the worker's
+// reduce buffer (host_buffer) are summed where they lie, at its start or at an offset into it;
+// a buffer of the worker's own goes through the bulk window. Every result is the rank-order sum
+// bit for bit, and large copies staged through the bulk window never touch the reduce buffer.
+TEST(DeviceProxy, HostAllreduceAcrossMachinesSumsTheReduceBufferWhereItLies) {
+  Dir dir;
+  const std::string shm[2] = {unique("hb0"), unique("hb1")};
+  ProxyChild p0(shm[0], dir.path() + "/ckpt", 0), p1(shm[1], dir.path() + "/ckpt", 1);
+  LoopbackPort port;
+  const std::string coll = "tcp://127.0.0.1:" + std::to_string(port.port()) + "/hb";
+  const std::uint64_t n = 1'000'003, at = 4099;  // many chunks, a ragged last one
+  std::string why[2];
+  auto rank_main = [&](int rank) {
+    auto fail = [&](const std::string& w) { why[rank] = w; };
+    WorkerEnv e = env_for(shm[rank], 44, rank, 2);
+    e.collective = coll;
+    auto w = Worker::connect(e);
+    if (!w) return fail(w.reason());
+    auto dev = (*w)->alloc(8 << 20);
+    if (!dev) return fail(dev.reason());
+    auto hb = (*w)->host_buffer(n + at);
+    if (!hb) return fail(hb.reason());
+    std::vector<unsigned char> big(8 << 20, static_cast<unsigned char>(rank + 1));
+    std::vector<float> own(n);
+    for (std::int64_t step = 0; step < 4; ++step) {
+      const auto x = testing::inputs(2, n, static_cast<unsigned>(10 + step));
+      const auto want = testing::rank_order_sum(x);
+      // Steps 0 and 3 at the buffer's start, 1 at an offset into it, 2 in a buffer of our own.
+      float* data = step == 2 ? own.data() : *hb + (step == 1 ? at : 0);
+      std::memcpy(data, x[rank].data(), n * sizeof(float));
+      auto f = (*w)->allreduce_host(data, n, step);
+      if (!f) return fail("step " + std::to_string(step) + ": " + f.reason());
+      // 8 MiB through the bulk window, both ways: the sum in the reduce buffer stays.
+      if (auto st = (*w)->copy_h2d(*dev, big.data(), big.size()); !st) return fail(st.reason());
+      if (auto st = (*w)->copy_d2h(big.data(), *dev, big.size()); !st) return fail(st.reason());
+      if (std::memcmp(data, want.data(), n * sizeof(float)) != 0) {
+        return fail("step " + std::to_string(step) + ": not the rank-order sum");
+      }
+      if (auto b = (*w)->step_boundary(step + 1); !b) return fail(b.reason());
+    }
+    why[rank] = "ok";
+  };
+  std::thread t0(rank_main, 0), t1(rank_main, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(why[0], "ok");
+  EXPECT_EQ(why[1], "ok");
 }
 
 // A worker sending thousands of random requests (sizes, addresses near and inside its window and

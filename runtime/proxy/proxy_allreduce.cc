@@ -197,12 +197,13 @@ Status ProxyServer::contribute(Session& s, Rank& rk) {
     if (count == 0) {
       st = contribute_flags(s, rk, flags_for(s, step));
     } else {
-      // A proxy of one rank lets the group assemble the sum in the window itself: the worker
-      // waits, so nothing else touches it, and serve_session has nothing to copy.
-      float* win = static_cast<float*>(rk.window.data());
+      // A proxy of one rank lets the group assemble the sum where the data lie (the window or
+      // the reduce buffer): the worker waits, so nothing else touches it, and serve_session has
+      // nothing to copy.
+      float* d = rk.reduce_data;
       st = s.order.size() == 1
-               ? s.coll->contribute_into(rk.rank, group_step(step), win, count, flags_for(s, step), win)
-               : s.coll->contribute(rk.rank, group_step(step), win, count, flags_for(s, step));
+               ? s.coll->contribute_into(rk.rank, group_step(step), d, count, flags_for(s, step), d)
+               : s.coll->contribute(rk.rank, group_step(step), d, count, flags_for(s, step));
     }
   } else if (s.reduce == Session::Reduce::kDevice) {
     st = s.dcoll->contribute(rk.rank, step, rk.reduce_buf, count);

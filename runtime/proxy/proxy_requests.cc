@@ -142,11 +142,16 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
       return begin_reduce(s, rk, buf, count, static_cast<std::int64_t>(r.a[2]), false, out);
     }
     case Op::kAllreduceHost: {
-      const std::uint64_t count = r.a[0];
+      const std::uint64_t count = r.a[0], where = r.a[2];
       if (count > (1ull << 28)) return fail("allreduce_host: bad count");
-      if (count * sizeof(float) > rk.window.size()) {
-        return fail("allreduce_host: " + std::to_string(count) + " floats do not fit the window");
+      // In the window, or anywhere in the reduce buffer (summed where it lies: no copy).
+      const ShmMapping& m = where == 0 ? rk.window : rk.reduce_window;
+      const std::uint64_t at = where == 0 ? 0 : where - 1;
+      if (at > (1ull << 28) || (at + count) * sizeof(float) > m.size()) {
+        return fail("allreduce_host: " + std::to_string(count) + " floats do not fit the " +
+                    (where == 0 ? "window" : "reduce buffer"));
       }
+      rk.reduce_data = static_cast<float*>(m.data()) + at;
       return begin_reduce(s, rk, 0, count, static_cast<std::int64_t>(r.a[1]), true, out);
     }
     case Op::kWindow: {
@@ -157,7 +162,7 @@ bool ProxyServer::serve(Session& s, Rank& rk, const Request& r, Response* out) {
       }
       auto m = ShmMapping::open(name, r.a[0]);
       if (!m) return fail("window: " + m.reason());
-      rk.window = std::move(m.value());
+      (r.a[1] == 1 ? rk.reduce_window : rk.window) = std::move(m.value());
       return true;
     }
     case Op::kCopyH2DWindow: {

@@ -235,8 +235,8 @@ bool ProxyServer::serve_session(Session& s) {
     Response out;
     Status st;
     if (rk.reduce_host) {
-      if (rk.reduce_count > 0 && res != rk.window.data()) {  // else assembled there already
-        std::memcpy(rk.window.data(), res, rk.reduce_count * sizeof(float));
+      if (rk.reduce_count > 0 && res != rk.reduce_data) {  // else assembled there already
+        std::memcpy(rk.reduce_data, res, rk.reduce_count * sizeof(float));
       }
     } else if (s.reduce == Session::Reduce::kDevice) {
       st = s.dcoll->deliver(rk.rank, rk.reduce_step, rk.reduce_buf, rk.reduce_count);

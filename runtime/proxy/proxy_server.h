@@ -86,8 +86,10 @@ class ProxyServer {
     bool contributed = false;  // in_reduce: its contribution is in (not held by a negotiation)
     std::int64_t reduce_step = -1;
     std::uint64_t reduce_buf = 0, reduce_count = 0;
-    bool reduce_host = false;  // kAllreduceHost: the data is in `window` (or none: count 0)
+    bool reduce_host = false;  // kAllreduceHost: the data is at `reduce_data` (or none: count 0)
+    float* reduce_data = nullptr;  // in `window` or `reduce_window`, where the sum goes too
     ShmMapping window;         // the worker's bulk window (Op::kWindow)
+    ShmMapping reduce_window;  // the worker's reduce buffer (Op::kWindow, a[1] 1)
     std::uint64_t last_flags = 0;
     std::int64_t last_reduce_step = -1;
   };

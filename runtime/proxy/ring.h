@@ -51,12 +51,14 @@ enum class Op : std::uint32_t {
   kBye,
   // The worker's bulk window: a shm object of its own (name in the data area, a[0] bytes) that
   // the proxy maps, so large buffers cross in one request instead of 1 MiB pieces. Replaces the
-  // previous window; the worker unlinks the name once this is answered.
+  // previous window; the worker unlinks the name once this is answered. a[1] 1: the same for
+  // the worker's reduce buffer (Worker::host_buffer), a mapping of its own.
   kWindow,
   kCopyH2DWindow,  // a[0] dst, a[1] n (bytes at the window's start)
   kCopyD2HWindow,  // a[0] src, a[1] n (-> the window's start)
-  // The allreduce on host floats at the window's start: a[0] count (0: no data, the safe point
-  // and its flags only), a[1] step -> v[0] flags, the sum in the window. Uses no device memory.
+  // The allreduce on host floats: a[0] count (0: no data, the safe point and its flags only),
+  // a[1] step, a[2] where (0: at the window's start; k > 0: at float k - 1 of the reduce
+  // buffer) -> v[0] flags, the sum where the data were. Uses no device memory.
   kAllreduceHost,
 };
 

@@ -147,11 +147,13 @@ class TcpCollective final : public CollectiveGroup {
     return contribute_into(rank, step, data, count, flags, nullptr);
   }
 
-  // The sum assembled in `into` (the peers' sums received straight into it, ours copied there):
-  // of the whole buffer only our chunks are copied at the end of a step, not all W. Our own
-  // pieces are summed straight from `data` (the caller keeps it until it has read the result), not
+  // The sum assembled in `into`: the peers' sums received straight into it, ours summed into it
+  // and sent to the peers from there, so no copy of the buffer is left at all. Our own pieces
+  // are summed straight from `data` (the caller keeps it until it has read the result), not
   // copied into a slot first. Every remote piece of `data` is sent before its chunk's sum can
-  // come back, and our chunks are read before their sums are copied back, so `into` may be `data`.
+  // come back, and a chunk of ours is summed (in rank order, whichever rank is ours) only once
+  // its every piece is in, so `into` may be `data`. The result reads as there only once our sums
+  // have left too: `into` is the caller's again as soon as it has read the result.
   Status contribute_into(int rank, std::int64_t step, const float* data, std::uint64_t count,
                          std::uint64_t flags, float* into) override {
     if (count == 0 || count > cap_) return Status::Error("collective: bad buffer size");
@@ -211,7 +213,7 @@ class TcpCollective final : public CollectiveGroup {
       if (flags != nullptr) *flags = ph.fail_flags;
       return ph.res.get();
     }
-    if (ph.res_step != step || !ph.done) return nullptr;
+    if (ph.res_step != step || !ph.done || ph.sums_unsent != 0) return nullptr;
     if (flags != nullptr) *flags = ph.result_flags;
     return ph.out;
   }
@@ -220,7 +222,8 @@ class TcpCollective final : public CollectiveGroup {
     std::unique_lock<std::mutex> l(mu_);
     cv_.wait_for(l, std::chrono::nanoseconds(timeout_ns), [&] {
       const Phase& ph = phase_[step & 1];
-      return broken_ || (ph.res_step == step && ph.done) || ph.failed_step == step;
+      return broken_ || (ph.res_step == step && ph.done && ph.sums_unsent == 0) ||
+             ph.failed_step == step;
     });
   }
 
@@ -251,6 +254,7 @@ class TcpCollective final : public CollectiveGroup {
     float* out = nullptr;           // where the result's sum is assembled: res, or into
     std::int64_t into_step = -1;    // contribute_into's step and buffer
     float* into = nullptr;
+    std::uint64_t sums_unsent = 0;  // our sums queued from `into`, not yet sent
     std::vector<std::uint32_t> got;  // per chunk we own: contributions in (W + 1: summed)
     std::vector<std::unique_ptr<float[]>> slots;  // per rank, allocated at first use (cap)
     std::vector<const float*> src;  // per rank: its pieces' buffer if not its slot (in place)
@@ -393,21 +397,21 @@ class TcpCollective final : public CollectiveGroup {
     const std::uint64_t lo = c * per, n = std::min(per, ph.count - lo);
     std::vector<const float*> in(world_);
     for (int r = 0; r < world_; ++r) in[r] = (ph.src[r] != nullptr ? ph.src[r] : slot_of(ph, r)) + lo;
-    // Summed into res, which stays put until every rank has read this step, and sent from
-    // there: `into` (contribute_into) is the caller's again as soon as it has read the result,
-    // while our sums may still be on their way to the peers. So ours are copied into `into`.
-    float* out = ph.res.get() + lo;
-    float* also = ph.out != ph.res.get() ? ph.out + lo : nullptr;
+    // Summed where the result is assembled and sent to the peers from there: res stays put
+    // until every rank has read this step; `into` (contribute_into) is the caller's again once
+    // it has read the result, so the result waits for these sends (sums_unsent).
+    float* out = ph.out + lo;
+    const bool in_into = ph.out != ph.res.get();
     l.unlock();
     sum_chunk_in_rank_order(in.data(), world_, n, out);
-    if (also != nullptr) std::memcpy(also, out, n * sizeof(float));
     l.lock();
     if (ph.step != step || ph.failed || ph.res_step != step) return;
     WireHeader h{kMagic, kSum, -1, 0, step, f, ph.count, static_cast<std::uint32_t>(c),
                  static_cast<std::uint32_t>(n)};
     for (auto& p : peers_) {
       if (p.fd >= 0) {
-        p.queue.push_back({h, out, nullptr});
+        p.queue.push_back({h, out, in_into ? &ph.sums_unsent : nullptr});
+        if (in_into) ++ph.sums_unsent;
         p.cv.notify_one();
       }
     }

@@ -6,7 +6,9 @@
 //     the shm collective's plan), and chunk c is owned by rank c mod W, i.e. summed by the proxy
 //     holding that rank;
 //   - a contribution sends each chunk straight to its owner's proxy (chunks it owns itself are
-//     copied into place), so every link carries its share and every proxy sums its own chunks;
+//     copied into place; with contribute_into they are summed straight from the caller's buffer
+//     into it and sent from there, and the result waits until they are sent), so every link
+//     carries its share and every proxy sums its own chunks;
 //   - an owner sums a chunk as soon as all W ranks' pieces are in, in rank order with
 //     sum_in_rank_order_chunk (the same expression ((x0 + x1) + x2) + ... whoever sums it, so
 //     the bits never depend on placement), and sends the sum to every other proxy at once.

@@ -432,5 +432,41 @@ TEST(CollectiveTcp, TheSumIsAssembledInTheContributionsOwnBuffer) {
   for (int i = 0; i < w; ++i) EXPECT_EQ(bad[i], 0) << "rank " << i;
 }
 
+// The sum is assembled in the contribution's own buffer and our sums go to the peers from there:
+// the buffer is the caller's again as soon as it has read the result (a worker writes the next
+// step's gradients into it at once), so a rank scribbling over it right after reading must not
+// change what any other rank gets.
+TEST(CollectiveTcp, TheOwnBufferIsTheCallersAgainOnceTheResultIsRead) {
+  for (int w : {2, 3}) {
+    const std::uint64_t n = 3'000'017;  // many chunks per rank, a ragged last one
+    std::vector<std::vector<int>> placement;
+    for (int r = 0; r < w; ++r) placement.push_back({r});
+    auto g = open_groups(tcp_name(next_port()), w, n, placement);
+    std::vector<int> bad(w, 0);
+    std::vector<std::thread> t;
+    for (int i = 0; i < w; ++i) {
+      t.emplace_back([&, i] {
+        std::vector<float> buf(n), got(n);
+        for (std::int64_t step = 0; step < 4; ++step) {
+          const auto x = inputs(w, n, static_cast<unsigned>(100 * w + step));
+          std::memcpy(buf.data(), x[i].data(), n * sizeof(float));
+          if (!g[i]->contribute_into(i, step, buf.data(), n, 0, buf.data()).ok()) ++bad[i];
+          const float* res = wait_result(*g[i], step, nullptr);
+          if (res != buf.data()) {
+            ++bad[i];
+            continue;
+          }
+          std::memcpy(got.data(), buf.data(), n * sizeof(float));
+          std::memset(buf.data(), 0xff, n * sizeof(float));  // NaNs: the next step's, say
+          const auto want = rank_order_sum(x);
+          if (std::memcmp(got.data(), want.data(), n * sizeof(float)) != 0) ++bad[i];
+        }
+      });
+    }
+    for (auto& th : t) th.join();
+    for (int i = 0; i < w; ++i) EXPECT_EQ(bad[i], 0) << "W=" << w << " rank " << i;
+  }
+}
+
 }  // namespace
 }  // namespace orrery::runtime

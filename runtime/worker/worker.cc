@@ -236,30 +236,6 @@ Status Worker::copy_d2h(void* dst, DevPtr src, std::uint64_t n) {
   return Status::Ok();
 }
 
-// The window grows to the largest transfer asked (a power of two, at most kMaxWindowBytes: larger
-// transfers go in window-sized pieces). Host memory outside the device's allocation sequence:
-// nothing a restore must repeat.
-Status Worker::ensure_window(std::uint64_t bytes) {
-  constexpr std::uint64_t kMaxWindowBytes = 1ull << 30;
-  bytes = std::min(bytes, kMaxWindowBytes);
-  if (window_.size() >= bytes) return Status::Ok();
-  std::uint64_t size = 4ull << 20;
-  while (size < bytes) size *= 2;
-  const std::string name = "/orrery-win-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(window_gen_++);
-  auto m = ShmMapping::create(name, size);
-  if (!m) return Status::Error("bulk window: " + m.reason());
-  std::memcpy(ring_->data(), name.c_str(), name.size() + 1);
-  Request r;
-  r.op = static_cast<std::uint32_t>(Op::kWindow);
-  r.a[0] = size;
-  Status st = status_of(call(r), "bulk window");
-  ::shm_unlink(name.c_str());  // both sides hold their mapping; nothing to clean up later
-  if (!st) return st;
-  window_ = std::move(m.value());
-  return Status::Ok();
-}
-
 Status Worker::copy_d2d(DevPtr dst, DevPtr src, std::uint64_t n) {
   Request r;
   r.op = static_cast<std::uint32_t>(Op::kCopyD2D);
@@ -298,73 +274,6 @@ Result<std::uint64_t> Worker::allreduce(DevPtr buf, std::uint64_t count, std::in
   r.a[0] = buf;
   r.a[1] = count;
   r.a[2] = static_cast<std::uint64_t>(step);
-  Response resp = call(r);
-  if (resp.code != 0) return Status::Error(std::string("allreduce: ") + resp.error);
-  last_flags_ = resp.v[0];
-  return resp.v[0];
-}
-
-Result<std::uint64_t> Worker::allreduce_host(float* data, std::uint64_t count,
-                                             std::int64_t step) {
-  if (count == 0 || count > (1ull << 28)) return Status::Error("allreduce_host: bad count");
-  if (env_.collective.rfind("tcp://", 0) == 0) return allreduce_window(data, count, step);
-  if (!host_coll_ || count > host_cap_) {
-    // Every rank makes the same calls, so every rank takes the same capacity and name.
-    int log2 = 18;
-    while ((1ull << log2) < count) ++log2;
-    auto c = Collective::open(env_.collective + "-h" + std::to_string(log2), env_.world,
-                              1ull << log2);
-    if (!c) return Status::Error("allreduce_host: " + c.reason());
-    host_coll_ = std::make_unique<Collective>(std::move(c.value()));
-    host_cap_ = 1ull << log2;
-    host_name_ = env_.collective + "-h" + std::to_string(log2);
-    host_seq_ = 0;
-    host_unlinked_ = false;
-  }
-  // The safe point's one-float device buffer, allocated at the first call: orrery.torch's
-  // allocation log counts on this allocation (python/orrery/_allocs.py, WORKER_FLAG_BYTES), so a
-  // restore repeats the same device allocation sequence whatever path this incarnation takes.
-  if (flag_buf_ == 0) {
-    auto b = alloc(64);
-    if (!b) return Status::Error("allreduce_host: " + b.reason());
-    flag_buf_ = b.value();
-  }
-  const std::int64_t seq = host_seq_++;
-  if (auto st = host_coll_->contribute(env_.rank, seq, data, count, 0); !st) {
-    return Status::Error("allreduce_host: " + st.reason());
-  }
-  auto flags = allreduce(flag_buf_, 1, step);  // the safe point
-  if (!flags) return flags.status();
-  // Every rank's data is in (each contributes before its safe point): help sum, then copy out.
-  const float* res = nullptr;
-  while ((res = host_coll_->result(seq, nullptr)) == nullptr) host_coll_->wait(seq, 1'000'000);
-  std::memcpy(data, res, count * sizeof(float));
-  if (!host_unlinked_) {  // every rank has it open: its name can go
-    Collective::unlink(host_name_);
-    host_unlinked_ = true;
-  }
-  return flags;
-}
-
-// Across machines: the data into the bulk window, the proxy sums it over the TCP collective
-// straight from there and leaves the sum there; no device memory involved (orrery.torch does
-// not call allreduce_host across machines: it reduces through its own state area).
-Result<std::uint64_t> Worker::allreduce_window(float* data, std::uint64_t count,
-                                               std::int64_t step) {
-  if (auto st = ensure_window(count * sizeof(float)); !st) return st;
-  if (window_.size() < count * sizeof(float)) return Status::Error("allreduce_host: buffer too large");
-  std::memcpy(window_.data(), data, count * sizeof(float));
-  auto flags = safe_point(count, step);
-  if (!flags) return flags.status();
-  std::memcpy(data, window_.data(), count * sizeof(float));
-  return flags;
-}
-
-Result<std::uint64_t> Worker::safe_point(std::uint64_t count, std::int64_t step) {
-  Request r;
-  r.op = static_cast<std::uint32_t>(Op::kAllreduceHost);
-  r.a[0] = count;
-  r.a[1] = static_cast<std::uint64_t>(step);
   Response resp = call(r);
   if (resp.code != 0) return Status::Error(std::string("allreduce: ") + resp.error);
   last_flags_ = resp.v[0];

@@ -89,11 +89,20 @@ class Worker {
   // in, then the safe point (so a rank never waits on another rank's data before its turn), then
   // the sum and the result out; the one-float device buffer is allocated at the first call (a
   // device allocation orrery.torch's allocation log counts on). Across machines (a tcp://
-  // collective) the data go into this worker's bulk window (host shared memory with the proxy)
-  // and the proxy sums them over the TCP collective from there (Op::kAllreduceHost), allocating
-  // no device memory. Every rank must call it with the same counts in the same order, as with
-  // allreduce(); count is 1 .. 2^28.
+  // collective) the proxy sums over the TCP collective straight from host memory it shares with
+  // this worker (Op::kAllreduceHost) and leaves the sum there, allocating no device memory:
+  // `data` inside host_buffer()'s buffer is summed where it lies (no copy at all on the
+  // worker's side); anywhere else it is copied into the bulk window and the sum back out (two
+  // copies of the buffer). Every rank must call it with the same counts in the same order, as
+  // with allreduce(); count is 1 .. 2^28.
   Result<std::uint64_t> allreduce_host(float* data, std::uint64_t count, std::int64_t step);
+  // Host memory for at least `count` floats that this worker's proxy maps too (the reduce
+  // buffer): a job that keeps its gradients here (a flat gradient bucket, as DDP keeps its
+  // buckets) has them allreduced across machines without a copy on either side of the proxy's
+  // sockets. The same buffer on every call; one that must grow is mapped anew with the old
+  // contents copied over, and earlier pointers into it become invalid. Not the bulk window
+  // (large copies stage through that one), and not state: a checkpoint does not include it.
+  Result<float*> host_buffer(std::uint64_t count);
   // Registers host bytes to checkpoint; after a restore, fills them with the restored bytes
   // (registrations must come in the same order and sizes as before the checkpoint).
   Status register_host_state(void* p, std::uint64_t n);
@@ -111,10 +120,13 @@ class Worker {
   void drain(std::uint32_t keep);  // collects responses until at most `keep` are outstanding
   Status status_of(const Response& r, const char* what);
   Result<std::uint64_t> allreduce_window(float* data, std::uint64_t count, std::int64_t step);
-  // The host allreduce's request to the proxy: count floats from the window (0: flags only).
-  Result<std::uint64_t> safe_point(std::uint64_t count, std::int64_t step);
+  // The host allreduce's request to the proxy: count floats (0: flags only) at the bulk
+  // window's start (`where` 0) or at float where - 1 of the reduce buffer.
+  Result<std::uint64_t> safe_point(std::uint64_t count, std::int64_t step, std::uint64_t where);
   // Maps a bulk window of at least `bytes` (capped at 1 GiB) into this worker and its proxy.
   Status ensure_window(std::uint64_t bytes);
+  // A new shm mapping of `size` bytes shared with the proxy (Op::kWindow's `which`).
+  Result<ShmMapping> map_shared(std::uint64_t size, std::uint64_t which);
 
   WorkerEnv env_;
   ShmMapping map_;
@@ -137,6 +149,7 @@ class Worker {
   bool host_unlinked_ = false;
   DevPtr flag_buf_ = 0;
   ShmMapping window_;
+  ShmMapping reduce_buf_;  // host_buffer()
   std::uint64_t window_gen_ = 0;
 };
 
