@@ -41,6 +41,24 @@ struct Event {
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
+// A running job's next finish (or periodic checkpoint): the event it would be, (t, seq) in the
+// heap's order and the job's version then. Every periodic checkpoint, resize or pause moves a
+// job's finish, and each move used to leave its old event in the heap until its time: the heap
+// held one stale event per checkpoint of every running job (millions on a 1M-job run), and its
+// pops were the simulator's largest cost. Now a job keeps at most one entry per timer in the heap
+// ahead of the event it stands for (`wake_seq`): a move to a later time pushes nothing (the entry
+// still in the heap wakes the job first and pushes the event then, with the seq it was given
+// when it was set), a move to an earlier time pushes the event. Events keep their (t, seq), so
+// the run handles them in exactly the order it would have.
+struct JobTimer {
+  static constexpr std::uint64_t kNone = UINT64_MAX;
+  std::int64_t t = 0;
+  std::uint64_t seq = kNone;       // kNone: not set
+  std::uint64_t wake_seq = kNone;  // the job's earliest heap entry for this timer (kNone: none)
+  std::int64_t wake_t = 0;
+  std::uint32_t ver = 0;
+};
+
 // What the simulator models of a job the core knows.
 struct JobSim {
   std::int32_t w = -1;          // index in the workload
@@ -59,6 +77,7 @@ struct JobSim {
   std::int64_t cut_epoch = -1;       // ... and whose cut
   bool moved = false;             // the incarnation restores on other devices (a migration)
   bool fail_next_cut = false;     // scripted: the runtime fails the next cut
+  JobTimer finish, checkpoint;    // its next finish and periodic checkpoint (JobTimer)
 };
 
 class Sim final : public core::policy::PlanContext, public protocol::CommitListener {
@@ -325,11 +344,42 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     const std::int64_t from = std::max(now(), js.paused_until);
     const double left = std::max(0.0, js.total_s - js.done_s);
     const std::int64_t finish = from + static_cast<std::int64_t>(std::ceil(left / rate(j) * 1000.0));
-    push(finish, Ev::kFinish, j, js.ver);
+    arm(j, js.finish, Ev::kFinish, finish);
     if (o_.cost.checkpoint_every_s > 0) {
       const std::int64_t ck = from + ms(o_.cost.checkpoint_every_s);
-      if (ck < finish) push(ck, Ev::kCheckpoint, j, js.ver);
+      if (ck < finish) arm(j, js.checkpoint, Ev::kCheckpoint, ck);
     }
+  }
+  // Sets job j's timer to the event (t, the next seq) for its current version (JobTimer).
+  void arm(int j, JobTimer& timer, Ev kind, std::int64_t t) {
+    timer.t = t;
+    timer.seq = seq_++;
+    timer.ver = job(j).ver;
+    if (timer.wake_seq == JobTimer::kNone || t < timer.wake_t) {
+      heap_.push(Event{t, timer.seq, kind, j, 0});
+      timer.wake_seq = timer.seq;
+      timer.wake_t = t;
+    }
+  }
+  // A heap entry of job j's timer: true if it is the event the timer is set to (handle it now);
+  // else it was ahead of it, and the event goes into the heap if no other entry stands for it.
+  bool fire(const Event& e, JobTimer& timer) {
+    if (e.seq == timer.wake_seq) timer.wake_seq = JobTimer::kNone;
+    if (timer.seq == JobTimer::kNone) return false;
+    if (timer.ver != job(e.a).ver) {  // superseded
+      timer.seq = JobTimer::kNone;
+      return false;
+    }
+    if (e.seq == timer.seq) {
+      timer.seq = JobTimer::kNone;
+      return true;
+    }
+    if (timer.wake_seq == JobTimer::kNone) {
+      heap_.push(Event{timer.t, timer.seq, e.kind, e.a, 0});
+      timer.wake_seq = timer.seq;
+      timer.wake_t = timer.t;
+    }
+    return false;
   }
 
   void handle(const Event& e) {
@@ -363,12 +413,12 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       case Ev::kRepair: repair(e.a); break;
       case Ev::kStarted: started(e.a, e.ver); break;
       case Ev::kCutDone: cut_stored(e.a, e.ver); break;
-      default: {
-        const int j = e.a;
-        if (e.ver != job(j).ver) return;  // superseded
-        if (e.kind == Ev::kFinish) finish(j);
-        else if (e.kind == Ev::kCheckpoint) checkpoint(j);
-      }
+      case Ev::kFinish:
+        if (fire(e, job(e.a).finish)) finish(e.a);
+        break;
+      case Ev::kCheckpoint:
+        if (fire(e, job(e.a).checkpoint)) checkpoint(e.a);
+        break;
     }
   }
 
