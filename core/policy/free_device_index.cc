@@ -184,6 +184,8 @@ void FreeDeviceIndex::read_all() {
       }
     }
   }
+  for (auto& L : levels_) L.supply += std::uint64_t{1} << 40;  // read again: anything may have grown
+  ++host_supply_;
   host_min_.assign(2 * static_cast<std::size_t>(host_leaves_), INT64_MAX);
   for (int n = 0; n < nodes_; ++n)
     host_min_[static_cast<std::size_t>(host_leaves_ + n)] = s.host_mem[n] - s.node_swap[n];
@@ -241,6 +243,8 @@ void FreeDeviceIndex::read_device(int dev) {
   if (now_open == was_open && now_tagged == was_tagged &&
       (!now_tagged || tag_for_[static_cast<std::size_t>(dev)] == s.resv_for[dev]))
     return;
+  if ((now_open && !was_open) || now_tagged)  // open, or tagged for a job it was not tagged for
+    for (int level : group_levels_[static_cast<std::size_t>(g)]) ++levels_[static_cast<std::size_t>(level)].supply;
   put_bit(open_bits_, bit, now_open);
   put_bit(tagged_bits_, bit, now_tagged);
   if (was_tagged) tag(dev, -1);
@@ -282,6 +286,7 @@ void FreeDeviceIndex::read_node(int node) {
   if (now_up == up(node)) return;
   for (int level : node_levels_[static_cast<std::size_t>(node)]) {
     auto& L = levels_[static_cast<std::size_t>(level)];
+    if (now_up) L.supply += static_cast<std::uint64_t>(L.cap[static_cast<std::size_t>(node)]);
     const int k = L.cnt[static_cast<std::size_t>(node)];
     if (k == 0) continue;
     const int sign = now_up ? 1 : -1;
@@ -370,7 +375,9 @@ int FreeDeviceIndex::level_for(std::int64_t dtype, std::int64_t mem) const {
 void FreeDeviceIndex::host_update(int node) {
   const auto& s = core_.cluster();
   std::size_t i = static_cast<std::size_t>(host_leaves_ + node);
-  host_min_[i] = s.host_mem[node] - s.node_swap[node];
+  const std::int64_t free = s.host_mem[node] - s.node_swap[node];
+  if (free > host_min_[i]) ++host_supply_;
+  host_min_[i] = free;
   for (i /= 2; i >= 1; i /= 2) host_min_[i] = std::min(host_min_[2 * i], host_min_[2 * i + 1]);
 }
 

@@ -111,6 +111,16 @@ class FreeDeviceIndex {
   // The smallest k >= from with a non-empty bucket, or 0.
   int next_nonempty(int level, int scope, int from) const;
 
+  // Supply counters. The level's grows by at least the number of devices of the level that may
+  // have become free to some job: one for a device that turned open, or tagged or re-tagged for a
+  // job; the node's devices of the level for a node that came Up; 2^40 for a rebuild. The host
+  // counter grows whenever a node's free host memory went up. So between two readings no scope
+  // gained more devices of the level free to any job than the level's counter grew, and where
+  // neither counter moved, nothing any placement of the level could use has grown: a placement
+  // that found too few devices would find too few again (GangPlacer remembers such answers).
+  std::uint64_t supply(int level) const { return lv(level).supply; }
+  std::uint64_t host_supply() const { return host_supply_; }
+
   // Visits the open devices of the level on the node in increasing id: f(dev) -> false stops.
   template <class F>
   void for_each_open(int level, int node, F&& f) const {
@@ -158,6 +168,7 @@ class FreeDeviceIndex {
     std::vector<std::uint64_t> mask;   // per device bit (node word layout): in the level
     std::vector<int> cnt;              // per node: open devices
     std::vector<Scope> scope;
+    std::uint64_t supply = 0;          // supply(level)
   };
 
   const Level& lv(int level) const { return levels_[static_cast<std::size_t>(level)]; }
@@ -224,6 +235,7 @@ class FreeDeviceIndex {
   std::size_t tagged_total_ = 0;
   int host_leaves_ = 1;                  // power of two >= nodes
   std::vector<std::int64_t> host_min_;   // min-tree over nodes of host_mem - node_swap
+  std::uint64_t host_supply_ = 0;        // host_supply()
 };
 
 }  // namespace orrery::core::policy
