@@ -110,7 +110,10 @@ core::Decision Protocol::runtime_decision(EventKind e, int job) const {
 void Protocol::note(int job, std::string text) { notes_.emplace_back(job, std::move(text)); }
 
 bool Protocol::started_everywhere(const Track& t) const {
-  return std::includes(t.started.begin(), t.started.end(), t.nodes.begin(), t.nodes.end());
+  // Fewer nodes started than the incarnation has cannot be all of them: no walk then (a gang on
+  // n nodes reports n starts, and each asked this, O(n^2) a launch).
+  return t.started.size() >= t.nodes.size() &&
+         std::includes(t.started.begin(), t.started.end(), t.nodes.begin(), t.nodes.end());
 }
 
 std::int64_t Protocol::min_node_step(const Track& t) const {
@@ -410,7 +413,8 @@ Status Protocol::report_impl(const Report& r, std::int64_t now_ms) {
       break;
     case Report::Kind::kCompleted:
       t.completed.insert(r.node);
-      if (std::includes(t.completed.begin(), t.completed.end(), t.nodes.begin(), t.nodes.end()))
+      if (t.completed.size() >= t.nodes.size() &&
+          std::includes(t.completed.begin(), t.completed.end(), t.nodes.begin(), t.nodes.end()))
         on_all_completed(r.job, t, r.step, r.detail);
       break;
     case Report::Kind::kCrashed: {
