@@ -258,17 +258,28 @@ void FreeDeviceIndex::read_device(int dev) {
 
 void FreeDeviceIndex::tag(int dev, int job) {
   auto& t = tag_for_[static_cast<std::size_t>(dev)];
+  const int g = core_.cluster().group_of(dev);
   if (t >= 0) {
     auto it = tagged_by_job_.find(t);
-    auto& v = it->second;
+    auto& v = it->second.devs;
     *std::find(v.begin(), v.end(), dev) = v.back();
     v.pop_back();
+    auto& gs = it->second.groups;
+    auto gi = std::find_if(gs.begin(), gs.end(), [&](const auto& x) { return x.first == g; });
+    if (--gi->second == 0) {
+      *gi = gs.back();
+      gs.pop_back();
+    }
     if (v.empty()) tagged_by_job_.erase(it);
     --tagged_total_;
   }
   t = job;
   if (job >= 0) {
-    tagged_by_job_[job].push_back(dev);
+    auto& tags = tagged_by_job_[job];
+    tags.devs.push_back(dev);
+    auto gi = std::find_if(tags.groups.begin(), tags.groups.end(), [&](const auto& x) { return x.first == g; });
+    if (gi == tags.groups.end()) tags.groups.emplace_back(g, 1);
+    else ++gi->second;
     ++tagged_total_;
   }
 }
@@ -276,7 +287,7 @@ void FreeDeviceIndex::tag(int dev, int job) {
 void FreeDeviceIndex::read_job(int job) {
   auto it = tagged_by_job_.find(job);
   if (it == tagged_by_job_.end()) return;
-  const std::vector<int> devs = it->second;  // read_device() edits the group
+  const std::vector<int> devs = it->second.devs;  // read_device() edits the group
   for (int dev : devs) read_device(dev);
 }
 
@@ -412,13 +423,27 @@ std::string FreeDeviceIndex::audit() const {
         ++tagged;
         auto it = tagged_by_job_.find(t);
         if (it == tagged_by_job_.end() ||
-            std::count(it->second.begin(), it->second.end(), dev) != 1)
+            std::count(it->second.devs.begin(), it->second.devs.end(), dev) != 1)
           bad("device " + std::to_string(dev) + ": not in its job's group");
       }
     }
   }
   std::size_t grouped = 0;
-  for (const auto& [job, devs] : tagged_by_job_) grouped += devs.size();
+  for (const auto& [job, tags] : tagged_by_job_) {
+    grouped += tags.devs.size();
+    // The per-group counts against the devices.
+    std::vector<std::pair<int, int>> counted;
+    for (int dev : tags.devs) {
+      const int g = s.group_of(dev);
+      auto gi = std::find_if(counted.begin(), counted.end(), [&](const auto& x) { return x.first == g; });
+      if (gi == counted.end()) counted.emplace_back(g, 1);
+      else ++gi->second;
+    }
+    auto want = tags.groups;
+    std::sort(counted.begin(), counted.end());
+    std::sort(want.begin(), want.end());
+    if (counted != want) bad("job " + std::to_string(job) + ": tagged counts by device group");
+  }
   if (tagged != tagged_total_ || grouped != tagged_total_) bad("tagged device count");
   // Counts, buckets and totals against the bits.
   for (int level = 0; level < levels(); ++level) {

@@ -31,9 +31,11 @@
 // reservation's generation, so after sync() the index matches the state (audit() checks it).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/policy/node_set.h"
@@ -131,10 +133,19 @@ class FreeDeviceIndex {
   void for_each_tagged(int level, int node, F&& f) const {
     visit_bits(tagged_bits_, level, node, f);
   }
-  // Visits the jobs that tagged devices are reserved for: f(job, devices) (any level, any node).
+  // Visits the jobs that tagged devices are reserved for: f(job, counts), counts being (device
+  // group, tagged devices of the group) for each of the job's device groups (a node's devices of
+  // one type and memory: SchedulerCore's groups) with any (any level, any node). Per group rather
+  // than per device: a placement query visits every job with live reservations, and a gang's
+  // reservation is up to hundreds of devices on a few nodes.
   template <class F>
   void for_each_tag_group(F&& f) const {
-    for (const auto& [job, devs] : tagged_by_job_) f(job, devs);
+    for (const auto& [job, tags] : tagged_by_job_) f(job, tags.groups);
+  }
+  // Device group g (a node's devices of one type and memory) is in the level.
+  bool group_in_level(int level, int g) const {
+    const auto& gl = group_levels_[static_cast<std::size_t>(g)];
+    return std::find(gl.begin(), gl.end(), level) != gl.end();
   }
   std::size_t tagged_devices() const { return tagged_total_; }
   // Device dev is of the level (type, memory).
@@ -231,7 +242,11 @@ class FreeDeviceIndex {
   std::vector<char> up_;
   std::vector<std::uint64_t> open_bits_, tagged_bits_;
   std::vector<int> tag_for_;  // per device: the job it is tagged for, or -1
-  std::unordered_map<int, std::vector<int>> tagged_by_job_;
+  struct Tags {
+    std::vector<int> devs;                     // the job's tagged devices
+    std::vector<std::pair<int, int>> groups;   // (device group, how many of devs are in it)
+  };
+  std::unordered_map<int, Tags> tagged_by_job_;
   std::size_t tagged_total_ = 0;
   int host_leaves_ = 1;                  // power of two >= nodes
   std::vector<std::int64_t> host_min_;   // min-tree over nodes of host_mem - node_swap

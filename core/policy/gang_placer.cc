@@ -171,18 +171,18 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
       least_need = c - (keep_held_ ? jv.devices : 0);
   const bool tag_walk_skipped = least_need < 0 || least_need > free_bound;
   if (!keep_held_ && event != EventKind::kMigrate && !tag_walk_skipped) {
-    index_.for_each_tag_group([&](int r, const std::vector<int>& devs) {
+    index_.for_each_tag_group([&](int r, const std::vector<std::pair<int, int>>& groups) {
       if (r != job && !spec::outranks(dom, s, job, r)) return;
-      for (int dev : devs) {
-        const int n = s.node_of(dev);
-        if (!index_.up(n) || !index_.in_level(level_, dev)) continue;
+      for (const auto& [g, count] : groups) {
+        const int n = s.group_node[g];
+        if (!index_.up(n) || !index_.group_in_level(level_, g)) continue;
         const auto i = static_cast<std::size_t>(n);
         if (tag_seen_[i] != tag_stamp_) {
           tag_seen_[i] = tag_stamp_;
           tag_usable_[i] = 0;
           tag_nodes_.push_back(n);
         }
-        ++tag_usable_[i];
+        tag_usable_[i] += count;
       }
     });
   }
