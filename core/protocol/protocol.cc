@@ -48,11 +48,16 @@ std::string job_str(int job) { return "job " + std::to_string(job); }
 Protocol::Protocol(const core::SchedulerCore& core, Timeouts timeouts)
     : core_(core), timeouts_(timeouts) {}
 
-Protocol::Track& Protocol::track(int job) { return tracks_[job]; }
+Protocol::Track& Protocol::track(int job) {
+  const auto i = static_cast<std::size_t>(job);
+  if (i >= tracks_.size()) tracks_.resize(std::max(i + 1, tracks_.size() * 2));
+  if (!tracks_[i]) tracks_[i] = std::make_unique<Track>();
+  return *tracks_[i];
+}
 
 const Protocol::Track* Protocol::find(int job) const {
-  auto it = tracks_.find(job);
-  return it == tracks_.end() ? nullptr : &it->second;
+  const auto i = static_cast<std::size_t>(job);
+  return job >= 0 && i < tracks_.size() ? tracks_[i].get() : nullptr;
 }
 
 std::vector<int> Protocol::placement_nodes(int job) const {
@@ -77,7 +82,8 @@ void Protocol::recover(std::int64_t now_ms) {
     t.periodic_asked_at = -1;
     watched_.insert(j);
   }
-  for (auto& [j, t] : tracks_) refresh(j);
+  for (int j = 0; j < static_cast<int>(tracks_.size()); ++j)
+    if (tracks_[static_cast<std::size_t>(j)]) refresh(j);
 }
 
 void Protocol::send(Command::Kind kind, int node, int job, std::int64_t epoch, std::uint64_t seq,
@@ -224,13 +230,13 @@ void Protocol::committed_impl(const core::Committed& c, const core::Decision& d,
       if (t.policy.every_steps == 0) watched_.erase(j);
     if (spec::terminal_state(spec::Concrete{}, static_cast<std::int64_t>(to))) {
       watched_.erase(j);
-      tracks_.erase(j);
+      tracks_[static_cast<std::size_t>(j)].reset();
     }
     return;
   }
   if (!holds(from) && spec::terminal_state(spec::Concrete{}, static_cast<std::int64_t>(to))) {
     watched_.erase(j);
-    tracks_.erase(j);
+    tracks_[static_cast<std::size_t>(j)].reset();
   }
 }
 
@@ -506,9 +512,9 @@ void Protocol::tick(std::int64_t now_ms) {
     const int j = *it;
     ++it;
     const auto s = state(j);
-    auto tit = tracks_.find(j);
-    if (tit == tracks_.end()) continue;
-    auto& t = tit->second;
+    Track* tp = j >= 0 && static_cast<std::size_t>(j) < tracks_.size() ? tracks_[static_cast<std::size_t>(j)].get() : nullptr;
+    if (!tp) continue;
+    auto& t = *tp;
     if (launching(s) && now_ms - t.since_ms > timeouts_.launch_ms) {
       abort(j, Origin::kCore, "not started on every node within " + std::to_string(timeouts_.launch_ms) + " ms");
       t.since_ms = now_ms;  // one abort per timeout, whatever becomes of it

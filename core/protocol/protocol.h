@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -142,7 +143,10 @@ class Protocol {
 
   const core::SchedulerCore& core_;
   Timeouts timeouts_;
-  std::unordered_map<int, Track> tracks_;
+  // By job id (null: none). A flat table: a track is looked up on every commit and report, and a
+  // hash map's lookups were a twentieth of a 1M-job simulation. Tracks stay where they are when
+  // the table grows (references to them stay valid).
+  std::vector<std::unique_ptr<Track>> tracks_;
   // The decisions that may not be durable yet, per job in commit order and for all jobs in commit
   // order (to forget them once take_commands() learns they are durable).
   struct Undurable {
