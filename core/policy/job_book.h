@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/policy/gang_placer.h"
+#include "core/policy/job_id_set.h"
 #include "core/policy/planner.h"
 #include "core/policy/tenant_shares.h"
 #include "core/policy/wait_lanes.h"
@@ -39,7 +40,7 @@ class JobBook {
 
   const std::set<int>& submitted() const { return submitted_; }
   std::int64_t waiting() const { return lanes_.size(); }  // jobs waiting
-  const std::set<int>& running() const { return running_; }
+  const JobIdSet& running() const { return running_; }
   // Running transparent jobs on fewer devices than their max_devices (those that can grow), by
   // (tier, job id).
   const std::set<std::pair<std::int64_t, int>>& growable() const { return growable_; }
@@ -47,8 +48,8 @@ class JobBook {
   const TenantShares& shares() const { return shares_; }
   // The running jobs of one device type and tier (where a waiting job of that type may find
   // victims), in id order.
-  const std::set<int>& running(std::int64_t dtype, std::int64_t tier) const {
-    static const std::set<int> none;
+  const JobIdSet& running(std::int64_t dtype, std::int64_t tier) const {
+    static const JobIdSet none;
     auto it = running_by_.find({dtype, tier});
     return it == running_by_.end() ? none : it->second;
   }
@@ -132,11 +133,11 @@ class JobBook {
   std::vector<std::int64_t> held_of_;  // by tenant: devices counted in shares_ for the job
   std::map<std::int64_t, std::int64_t> waiting_by_type_;
   std::set<int> submitted_;
-  std::set<int> running_;
+  JobIdSet running_;
   std::set<std::pair<std::int64_t, int>> growable_;
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> running_devices_;  // (dtype, tier)
   std::vector<std::int64_t> run_devices_;  // devices counted in running_devices_ for the job
-  std::map<std::pair<std::int64_t, std::int64_t>, std::set<int>> running_by_;  // (dtype, tier)
+  std::map<std::pair<std::int64_t, std::int64_t>, JobIdSet> running_by_;  // (dtype, tier)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
   std::multiset<int> helped_;   // beneficiaries of those cuts
   std::unique_ptr<GangPlacer> placer_;
