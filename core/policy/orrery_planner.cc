@@ -193,7 +193,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     // The largest device count the job may shrink to (a divisor of its world within the splice
     // limit, at least min_devices) that frees the beneficiary's smallest gang.
     // (By splice factor f, the smallest first: a device count is world / f.)
+    // (None where what is left after freeing the gang is below its min_devices.)
     std::int64_t to = 0;
+    if (vj.devices - bj.min_dev < vj.min_dev) continue;
     for (std::int64_t f = 1, c = vj.world; f <= spec::kSpliceLimit && to == 0; c = vj.world / ++f)
       if (vj.world % f == 0 && c <= vj.devices - bj.min_dev && c >= vj.min_dev) to = c;
     if (to == 0) continue;

@@ -32,13 +32,17 @@ using spec::Origin;
 // (their `ver` is the incarnation's epoch); kFinish and kCheckpoint are a running job's own.
 enum class Ev : std::uint8_t { kArrive, kFinish, kCutDone, kStarted, kCheckpoint, kFail, kRepair, kRound, kScript };
 
+// 24 bytes (the kind rides in the low byte of the order): the heap is a run's hottest memory.
 struct Event {
   std::int64_t t;
-  std::uint64_t seq;
-  Ev kind;
-  std::int32_t a;     // workload index, job or node
-  std::uint32_t ver;  // the job's version when scheduled: stale events are dropped
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  std::uint64_t order;  // seq << 8 | kind: events at the same t in the order they were pushed
+  std::int32_t a;       // workload index, job or node
+  std::uint32_t ver;    // the job's version when scheduled: stale events are dropped
+  Event(std::int64_t t_ms, std::uint64_t seq, Ev kind, std::int32_t a_, std::uint32_t ver_)
+      : t(t_ms), order(seq << 8 | static_cast<std::uint8_t>(kind)), a(a_), ver(ver_) {}
+  std::uint64_t seq() const { return order >> 8; }
+  Ev kind() const { return static_cast<Ev>(order & 0xff); }
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : order > o.order; }
 };
 
 // A running job's next finish (or periodic checkpoint): the event it would be, (t, seq) in the
@@ -374,18 +378,18 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   // A heap entry of job j's timer: true if it is the event the timer is set to (handle it now);
   // else it was ahead of it, and the event goes into the heap if no other entry stands for it.
   bool fire(const Event& e, JobTimer& timer) {
-    if (e.seq == timer.wake_seq) timer.wake_seq = JobTimer::kNone;
+    if (e.seq() == timer.wake_seq) timer.wake_seq = JobTimer::kNone;
     if (timer.seq == JobTimer::kNone) return false;
     if (timer.ver != job(e.a).ver) {  // superseded
       timer.seq = JobTimer::kNone;
       return false;
     }
-    if (e.seq == timer.seq) {
+    if (e.seq() == timer.seq) {
       timer.seq = JobTimer::kNone;
       return true;
     }
     if (timer.wake_seq == JobTimer::kNone) {
-      heap_.push(Event{timer.t, timer.seq, e.kind, e.a, 0});
+      heap_.push(Event{timer.t, timer.seq, e.kind(), e.a, 0});
       timer.wake_seq = timer.seq;
       timer.wake_t = timer.t;
     }
@@ -393,7 +397,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   }
 
   void handle(const Event& e) {
-    switch (e.kind) {
+    switch (e.kind()) {
       case Ev::kArrive:
         // The steady-state window (offered_load.h) opens and closes at the arrivals of two
         // given jobs; the arrival window closes at the last one.
