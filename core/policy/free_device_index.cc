@@ -186,9 +186,17 @@ void FreeDeviceIndex::read_all() {
   }
   for (auto& L : levels_) L.supply += std::uint64_t{1} << 40;  // read again: anything may have grown
   ++host_supply_;
-  host_min_.assign(2 * static_cast<std::size_t>(host_leaves_), INT64_MAX);
+  node_open_.assign(static_cast<std::size_t>(nodes_), 0);
   for (int n = 0; n < nodes_; ++n)
-    host_min_[static_cast<std::size_t>(host_leaves_ + n)] = s.host_mem[n] - s.node_swap[n];
+    for (std::size_t w = node_word_[static_cast<std::size_t>(n)]; w < node_word_[static_cast<std::size_t>(n) + 1]; ++w)
+      node_open_[static_cast<std::size_t>(n)] += std::popcount(open_bits_[w]);
+  host_min_.assign(2 * static_cast<std::size_t>(host_leaves_), INT64_MAX);
+  host_free_.assign(static_cast<std::size_t>(nodes_), 0);
+  for (int n = 0; n < nodes_; ++n) {
+    host_free_[static_cast<std::size_t>(n)] = s.host_mem[n] - s.node_swap[n];
+    if (node_open_[static_cast<std::size_t>(n)] > 0)
+      host_min_[static_cast<std::size_t>(host_leaves_ + n)] = host_free_[static_cast<std::size_t>(n)];
+  }
   for (std::size_t i = static_cast<std::size_t>(host_leaves_) - 1; i >= 1; --i)
     host_min_[i] = std::min(host_min_[2 * i], host_min_[2 * i + 1]);
 }
@@ -245,6 +253,12 @@ void FreeDeviceIndex::read_device(int dev) {
     return;
   if ((now_open && !was_open) || now_tagged)  // open, or tagged for a job it was not tagged for
     for (int level : group_levels_[static_cast<std::size_t>(g)]) ++levels_[static_cast<std::size_t>(level)].supply;
+  if (now_open != was_open) {  // the node joins or leaves the host-memory tree with its first or last
+    auto& open = node_open_[static_cast<std::size_t>(node)];
+    const bool had = open > 0;
+    open += now_open ? 1 : -1;
+    if ((open > 0) != had) host_update(node);
+  }
   put_bit(open_bits_, bit, now_open);
   put_bit(tagged_bits_, bit, now_tagged);
   if (was_tagged) tag(dev, -1);
@@ -387,8 +401,9 @@ void FreeDeviceIndex::host_update(int node) {
   const auto& s = core_.cluster();
   std::size_t i = static_cast<std::size_t>(host_leaves_ + node);
   const std::int64_t free = s.host_mem[node] - s.node_swap[node];
-  if (free > host_min_[i]) ++host_supply_;
-  host_min_[i] = free;
+  if (free > host_free_[static_cast<std::size_t>(node)]) ++host_supply_;
+  host_free_[static_cast<std::size_t>(node)] = free;
+  host_min_[i] = node_open_[static_cast<std::size_t>(node)] > 0 ? free : INT64_MAX;
   for (i /= 2; i >= 1; i /= 2) host_min_[i] = std::min(host_min_[2 * i], host_min_[2 * i + 1]);
 }
 
@@ -479,9 +494,16 @@ std::string FreeDeviceIndex::audit() const {
               std::to_string(k));
     }
   }
-  for (int n = 0; n < nodes_; ++n)
-    if (host_min_[static_cast<std::size_t>(host_leaves_ + n)] != s.host_mem[n] - s.node_swap[n])
+  for (int n = 0; n < nodes_; ++n) {
+    int open = 0;
+    for (std::size_t w = node_word_[static_cast<std::size_t>(n)]; w < node_word_[static_cast<std::size_t>(n) + 1]; ++w)
+      open += std::popcount(open_bits_[w]);
+    if (open != node_open_[static_cast<std::size_t>(n)]) bad("node " + std::to_string(n) + ": open devices");
+    const std::int64_t free = s.host_mem[n] - s.node_swap[n];
+    if (host_free_[static_cast<std::size_t>(n)] != free ||
+        host_min_[static_cast<std::size_t>(host_leaves_ + n)] != (open > 0 ? free : INT64_MAX))
       bad("node " + std::to_string(n) + ": host memory");
+  }
   return out;
 }
 

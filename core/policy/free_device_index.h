@@ -156,8 +156,10 @@ class FreeDeviceIndex {
     return lv(level).mask[bit >> 6] >> (bit & 63) & 1;
   }
 
-  // Visits the nodes whose free host memory (host_mem - node_swap) is below `threshold`:
-  // f(node). O((1 + visited) log nodes).
+  // Visits the nodes with open devices (of any level) whose free host memory (host_mem -
+  // node_swap) is below `threshold`: f(node). O((1 + visited) log nodes). (Where host memory
+  // limits a placement, only a node with devices to offer matters; under load most nodes have
+  // none, and spliced workers' memory on them.)
   template <class F>
   void for_each_host_below(std::int64_t threshold, F&& f) const {
     if (nodes_ == 0 || host_min_[1] >= threshold) return;
@@ -249,7 +251,11 @@ class FreeDeviceIndex {
   std::unordered_map<int, Tags> tagged_by_job_;
   std::size_t tagged_total_ = 0;
   int host_leaves_ = 1;                  // power of two >= nodes
-  std::vector<std::int64_t> host_min_;   // min-tree over nodes of host_mem - node_swap
+  // Min-tree over nodes of host_mem - node_swap, of the nodes with open devices (INT64_MAX for
+  // the others).
+  std::vector<std::int64_t> host_min_;
+  std::vector<std::int64_t> host_free_;  // per node: host_mem - node_swap as last read
+  std::vector<int> node_open_;           // per node: open devices (any level)
   std::uint64_t host_supply_ = 0;        // host_supply()
 };
 
