@@ -55,7 +55,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
     held_of_[i] = jv.devices;
   }
   if (auto c = cut_for_.find(job); c != cut_for_.end() && core.state(job) != JobState::kCheckpointing) {
-    helped_.erase(helped_.find(c->second));
+    --helped_[static_cast<std::size_t>(c->second)];
     cut_for_.erase(c);
   }
   switch (core.state(job)) {

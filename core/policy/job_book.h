@@ -66,9 +66,13 @@ class JobBook {
   void note_cut(const SchedulerCore& core, int victim, int beneficiary) {
     if (core.state(victim) != spec::JobState::kCheckpointing) return;  // already over
     cut_for_[victim] = beneficiary;
-    helped_.insert(beneficiary);
+    if (static_cast<std::size_t>(beneficiary) >= helped_.size()) helped_.resize(static_cast<std::size_t>(beneficiary) + 1, 0);
+    ++helped_[static_cast<std::size_t>(beneficiary)];
   }
-  bool helped(int beneficiary) const { return helped_.count(beneficiary) != 0; }
+  bool helped(int beneficiary) const {
+    return beneficiary >= 0 && static_cast<std::size_t>(beneficiary) < helped_.size() &&
+           helped_[static_cast<std::size_t>(beneficiary)] > 0;
+  }
   // When a waiting job started waiting (the core's clock), this time: since its admission, or since
   // it stopped running (a wait for admission is admission control's: the premium reserve). Set
   // before the planner's key is computed, so a key may depend on it.
@@ -139,7 +143,7 @@ class JobBook {
   std::vector<std::int64_t> run_devices_;  // devices counted in running_devices_ for the job
   std::map<std::pair<std::int64_t, std::int64_t>, JobIdSet> running_by_;  // (dtype, tier)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
-  std::multiset<int> helped_;   // beneficiaries of those cuts
+  std::vector<int> helped_;     // by beneficiary: how many of those cuts are for it
   std::unique_ptr<GangPlacer> placer_;
 };
 

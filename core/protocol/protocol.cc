@@ -75,6 +75,7 @@ void Protocol::recover(std::int64_t now_ms) {
     t.epoch = core_.cluster().jobs[j].epoch;
     t.nodes = placement_nodes(j);
     t.started.clear();
+    t.started_here = 0;
     t.completed.clear();
     t.node_step.clear();
     t.since_ms = now_ms;
@@ -116,10 +117,16 @@ core::Decision Protocol::runtime_decision(EventKind e, int job) const {
 void Protocol::note(int job, std::string text) { notes_.emplace_back(job, std::move(text)); }
 
 bool Protocol::started_everywhere(const Track& t) const {
-  // Fewer nodes started than the incarnation has cannot be all of them: no walk then (a gang on
-  // n nodes reports n starts, and each asked this, O(n^2) a launch).
-  return t.started.size() >= t.nodes.size() &&
-         std::includes(t.started.begin(), t.started.end(), t.nodes.begin(), t.nodes.end());
+  return t.started_here == static_cast<int>(t.nodes.size());
+}
+
+void Protocol::mark_started(Track& t, int node) {
+  if (t.started.insert(node).second && std::binary_search(t.nodes.begin(), t.nodes.end(), node)) ++t.started_here;
+}
+
+void Protocol::recount_started(Track& t) {
+  t.started_here = 0;
+  for (int n : t.nodes) t.started_here += static_cast<int>(t.started.count(n));
 }
 
 std::int64_t Protocol::min_node_step(const Track& t) const {
@@ -139,6 +146,7 @@ void Protocol::begin_incarnation(int job, Track& t, std::uint64_t seq, std::int6
   t.epoch = jv.epoch;
   t.nodes = placement_nodes(job);
   t.started.clear();
+  t.started_here = 0;
   t.completed.clear();
   t.node_step.clear();
   t.gpu_ms = 0;
@@ -224,6 +232,7 @@ void Protocol::committed_impl(const core::Committed& c, const core::Decision& d,
     if (to == JobState::kSuspended) note(j, "suspended at step " + std::to_string(d.step));
     t.nodes.clear();
     t.started.clear();
+    t.started_here = 0;
     t.completed.clear();
     t.node_step.clear();
     t.periodic = false;
@@ -370,12 +379,13 @@ Status Protocol::report_impl(const Report& r, std::int64_t now_ms) {
   if (t.epoch != jv.epoch) {  // first report after a restart of the core, or a bug: catch up
     t.epoch = jv.epoch;
     t.nodes = placement_nodes(r.job);
+    recount_started(t);
   }
   if (r.node >= 0 && !std::binary_search(t.nodes.begin(), t.nodes.end(), r.node))
     return refuse(job_str(r.job) + " is not placed on node " + core_.fleet().nodes[static_cast<std::size_t>(r.node)].name);
   switch (r.kind) {
     case Report::Kind::kStarted:
-      t.started.insert(r.node);
+      mark_started(t, r.node);
       if (started_everywhere(t)) {
         if (s == JobState::kPlaced) propose(runtime_decision(EventKind::kStart, r.job));
         else if (s == JobState::kRestoring) propose(runtime_decision(EventKind::kRestoreDone, r.job));
@@ -461,8 +471,9 @@ void Protocol::node_registered_impl(int node, const std::vector<Running>& runnin
     if (t.epoch != inc.epoch) {
       t.epoch = inc.epoch;
       t.nodes = nodes;
+      recount_started(t);
     }
-    t.started.insert(node);
+    mark_started(t, node);
     // A cut asked for before the agent reconnected may never have reached it: ask again.
     if (cutting(state(inc.job)))
       send(Command::Kind::kCut, node, inc.job, inc.epoch, latest_decision(inc.job), -1, true);
@@ -479,6 +490,7 @@ void Protocol::node_registered_impl(int node, const std::vector<Running>& runnin
     if (t.epoch != jv.epoch) {
       t.epoch = jv.epoch;
       t.nodes = placement_nodes(job);
+      recount_started(t);
     }
     if (s == JobState::kRunning) {
       platform_fault(job, "node " + nd.name + " registered without its workers");
