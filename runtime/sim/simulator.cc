@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <queue>
 #include <random>
 
 #include "core/clock.h"
@@ -43,6 +42,47 @@ struct Event {
   std::uint64_t seq() const { return order >> 8; }
   Ev kind() const { return static_cast<Ev>(order & 0xff); }
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : order > o.order; }
+};
+
+// The pending events, earliest (t, order) first: a 4-ary heap, half as deep as a binary one, its
+// children a cache line apart at most. Keys are unique (order carries a unique seq), so events pop
+// in exactly the order std::priority_queue pops them.
+class EventHeap {
+ public:
+  bool empty() const { return v_.empty(); }
+  const Event& top() const { return v_.front(); }
+  void push(const Event& e) {
+    std::size_t i = v_.size();
+    v_.push_back(e);
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 4;
+      if (!(v_[parent] > e)) break;
+      v_[i] = v_[parent];
+      i = parent;
+    }
+    v_[i] = e;
+  }
+  void pop() {
+    const Event e = v_.back();
+    v_.pop_back();
+    if (v_.empty()) return;
+    const std::size_t n = v_.size();
+    std::size_t i = 0;
+    while (true) {
+      const std::size_t first = 4 * i + 1;
+      if (first >= n) break;
+      std::size_t best = first;
+      for (std::size_t c = first + 1; c < std::min(first + 4, n); ++c)
+        if (v_[best] > v_[c]) best = c;
+      if (!(e > v_[best])) break;
+      v_[i] = v_[best];
+      i = best;
+    }
+    v_[i] = e;
+  }
+
+ private:
+  std::vector<Event> v_;
 };
 
 // A running job's next finish (or periodic checkpoint): the event it would be, (t, seq) in the
@@ -691,7 +731,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::unique_ptr<protocol::Driver> driver_;
   FleetTypes types_;
   std::vector<JobSim> jobs_;  // by core job id
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  EventHeap heap_;
   std::uint64_t seq_ = 0;
   std::mt19937_64 rng_{o_.seed};
   Status error_;
