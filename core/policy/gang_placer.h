@@ -28,9 +28,11 @@
 // Cost: propose() first catches up with the core's commits (FreeDeviceIndex::sync, O(devices the
 // commits since the last call touched)); a placement then costs O(levels of buckets + devices
 // picked) for one node, plus O(clusters x max devices per node) when it spans nodes, plus
-// O(jobs with live reservations) and the reserved devices this job may take (its own and those of
-// jobs it outranks), whose nodes are then handled one by one. Spliced gangs (host memory) also
-// visit the nodes whose free host memory could limit them.
+// O(jobs with live reservations) and the device groups reserved for the jobs this job may take
+// from (its own and those of jobs it outranks), whose nodes are then handled one by one. Spliced
+// gangs (host memory) also visit the nodes with open devices whose free host memory could limit
+// them. A Place or Resume that cannot fit costs O(1) where an upper bound on the free devices, or
+// a remembered kRetryLater (Miss below), answers it.
 //
 // Not thread-safe; one placer per core, used from the thread that commits. The core must outlive
 // it. A placer may be created at any time (it reads the state) and used after any number of
