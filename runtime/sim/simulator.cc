@@ -14,6 +14,7 @@
 #include "core/protocol/driver.h"
 #include "core/protocol/protocol.h"
 #include "core/scheduler_core.h"
+#include "runtime/sim/event_queue.h"
 #include "runtime/sim/fleet_types.h"
 #include "runtime/sim/offered_load.h"
 #include "runtime/sim/sim_metrics.h"
@@ -26,82 +27,6 @@ using core::Decision;
 using spec::EventKind;
 using spec::JobState;
 using spec::Origin;
-
-// kStarted and kCutDone are the runtime's answers to the protocol's launch and cut commands
-// (their `ver` is the incarnation's epoch); kFinish and kCheckpoint are a running job's own.
-enum class Ev : std::uint8_t { kArrive, kFinish, kCutDone, kStarted, kCheckpoint, kFail, kRepair, kRound, kScript };
-
-// 24 bytes (the kind rides in the low byte of the order): the heap is a run's hottest memory.
-struct Event {
-  std::int64_t t;
-  std::uint64_t order;  // seq << 8 | kind: events at the same t in the order they were pushed
-  std::int32_t a;       // workload index, job or node
-  std::uint32_t ver;    // the job's version when scheduled: stale events are dropped
-  Event(std::int64_t t_ms, std::uint64_t seq, Ev kind, std::int32_t a_, std::uint32_t ver_)
-      : t(t_ms), order(seq << 8 | static_cast<std::uint8_t>(kind)), a(a_), ver(ver_) {}
-  std::uint64_t seq() const { return order >> 8; }
-  Ev kind() const { return static_cast<Ev>(order & 0xff); }
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : order > o.order; }
-};
-
-// The pending events, earliest (t, order) first: a 4-ary heap, half as deep as a binary one, its
-// children a cache line apart at most. Keys are unique (order carries a unique seq), so events pop
-// in exactly the order std::priority_queue pops them.
-class EventHeap {
- public:
-  bool empty() const { return v_.empty(); }
-  const Event& top() const { return v_.front(); }
-  void push(const Event& e) {
-    std::size_t i = v_.size();
-    v_.push_back(e);
-    while (i > 0) {
-      const std::size_t parent = (i - 1) / 4;
-      if (!(v_[parent] > e)) break;
-      v_[i] = v_[parent];
-      i = parent;
-    }
-    v_[i] = e;
-  }
-  void pop() {
-    const Event e = v_.back();
-    v_.pop_back();
-    if (v_.empty()) return;
-    const std::size_t n = v_.size();
-    std::size_t i = 0;
-    while (true) {
-      const std::size_t first = 4 * i + 1;
-      if (first >= n) break;
-      std::size_t best = first;
-      for (std::size_t c = first + 1; c < std::min(first + 4, n); ++c)
-        if (v_[best] > v_[c]) best = c;
-      if (!(e > v_[best])) break;
-      v_[i] = v_[best];
-      i = best;
-    }
-    v_[i] = e;
-  }
-
- private:
-  std::vector<Event> v_;
-};
-
-// A running job's next finish (or periodic checkpoint): the event it would be, (t, seq) in the
-// heap's order and the job's version then. Every periodic checkpoint, resize or pause moves a
-// job's finish, and each move used to leave its old event in the heap until its time: the heap
-// held one stale event per checkpoint of every running job (millions on a 1M-job run), and its
-// pops were the simulator's largest cost. Now a job keeps at most one entry per timer in the heap
-// ahead of the event it stands for (`wake_seq`): a move to a later time pushes nothing (the entry
-// still in the heap wakes the job first and pushes the event then, with the seq it was given
-// when it was set), a move to an earlier time pushes the event. Events keep their (t, seq), so
-// the run handles them in exactly the order it would have.
-struct JobTimer {
-  static constexpr std::uint64_t kNone = UINT64_MAX;
-  std::int64_t t = 0;
-  std::uint64_t seq = kNone;       // kNone: not set
-  std::uint64_t wake_seq = kNone;  // the job's earliest heap entry for this timer (kNone: none)
-  std::int64_t wake_t = 0;
-  std::uint32_t ver = 0;
-};
 
 // What the simulator models of a job the core knows.
 struct JobSim {
@@ -174,9 +99,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       push(t0_ + ms(o_.script[i].at_s), Ev::kScript, static_cast<int>(i), 0);
     std::uint64_t n = 0;
     auto last_report = wall0;
-    while (!heap_.empty() && error_.ok()) {
-      Event e = heap_.top();
-      heap_.pop();
+    while (!events_.empty() && error_.ok()) {
+      const Event e = events_.pop();
       clock_.advance(e.t - clock_.now_ms());
       handle(e);
       if ((++n & 0xffff) == 0 && o_.on_progress) {
@@ -227,7 +151,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::int64_t restore_ms(int j) const { return ms(state_gb(j) / o_.cost.restore_gbps); }
   std::int64_t transfer_ms(int j) const { return ms(state_gb(j) / o_.cost.network_gbps); }
 
-  void push(std::int64_t t, Ev k, int a, std::uint32_t ver) { heap_.push(Event{t, seq_++, k, a, ver}); }
+  void push(std::int64_t t, Ev k, int a, std::uint32_t ver) { events_.push(t, k, a, ver); }
 
   // Commits through the protocol's driver (the same path orrery-core takes); committed() below
   // keeps the planner, the counters and the job model up to date.
@@ -404,37 +328,9 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       if (ck < finish) arm(j, js.checkpoint, Ev::kCheckpoint, ck);
     }
   }
-  // Sets job j's timer to the event (t, the next seq) for its current version (JobTimer).
-  void arm(int j, JobTimer& timer, Ev kind, std::int64_t t) {
-    timer.t = t;
-    timer.seq = seq_++;
-    timer.ver = job(j).ver;
-    if (timer.wake_seq == JobTimer::kNone || t < timer.wake_t) {
-      heap_.push(Event{t, timer.seq, kind, j, 0});
-      timer.wake_seq = timer.seq;
-      timer.wake_t = t;
-    }
-  }
-  // A heap entry of job j's timer: true if it is the event the timer is set to (handle it now);
-  // else it was ahead of it, and the event goes into the heap if no other entry stands for it.
-  bool fire(const Event& e, JobTimer& timer) {
-    if (e.seq() == timer.wake_seq) timer.wake_seq = JobTimer::kNone;
-    if (timer.seq == JobTimer::kNone) return false;
-    if (timer.ver != job(e.a).ver) {  // superseded
-      timer.seq = JobTimer::kNone;
-      return false;
-    }
-    if (e.seq() == timer.seq) {
-      timer.seq = JobTimer::kNone;
-      return true;
-    }
-    if (timer.wake_seq == JobTimer::kNone) {
-      heap_.push(Event{timer.t, timer.seq, e.kind(), e.a, 0});
-      timer.wake_seq = timer.seq;
-      timer.wake_t = timer.t;
-    }
-    return false;
-  }
+  // Job j's timers (event_queue.h), for its current version.
+  void arm(int j, JobTimer& timer, Ev kind, std::int64_t t) { events_.arm(timer, kind, j, job(j).ver, t); }
+  bool fire(const Event& e, JobTimer& timer) { return events_.fire(e, timer, job(e.a).ver); }
 
   void handle(const Event& e) {
     switch (e.kind()) {
@@ -731,8 +627,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::unique_ptr<protocol::Driver> driver_;
   FleetTypes types_;
   std::vector<JobSim> jobs_;  // by core job id
-  EventHeap heap_;
-  std::uint64_t seq_ = 0;
+  EventQueue events_;
   std::mt19937_64 rng_{o_.seed};
   Status error_;
   bool round_pending_ = false;
