@@ -184,9 +184,19 @@ void FreeDeviceIndex::read_all() {
       }
     }
   }
-  host_min_.assign(2 * static_cast<std::size_t>(host_leaves_), INT64_MAX);
+  for (auto& L : levels_) L.supply += std::uint64_t{1} << 40;  // read again: anything may have grown
+  ++host_supply_;
+  node_open_.assign(static_cast<std::size_t>(nodes_), 0);
   for (int n = 0; n < nodes_; ++n)
-    host_min_[static_cast<std::size_t>(host_leaves_ + n)] = s.host_mem[n] - s.node_swap[n];
+    for (std::size_t w = node_word_[static_cast<std::size_t>(n)]; w < node_word_[static_cast<std::size_t>(n) + 1]; ++w)
+      node_open_[static_cast<std::size_t>(n)] += std::popcount(open_bits_[w]);
+  host_min_.assign(2 * static_cast<std::size_t>(host_leaves_), INT64_MAX);
+  host_free_.assign(static_cast<std::size_t>(nodes_), 0);
+  for (int n = 0; n < nodes_; ++n) {
+    host_free_[static_cast<std::size_t>(n)] = s.host_mem[n] - s.node_swap[n];
+    if (node_open_[static_cast<std::size_t>(n)] > 0)
+      host_min_[static_cast<std::size_t>(host_leaves_ + n)] = host_free_[static_cast<std::size_t>(n)];
+  }
   for (std::size_t i = static_cast<std::size_t>(host_leaves_) - 1; i >= 1; --i)
     host_min_[i] = std::min(host_min_[2 * i], host_min_[2 * i + 1]);
 }
@@ -241,6 +251,14 @@ void FreeDeviceIndex::read_device(int dev) {
   if (now_open == was_open && now_tagged == was_tagged &&
       (!now_tagged || tag_for_[static_cast<std::size_t>(dev)] == s.resv_for[dev]))
     return;
+  if ((now_open && !was_open) || now_tagged)  // open, or tagged for a job it was not tagged for
+    for (int level : group_levels_[static_cast<std::size_t>(g)]) ++levels_[static_cast<std::size_t>(level)].supply;
+  if (now_open != was_open) {  // the node joins or leaves the host-memory tree with its first or last
+    auto& open = node_open_[static_cast<std::size_t>(node)];
+    const bool had = open > 0;
+    open += now_open ? 1 : -1;
+    if ((open > 0) != had) host_update(node);
+  }
   put_bit(open_bits_, bit, now_open);
   put_bit(tagged_bits_, bit, now_tagged);
   if (was_tagged) tag(dev, -1);
@@ -254,17 +272,28 @@ void FreeDeviceIndex::read_device(int dev) {
 
 void FreeDeviceIndex::tag(int dev, int job) {
   auto& t = tag_for_[static_cast<std::size_t>(dev)];
+  const int g = core_.cluster().group_of(dev);
   if (t >= 0) {
     auto it = tagged_by_job_.find(t);
-    auto& v = it->second;
+    auto& v = it->second.devs;
     *std::find(v.begin(), v.end(), dev) = v.back();
     v.pop_back();
+    auto& gs = it->second.groups;
+    auto gi = std::find_if(gs.begin(), gs.end(), [&](const auto& x) { return x.first == g; });
+    if (--gi->second == 0) {
+      *gi = gs.back();
+      gs.pop_back();
+    }
     if (v.empty()) tagged_by_job_.erase(it);
     --tagged_total_;
   }
   t = job;
   if (job >= 0) {
-    tagged_by_job_[job].push_back(dev);
+    auto& tags = tagged_by_job_[job];
+    tags.devs.push_back(dev);
+    auto gi = std::find_if(tags.groups.begin(), tags.groups.end(), [&](const auto& x) { return x.first == g; });
+    if (gi == tags.groups.end()) tags.groups.emplace_back(g, 1);
+    else ++gi->second;
     ++tagged_total_;
   }
 }
@@ -272,7 +301,7 @@ void FreeDeviceIndex::tag(int dev, int job) {
 void FreeDeviceIndex::read_job(int job) {
   auto it = tagged_by_job_.find(job);
   if (it == tagged_by_job_.end()) return;
-  const std::vector<int> devs = it->second;  // read_device() edits the group
+  const std::vector<int> devs = it->second.devs;  // read_device() edits the group
   for (int dev : devs) read_device(dev);
 }
 
@@ -282,6 +311,7 @@ void FreeDeviceIndex::read_node(int node) {
   if (now_up == up(node)) return;
   for (int level : node_levels_[static_cast<std::size_t>(node)]) {
     auto& L = levels_[static_cast<std::size_t>(level)];
+    if (now_up) L.supply += static_cast<std::uint64_t>(L.cap[static_cast<std::size_t>(node)]);
     const int k = L.cnt[static_cast<std::size_t>(node)];
     if (k == 0) continue;
     const int sign = now_up ? 1 : -1;
@@ -370,7 +400,10 @@ int FreeDeviceIndex::level_for(std::int64_t dtype, std::int64_t mem) const {
 void FreeDeviceIndex::host_update(int node) {
   const auto& s = core_.cluster();
   std::size_t i = static_cast<std::size_t>(host_leaves_ + node);
-  host_min_[i] = s.host_mem[node] - s.node_swap[node];
+  const std::int64_t free = s.host_mem[node] - s.node_swap[node];
+  if (free > host_free_[static_cast<std::size_t>(node)]) ++host_supply_;
+  host_free_[static_cast<std::size_t>(node)] = free;
+  host_min_[i] = node_open_[static_cast<std::size_t>(node)] > 0 ? free : INT64_MAX;
   for (i /= 2; i >= 1; i /= 2) host_min_[i] = std::min(host_min_[2 * i], host_min_[2 * i + 1]);
 }
 
@@ -405,13 +438,27 @@ std::string FreeDeviceIndex::audit() const {
         ++tagged;
         auto it = tagged_by_job_.find(t);
         if (it == tagged_by_job_.end() ||
-            std::count(it->second.begin(), it->second.end(), dev) != 1)
+            std::count(it->second.devs.begin(), it->second.devs.end(), dev) != 1)
           bad("device " + std::to_string(dev) + ": not in its job's group");
       }
     }
   }
   std::size_t grouped = 0;
-  for (const auto& [job, devs] : tagged_by_job_) grouped += devs.size();
+  for (const auto& [job, tags] : tagged_by_job_) {
+    grouped += tags.devs.size();
+    // The per-group counts against the devices.
+    std::vector<std::pair<int, int>> counted;
+    for (int dev : tags.devs) {
+      const int g = s.group_of(dev);
+      auto gi = std::find_if(counted.begin(), counted.end(), [&](const auto& x) { return x.first == g; });
+      if (gi == counted.end()) counted.emplace_back(g, 1);
+      else ++gi->second;
+    }
+    auto want = tags.groups;
+    std::sort(counted.begin(), counted.end());
+    std::sort(want.begin(), want.end());
+    if (counted != want) bad("job " + std::to_string(job) + ": tagged counts by device group");
+  }
   if (tagged != tagged_total_ || grouped != tagged_total_) bad("tagged device count");
   // Counts, buckets and totals against the bits.
   for (int level = 0; level < levels(); ++level) {
@@ -447,9 +494,16 @@ std::string FreeDeviceIndex::audit() const {
               std::to_string(k));
     }
   }
-  for (int n = 0; n < nodes_; ++n)
-    if (host_min_[static_cast<std::size_t>(host_leaves_ + n)] != s.host_mem[n] - s.node_swap[n])
+  for (int n = 0; n < nodes_; ++n) {
+    int open = 0;
+    for (std::size_t w = node_word_[static_cast<std::size_t>(n)]; w < node_word_[static_cast<std::size_t>(n) + 1]; ++w)
+      open += std::popcount(open_bits_[w]);
+    if (open != node_open_[static_cast<std::size_t>(n)]) bad("node " + std::to_string(n) + ": open devices");
+    const std::int64_t free = s.host_mem[n] - s.node_swap[n];
+    if (host_free_[static_cast<std::size_t>(n)] != free ||
+        host_min_[static_cast<std::size_t>(host_leaves_ + n)] != (open > 0 ? free : INT64_MAX))
       bad("node " + std::to_string(n) + ": host memory");
+  }
   return out;
 }
 

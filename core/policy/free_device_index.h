@@ -31,9 +31,11 @@
 // reservation's generation, so after sync() the index matches the state (audit() checks it).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/policy/node_set.h"
@@ -111,6 +113,16 @@ class FreeDeviceIndex {
   // The smallest k >= from with a non-empty bucket, or 0.
   int next_nonempty(int level, int scope, int from) const;
 
+  // Supply counters. The level's grows by at least the number of devices of the level that may
+  // have become free to some job: one for a device that turned open, or tagged or re-tagged for a
+  // job; the node's devices of the level for a node that came Up; 2^40 for a rebuild. The host
+  // counter grows whenever a node's free host memory went up. So between two readings no scope
+  // gained more devices of the level free to any job than the level's counter grew, and where
+  // neither counter moved, nothing any placement of the level could use has grown: a placement
+  // that found too few devices would find too few again (GangPlacer remembers such answers).
+  std::uint64_t supply(int level) const { return lv(level).supply; }
+  std::uint64_t host_supply() const { return host_supply_; }
+
   // Visits the open devices of the level on the node in increasing id: f(dev) -> false stops.
   template <class F>
   void for_each_open(int level, int node, F&& f) const {
@@ -121,10 +133,19 @@ class FreeDeviceIndex {
   void for_each_tagged(int level, int node, F&& f) const {
     visit_bits(tagged_bits_, level, node, f);
   }
-  // Visits the jobs that tagged devices are reserved for: f(job, devices) (any level, any node).
+  // Visits the jobs that tagged devices are reserved for: f(job, counts), counts being (device
+  // group, tagged devices of the group) for each of the job's device groups (a node's devices of
+  // one type and memory: SchedulerCore's groups) with any (any level, any node). Per group rather
+  // than per device: a placement query visits every job with live reservations, and a gang's
+  // reservation is up to hundreds of devices on a few nodes.
   template <class F>
   void for_each_tag_group(F&& f) const {
-    for (const auto& [job, devs] : tagged_by_job_) f(job, devs);
+    for (const auto& [job, tags] : tagged_by_job_) f(job, tags.groups);
+  }
+  // Device group g (a node's devices of one type and memory) is in the level.
+  bool group_in_level(int level, int g) const {
+    const auto& gl = group_levels_[static_cast<std::size_t>(g)];
+    return std::find(gl.begin(), gl.end(), level) != gl.end();
   }
   std::size_t tagged_devices() const { return tagged_total_; }
   // Device dev is of the level (type, memory).
@@ -135,8 +156,10 @@ class FreeDeviceIndex {
     return lv(level).mask[bit >> 6] >> (bit & 63) & 1;
   }
 
-  // Visits the nodes whose free host memory (host_mem - node_swap) is below `threshold`:
-  // f(node). O((1 + visited) log nodes).
+  // Visits the nodes with open devices (of any level) whose free host memory (host_mem -
+  // node_swap) is below `threshold`: f(node). O((1 + visited) log nodes). (Where host memory
+  // limits a placement, only a node with devices to offer matters; under load most nodes have
+  // none, and spliced workers' memory on them.)
   template <class F>
   void for_each_host_below(std::int64_t threshold, F&& f) const {
     if (nodes_ == 0 || host_min_[1] >= threshold) return;
@@ -158,6 +181,7 @@ class FreeDeviceIndex {
     std::vector<std::uint64_t> mask;   // per device bit (node word layout): in the level
     std::vector<int> cnt;              // per node: open devices
     std::vector<Scope> scope;
+    std::uint64_t supply = 0;          // supply(level)
   };
 
   const Level& lv(int level) const { return levels_[static_cast<std::size_t>(level)]; }
@@ -220,10 +244,19 @@ class FreeDeviceIndex {
   std::vector<char> up_;
   std::vector<std::uint64_t> open_bits_, tagged_bits_;
   std::vector<int> tag_for_;  // per device: the job it is tagged for, or -1
-  std::unordered_map<int, std::vector<int>> tagged_by_job_;
+  struct Tags {
+    std::vector<int> devs;                     // the job's tagged devices
+    std::vector<std::pair<int, int>> groups;   // (device group, how many of devs are in it)
+  };
+  std::unordered_map<int, Tags> tagged_by_job_;
   std::size_t tagged_total_ = 0;
   int host_leaves_ = 1;                  // power of two >= nodes
-  std::vector<std::int64_t> host_min_;   // min-tree over nodes of host_mem - node_swap
+  // Min-tree over nodes of host_mem - node_swap, of the nodes with open devices (INT64_MAX for
+  // the others).
+  std::vector<std::int64_t> host_min_;
+  std::vector<std::int64_t> host_free_;  // per node: host_mem - node_swap as last read
+  std::vector<int> node_open_;           // per node: open devices (any level)
+  std::uint64_t host_supply_ = 0;        // host_supply()
 };
 
 }  // namespace orrery::core::policy

@@ -45,7 +45,14 @@ Proposal GangPlacer::propose(int job, EventKind event, int want, int avoid_scope
   ++stats_.proposals;
   index_.sync();
   avoid_scope_ = avoid_scope > index_.fleet_scope() && avoid_scope < index_.scopes() ? avoid_scope : -1;
+  const bool rememberable = want <= 0 && avoid_scope_ < 0 && (event == EventKind::kPlace || event == EventKind::kResume);
+  if (rememberable && missed_again(job, event)) {
+    ++stats_.misses_remembered;
+    return answer(Proposal::Kind::kRetryLater, retry_later_why(misses_[static_cast<std::size_t>(job)].cross));
+  }
+  retry_later_ = false;
   Proposal p = plan(job, event, want);
+  if (rememberable && retry_later_ && p.kind == Proposal::Kind::kRetryLater) remember_miss(job, event);
   if (p.kind == Proposal::Kind::kOk) {
     if (auto why = check(p.decision); !why.empty()) {
       // The index chose devices the state does not allow: a bug. Never propose it; read the
@@ -62,6 +69,37 @@ Proposal GangPlacer::propose(int job, EventKind event, int want, int avoid_scope
   }
   if (p.kind == Proposal::Kind::kOk) ++stats_.placed;
   return p;
+}
+
+bool GangPlacer::missed_again(int job, EventKind event) {
+  if (job < 0 || static_cast<std::size_t>(job) >= misses_.size()) return false;
+  const Miss& m = misses_[static_cast<std::size_t>(job)];
+  if (m.epoch < 0 || m.event != event) return false;
+  const auto& jv = core_.cluster().jobs[static_cast<std::size_t>(job)];
+  const JobState needs = event == EventKind::kPlace ? JobState::kQueued : JobState::kSuspended;
+  const bool cross = static_cast<std::size_t>(job) < cross_region_.size() && cross_region_[static_cast<std::size_t>(job)];
+  const int level = index_.level_for(jv.dtype, jv.mem);
+  if (m.epoch != jv.epoch || core_.state(job) != needs || m.cross != cross || level < 0) return false;
+  if (m.deficit > 0) return index_.supply(level) - m.supply < static_cast<std::uint64_t>(m.deficit);
+  return m.supply == index_.supply(level) && m.host == (jv.min_dev < jv.world ? index_.host_supply() : 0);
+}
+
+void GangPlacer::remember_miss(int job, EventKind event) {
+  if (static_cast<std::size_t>(job) >= misses_.size()) misses_.resize(static_cast<std::size_t>(job) + 1);
+  const auto& jv = core_.cluster().jobs[static_cast<std::size_t>(job)];
+  Miss& m = misses_[static_cast<std::size_t>(job)];
+  m.supply = index_.supply(level_);
+  // Fewer devices than workers splice, and spliced workers need host memory (the guard's rule).
+  m.host = jv.min_dev < jv.world ? index_.host_supply() : 0;
+  m.epoch = jv.epoch;
+  m.deficit = static_cast<std::int32_t>(std::clamp<std::int64_t>(deficit_, 0, INT32_MAX));
+  m.event = event;
+  m.cross = static_cast<std::size_t>(job) < cross_region_.size() && cross_region_[static_cast<std::size_t>(job)];
+}
+
+std::string GangPlacer::retry_later_why(bool cross) const {
+  return "not enough free devices of the job's type now" +
+         std::string(cross || index_.regions() == 1 ? "" : " in any one region");
 }
 
 std::string GangPlacer::check(const Decision& d) const {
@@ -117,19 +155,34 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
     tag_stamp_ = 1;
   }
   tag_nodes_.clear();
-  if (!keep_held_ && event != EventKind::kMigrate) {
-    index_.for_each_tag_group([&](int r, const std::vector<int>& devs) {
+  // An upper bound on the devices any placement of this job can find: the open devices of its
+  // level on Up nodes and every reserved one (the per-node adjustments below only lower a node's
+  // count). A device count that needs more than that is passed over without a query; when every
+  // count in range does, the walk over the reservations is skipped too. Under load most
+  // proposals are of waiting gangs that fit nowhere, round after round, and each of them paid
+  // for that walk (O(jobs with live reservations)). The answer is the same as without the bound.
+  const std::int64_t free_bound = index_.total(level_, index_.fleet_scope()) +
+                                  static_cast<std::int64_t>(index_.tagged_devices());
+  const std::int64_t lo_count = event == EventKind::kMigrate ? std::max(jv.min_dev, jv.devices) : jv.min_dev;
+  const std::int64_t hi_count = want > 0 ? std::min<std::int64_t>(want, jv.max_dev) : jv.max_dev;
+  std::int64_t least_need = -1;  // the fewest new devices a count in range needs (-1: none)
+  for (std::int64_t c = lo_count; c <= hi_count && least_need < 0; ++c)
+    if (jv.world % c == 0 && jv.world / c <= spec::kSpliceLimit && (!keep_held_ || c > jv.devices))
+      least_need = c - (keep_held_ ? jv.devices : 0);
+  const bool tag_walk_skipped = least_need < 0 || least_need > free_bound;
+  if (!keep_held_ && event != EventKind::kMigrate && !tag_walk_skipped) {
+    index_.for_each_tag_group([&](int r, const std::vector<std::pair<int, int>>& groups) {
       if (r != job && !spec::outranks(dom, s, job, r)) return;
-      for (int dev : devs) {
-        const int n = s.node_of(dev);
-        if (!index_.up(n) || !index_.in_level(level_, dev)) continue;
+      for (const auto& [g, count] : groups) {
+        const int n = s.group_node[g];
+        if (!index_.up(n) || !index_.group_in_level(level_, g)) continue;
         const auto i = static_cast<std::size_t>(n);
         if (tag_seen_[i] != tag_stamp_) {
           tag_seen_[i] = tag_stamp_;
           tag_usable_[i] = 0;
           tag_nodes_.push_back(n);
         }
-        ++tag_usable_[i];
+        tag_usable_[i] += count;
       }
     });
   }
@@ -171,6 +224,7 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
     const int need = static_cast<int>(c - kept);
     if (need > capacity) continue;
     could_fit = true;
+    if (need > free_bound) continue;  // no placement can find that many (free_bound above)
     per_new_ = spec::swap_per_device(dom, jv.world / c, jv.mem);
     begin_query();
     picks.clear();
@@ -240,9 +294,31 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
                   "more " + core_.device_type(job) + " devices than " +
                       (cross ? std::string("the fleet") : std::string("one region")) + " has");
   }
-  return answer(Proposal::Kind::kRetryLater,
-                "not enough free devices of the job's type now" +
-                    std::string(cross || index_.regions() == 1 ? "" : " in any one region"));
+  retry_later_ = true;  // too few free devices: an answer propose() may remember
+  // By how many at least: the fewest a count needs, less the most any scope the job may span had
+  // free to it, host memory aside (the tagged ones as the walk above counted them; all of them
+  // where it was skipped).
+  if (!keep_held_ && event != EventKind::kMigrate) {
+    std::int64_t most = free_bound;
+    if (!tag_walk_skipped) {
+      region_tagged_.assign(static_cast<std::size_t>(index_.regions()), 0);
+      std::int64_t all_tagged = 0;
+      for (int n : tag_nodes_) {
+        region_tagged_[static_cast<std::size_t>(index_.region_of(n))] += tag_usable_[static_cast<std::size_t>(n)];
+        all_tagged += tag_usable_[static_cast<std::size_t>(n)];
+      }
+      most = index_.total(level_, index_.fleet_scope()) + all_tagged;
+      if (!cross) {
+        most = 0;
+        for (int r = 0; r < index_.regions(); ++r)
+          most = std::max(most, index_.total(level_, index_.region_scope(r)) + region_tagged_[static_cast<std::size_t>(r)]);
+      }
+    }
+    deficit_ = least_need - most;
+  } else {
+    deficit_ = 0;
+  }
+  return answer(Proposal::Kind::kRetryLater, retry_later_why(cross));
 }
 
 void GangPlacer::begin_query() {

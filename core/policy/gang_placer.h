@@ -28,9 +28,11 @@
 // Cost: propose() first catches up with the core's commits (FreeDeviceIndex::sync, O(devices the
 // commits since the last call touched)); a placement then costs O(levels of buckets + devices
 // picked) for one node, plus O(clusters x max devices per node) when it spans nodes, plus
-// O(jobs with live reservations) and the reserved devices this job may take (its own and those of
-// jobs it outranks), whose nodes are then handled one by one. Spliced gangs (host memory) also
-// visit the nodes whose free host memory could limit them.
+// O(jobs with live reservations) and the device groups reserved for the jobs this job may take
+// from (its own and those of jobs it outranks), whose nodes are then handled one by one. Spliced
+// gangs (host memory) also visit the nodes with open devices whose free host memory could limit
+// them. A Place or Resume that cannot fit costs O(1) where an upper bound on the free devices, or
+// a remembered kRetryLater (Miss below), answers it.
 //
 // Not thread-safe; one placer per core, used from the thread that commits. The core must outlive
 // it. A placer may be created at any time (it reads the state) and used after any number of
@@ -76,6 +78,7 @@ class GangPlacer {
     // A proposal the spec guard refused although the index chose it: the index was rebuilt and
     // the placement planned again. Always 0 unless there is a bug; tests check it.
     std::uint64_t repairs = 0;
+    std::uint64_t misses_remembered = 0;  // kRetryLater answers given again without a query
   };
   const Stats& stats() const { return stats_; }
 
@@ -118,9 +121,31 @@ class GangPlacer {
   void exclude(int node) { excl_stamp_[static_cast<std::size_t>(node)] = excl_gen_; }
   bool excluded(int node) const { return excl_stamp_[static_cast<std::size_t>(node)] == excl_gen_; }
 
+  // A Place or Resume that found too few free devices (kRetryLater), remembered with the supply
+  // counters (FreeDeviceIndex::supply) as they were. Asked again for the same incarnation, the
+  // answer is the same, and is given without a query, while
+  //  - the level's supply has grown by less than `deficit`: the fewest devices any count in range
+  //    needs, less the most that any scope the job may span had free to it (open, or reserved for
+  //    it or for jobs it outranks; host memory aside) — no scope can have gained enough; or,
+  //    where the deficit was not positive (host memory or the topology refused it),
+  //  - neither the level's supply nor (for a job that may be spliced) the host supply moved.
+  // Under load most proposals are of gangs that fit nowhere, round after round.
+  struct Miss {
+    std::uint64_t supply = 0, host = 0;  // host: 0 where the job is never spliced
+    std::int64_t epoch = -1;             // -1: none
+    std::int32_t deficit = 0;
+    spec::EventKind event = spec::EventKind::kPlace;
+    bool cross = false;
+  };
+  // The remembered answer for `job`, if it still holds.
+  bool missed_again(int job, spec::EventKind event);
+  void remember_miss(int job, spec::EventKind event);
+  std::string retry_later_why(bool cross) const;
+
   const SchedulerCore& core_;
   FreeDeviceIndex index_;
   std::vector<char> cross_region_;  // by job
+  std::vector<Miss> misses_;        // by job
   Stats stats_;
 
   // Query state, reused across calls (no allocation per query once warm).
@@ -138,6 +163,9 @@ class GangPlacer {
   std::vector<int> held_nodes_;  // nodes where the job holds devices (held_on_ counts them)
   std::int64_t per_new_ = 0, per_old_ = 0;  // host MiB per device for the new and old splice
   bool keep_held_ = false;  // ResizeUp: held devices stay (and count on their nodes)
+  bool retry_later_ = false;  // plan() found too few free devices (its last answer)
+  std::int64_t deficit_ = 0;  // ... and by how many at least (Miss::deficit)
+  std::vector<std::int64_t> region_tagged_;  // by region: tagged devices free to the job
   int avoid_scope_ = -1;  // its nodes count as full for the query
 };
 

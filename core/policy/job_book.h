@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/policy/gang_placer.h"
+#include "core/policy/job_id_set.h"
 #include "core/policy/planner.h"
 #include "core/policy/tenant_shares.h"
 #include "core/policy/wait_lanes.h"
@@ -39,7 +40,7 @@ class JobBook {
 
   const std::set<int>& submitted() const { return submitted_; }
   std::int64_t waiting() const { return lanes_.size(); }  // jobs waiting
-  const std::set<int>& running() const { return running_; }
+  const JobIdSet& running() const { return running_; }
   // Running transparent jobs on fewer devices than their max_devices (those that can grow), by
   // (tier, job id).
   const std::set<std::pair<std::int64_t, int>>& growable() const { return growable_; }
@@ -47,8 +48,8 @@ class JobBook {
   const TenantShares& shares() const { return shares_; }
   // The running jobs of one device type and rank (spec::rank: the tier, premium jobs admitted
   // beyond the reserve apart; where a waiting job of that type may find victims), in id order.
-  const std::set<int>& running(std::int64_t dtype, std::int64_t rank) const {
-    static const std::set<int> none;
+  const JobIdSet& running(std::int64_t dtype, std::int64_t rank) const {
+    static const JobIdSet none;
     auto it = running_by_.find({dtype, rank});
     return it == running_by_.end() ? none : it->second;
   }
@@ -65,9 +66,13 @@ class JobBook {
   void note_cut(const SchedulerCore& core, int victim, int beneficiary) {
     if (core.state(victim) != spec::JobState::kCheckpointing) return;  // already over
     cut_for_[victim] = beneficiary;
-    helped_.insert(beneficiary);
+    if (static_cast<std::size_t>(beneficiary) >= helped_.size()) helped_.resize(static_cast<std::size_t>(beneficiary) + 1, 0);
+    ++helped_[static_cast<std::size_t>(beneficiary)];
   }
-  bool helped(int beneficiary) const { return helped_.count(beneficiary) != 0; }
+  bool helped(int beneficiary) const {
+    return beneficiary >= 0 && static_cast<std::size_t>(beneficiary) < helped_.size() &&
+           helped_[static_cast<std::size_t>(beneficiary)] > 0;
+  }
   // When a waiting job started waiting (the core's clock), this time: since its admission (which
   // follows its submission at the next round), or since it stopped running. Set before the
   // planner's key is computed, so a key may depend on it.
@@ -133,14 +138,14 @@ class JobBook {
   std::vector<std::int64_t> held_of_;  // by tenant: devices counted in shares_ for the job
   std::map<std::int64_t, std::int64_t> waiting_by_type_;
   std::set<int> submitted_;
-  std::set<int> running_;
+  JobIdSet running_;
   std::set<std::pair<std::int64_t, int>> growable_;
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> running_devices_;  // (dtype, rank)
   std::vector<std::int64_t> run_devices_;  // devices counted in running_devices_ for the job
   std::vector<std::int64_t> run_rank_;     // the rank it is filed under in running_by_
-  std::map<std::pair<std::int64_t, std::int64_t>, std::set<int>> running_by_;  // (dtype, rank)
+  std::map<std::pair<std::int64_t, std::int64_t>, JobIdSet> running_by_;  // (dtype, rank)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
-  std::multiset<int> helped_;   // beneficiaries of those cuts
+  std::vector<int> helped_;     // by beneficiary: how many of those cuts are for it
   std::unique_ptr<GangPlacer> placer_;
 };
 

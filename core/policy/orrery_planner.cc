@@ -166,6 +166,11 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     }
   }
   if (pool.empty()) return nothing_found();
+  // Every device of the type has memory for `ben`'s workers (its level is the type's widest, a
+  // fixed fact of the fleet): spec::fits_devices_of holds for every candidate (they hold devices of
+  // the type only), without a walk over their devices.
+  const FreeDeviceIndex& ix = book_.placer(core).index();
+  const bool fits_any = ix.level_for(bj.dtype, bj.mem) >= 0 && ix.level_for(bj.dtype, bj.mem) == ix.level_for(bj.dtype, 1);
   // A shrink inside the tier reorders equals: it is made only when what `ben` has waited (its
   // smallest gang x its wait so far: what it can expect to wait on) outweighs what the re-splice
   // costs the shrunk job (cut_cost_s); if not yet, a round is asked for when it will.
@@ -198,14 +203,16 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
       if (core.now_ms() - book_.running_since(v) < o_.starvation_cap_ms[static_cast<std::size_t>(vj.tier)]) continue;
       quantum_.erase(v);
     }
-    if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
+    if (!spec::favoured(d, s, ben, v) || (!fits_any && !spec::fits_devices_of(d, s, ben, v))) continue;
     candidates.push_back(v);
     // A shrink only of a transparent job (INV-MODE); inside the tier only when it pays (below).
     if (shrink >= 0 || core.job_info(v).mode != spec::Preemption::kTransparent) continue;
     // The largest device count the job may shrink to (a divisor of its world within the splice
     // limit, at least min_devices) that frees the beneficiary's smallest gang.
     // (By splice factor f, the smallest first: a device count is world / f.)
+    // (None where what is left after freeing the gang is below its min_devices.)
     std::int64_t to = 0;
+    if (vj.devices - bj.min_dev < vj.min_dev) continue;
     for (std::int64_t f = 1, c = vj.world; f <= spec::kSpliceLimit && to == 0; c = vj.world / ++f)
       if (vj.world % f == 0 && c <= vj.devices - bj.min_dev && c >= vj.min_dev) to = c;
     if (to == 0) continue;

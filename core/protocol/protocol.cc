@@ -48,11 +48,16 @@ std::string job_str(int job) { return "job " + std::to_string(job); }
 Protocol::Protocol(const core::SchedulerCore& core, Timeouts timeouts)
     : core_(core), timeouts_(timeouts) {}
 
-Protocol::Track& Protocol::track(int job) { return tracks_[job]; }
+Protocol::Track& Protocol::track(int job) {
+  const auto i = static_cast<std::size_t>(job);
+  if (i >= tracks_.size()) tracks_.resize(std::max(i + 1, tracks_.size() * 2));
+  if (!tracks_[i]) tracks_[i] = std::make_unique<Track>();
+  return *tracks_[i];
+}
 
 const Protocol::Track* Protocol::find(int job) const {
-  auto it = tracks_.find(job);
-  return it == tracks_.end() ? nullptr : &it->second;
+  const auto i = static_cast<std::size_t>(job);
+  return job >= 0 && i < tracks_.size() ? tracks_[i].get() : nullptr;
 }
 
 std::vector<int> Protocol::placement_nodes(int job) const {
@@ -70,6 +75,7 @@ void Protocol::recover(std::int64_t now_ms) {
     t.epoch = core_.cluster().jobs[j].epoch;
     t.nodes = placement_nodes(j);
     t.started.clear();
+    t.started_here = 0;
     t.completed.clear();
     t.node_step.clear();
     t.since_ms = now_ms;
@@ -77,7 +83,8 @@ void Protocol::recover(std::int64_t now_ms) {
     t.periodic_asked_at = -1;
     watched_.insert(j);
   }
-  for (auto& [j, t] : tracks_) refresh(j);
+  for (int j = 0; j < static_cast<int>(tracks_.size()); ++j)
+    if (tracks_[static_cast<std::size_t>(j)]) refresh(j);
 }
 
 void Protocol::send(Command::Kind kind, int node, int job, std::int64_t epoch, std::uint64_t seq,
@@ -110,7 +117,16 @@ core::Decision Protocol::runtime_decision(EventKind e, int job) const {
 void Protocol::note(int job, std::string text) { notes_.emplace_back(job, std::move(text)); }
 
 bool Protocol::started_everywhere(const Track& t) const {
-  return std::includes(t.started.begin(), t.started.end(), t.nodes.begin(), t.nodes.end());
+  return t.started_here == static_cast<int>(t.nodes.size());
+}
+
+void Protocol::mark_started(Track& t, int node) {
+  if (t.started.insert(node).second && std::binary_search(t.nodes.begin(), t.nodes.end(), node)) ++t.started_here;
+}
+
+void Protocol::recount_started(Track& t) {
+  t.started_here = 0;
+  for (int n : t.nodes) t.started_here += static_cast<int>(t.started.count(n));
 }
 
 std::int64_t Protocol::min_node_step(const Track& t) const {
@@ -130,6 +146,7 @@ void Protocol::begin_incarnation(int job, Track& t, std::uint64_t seq, std::int6
   t.epoch = jv.epoch;
   t.nodes = placement_nodes(job);
   t.started.clear();
+  t.started_here = 0;
   t.completed.clear();
   t.node_step.clear();
   t.gpu_ms = 0;
@@ -215,19 +232,20 @@ void Protocol::committed_impl(const core::Committed& c, const core::Decision& d,
     if (to == JobState::kSuspended) note(j, "suspended at step " + std::to_string(d.step));
     t.nodes.clear();
     t.started.clear();
+    t.started_here = 0;
     t.completed.clear();
     t.node_step.clear();
     t.periodic = false;
       if (t.policy.every_steps == 0) watched_.erase(j);
     if (spec::terminal_state(spec::Concrete{}, static_cast<std::int64_t>(to))) {
       watched_.erase(j);
-      tracks_.erase(j);
+      tracks_[static_cast<std::size_t>(j)].reset();
     }
     return;
   }
   if (!holds(from) && spec::terminal_state(spec::Concrete{}, static_cast<std::int64_t>(to))) {
     watched_.erase(j);
-    tracks_.erase(j);
+    tracks_[static_cast<std::size_t>(j)].reset();
   }
 }
 
@@ -361,12 +379,13 @@ Status Protocol::report_impl(const Report& r, std::int64_t now_ms) {
   if (t.epoch != jv.epoch) {  // first report after a restart of the core, or a bug: catch up
     t.epoch = jv.epoch;
     t.nodes = placement_nodes(r.job);
+    recount_started(t);
   }
   if (r.node >= 0 && !std::binary_search(t.nodes.begin(), t.nodes.end(), r.node))
     return refuse(job_str(r.job) + " is not placed on node " + core_.fleet().nodes[static_cast<std::size_t>(r.node)].name);
   switch (r.kind) {
     case Report::Kind::kStarted:
-      t.started.insert(r.node);
+      mark_started(t, r.node);
       if (started_everywhere(t)) {
         if (s == JobState::kPlaced) propose(runtime_decision(EventKind::kStart, r.job));
         else if (s == JobState::kRestoring) propose(runtime_decision(EventKind::kRestoreDone, r.job));
@@ -410,7 +429,8 @@ Status Protocol::report_impl(const Report& r, std::int64_t now_ms) {
       break;
     case Report::Kind::kCompleted:
       t.completed.insert(r.node);
-      if (std::includes(t.completed.begin(), t.completed.end(), t.nodes.begin(), t.nodes.end()))
+      if (t.completed.size() >= t.nodes.size() &&
+          std::includes(t.completed.begin(), t.completed.end(), t.nodes.begin(), t.nodes.end()))
         on_all_completed(r.job, t, r.step, r.detail);
       break;
     case Report::Kind::kCrashed: {
@@ -451,8 +471,9 @@ void Protocol::node_registered_impl(int node, const std::vector<Running>& runnin
     if (t.epoch != inc.epoch) {
       t.epoch = inc.epoch;
       t.nodes = nodes;
+      recount_started(t);
     }
-    t.started.insert(node);
+    mark_started(t, node);
     // A cut asked for before the agent reconnected may never have reached it: ask again.
     if (cutting(state(inc.job)))
       send(Command::Kind::kCut, node, inc.job, inc.epoch, latest_decision(inc.job), -1, true);
@@ -469,6 +490,7 @@ void Protocol::node_registered_impl(int node, const std::vector<Running>& runnin
     if (t.epoch != jv.epoch) {
       t.epoch = jv.epoch;
       t.nodes = placement_nodes(job);
+      recount_started(t);
     }
     if (s == JobState::kRunning) {
       platform_fault(job, "node " + nd.name + " registered without its workers");
@@ -502,9 +524,9 @@ void Protocol::tick(std::int64_t now_ms) {
     const int j = *it;
     ++it;
     const auto s = state(j);
-    auto tit = tracks_.find(j);
-    if (tit == tracks_.end()) continue;
-    auto& t = tit->second;
+    Track* tp = j >= 0 && static_cast<std::size_t>(j) < tracks_.size() ? tracks_[static_cast<std::size_t>(j)].get() : nullptr;
+    if (!tp) continue;
+    auto& t = *tp;
     if (launching(s) && now_ms - t.since_ms > timeouts_.launch_ms) {
       abort(j, Origin::kCore, "not started on every node within " + std::to_string(timeouts_.launch_ms) + " ms");
       t.since_ms = now_ms;  // one abort per timeout, whatever becomes of it

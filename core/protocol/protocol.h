@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -32,6 +33,7 @@
 
 #include "base/result.h"
 #include "core/decision.h"
+#include "core/policy/job_id_set.h"
 #include "core/protocol/messages.h"
 #include "core/scheduler_core.h"
 
@@ -93,6 +95,10 @@ class Protocol {
     std::int64_t epoch = -1;   // the incarnation the sets below are about
     std::vector<int> nodes;    // its nodes, sorted
     std::set<int> started, completed;
+    // How many of `nodes` are in `started` (kept by mark_started and recount_started): whether
+    // the incarnation started everywhere is asked on every report and commit of the job, and a
+    // walk over a large gang's nodes each time was a twentieth of a 1M-job simulation.
+    int started_here = 0;
     std::map<int, std::int64_t> node_step;
     std::int64_t gpu_ms = 0;            // reported since the last committed Progress
     std::int64_t since_ms = 0;          // when the in-flight operation began
@@ -130,6 +136,8 @@ class Protocol {
   core::Decision runtime_decision(spec::EventKind e, int job) const;
   void note(int job, std::string text);
   bool started_everywhere(const Track& t) const;
+  static void mark_started(Track& t, int node);
+  static void recount_started(Track& t);  // after `nodes` or `started` changed otherwise
   // The smallest step every node reported, or -1 while one has not.
   std::int64_t min_node_step(const Track& t) const;
   void propose_progress(int job, Track& t, std::int64_t step);
@@ -142,7 +150,10 @@ class Protocol {
 
   const core::SchedulerCore& core_;
   Timeouts timeouts_;
-  std::unordered_map<int, Track> tracks_;
+  // By job id (null: none). A flat table: a track is looked up on every commit and report, and a
+  // hash map's lookups were a twentieth of a 1M-job simulation. Tracks stay where they are when
+  // the table grows (references to them stay valid).
+  std::vector<std::unique_ptr<Track>> tracks_;
   // The decisions that may not be durable yet, per job in commit order and for all jobs in commit
   // order (to forget them once take_commands() learns they are durable).
   struct Undurable {
@@ -155,7 +166,9 @@ class Protocol {
   // Per job: a periodic cut is pending or the incarnation has not started on every node (what
   // busy() asks beside the state), kept so that busy() needs no lookup for most jobs.
   std::vector<std::uint8_t> may_be_busy_;
-  std::set<int> watched_;  // jobs with an in-flight operation, a periodic cut or a policy
+  // Jobs with an in-flight operation, a periodic cut or a policy; in id order (a bitset: a job
+  // joins and leaves it with nearly every operation).
+  core::policy::JobIdSet watched_;
   std::vector<core::Decision> proposals_;
   std::vector<Command> commands_;
   std::vector<std::pair<int, std::string>> notes_;

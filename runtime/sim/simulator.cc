@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <queue>
 #include <random>
 
 #include "core/clock.h"
@@ -15,6 +14,7 @@
 #include "core/protocol/driver.h"
 #include "core/protocol/protocol.h"
 #include "core/scheduler_core.h"
+#include "runtime/sim/event_queue.h"
 #include "runtime/sim/fleet_types.h"
 #include "runtime/sim/offered_load.h"
 #include "runtime/sim/sim_metrics.h"
@@ -27,19 +27,6 @@ using core::Decision;
 using spec::EventKind;
 using spec::JobState;
 using spec::Origin;
-
-// kStarted and kCutDone are the runtime's answers to the protocol's launch and cut commands
-// (their `ver` is the incarnation's epoch); kFinish and kCheckpoint are a running job's own.
-enum class Ev : std::uint8_t { kArrive, kFinish, kCutDone, kStarted, kCheckpoint, kFail, kRepair, kRound, kScript };
-
-struct Event {
-  std::int64_t t;
-  std::uint64_t seq;
-  Ev kind;
-  std::int32_t a;     // workload index, job or node
-  std::uint32_t ver;  // the job's version when scheduled: stale events are dropped
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
-};
 
 // What the simulator models of a job the core knows.
 struct JobSim {
@@ -59,6 +46,7 @@ struct JobSim {
   std::int64_t cut_epoch = -1;       // ... and whose cut
   bool moved = false;             // the incarnation restores on other devices (a migration)
   bool fail_next_cut = false;     // scripted: the runtime fails the next cut
+  JobTimer finish, checkpoint;    // its next finish and periodic checkpoint (JobTimer)
 };
 
 class Sim final : public core::policy::PlanContext, public protocol::CommitListener {
@@ -111,9 +99,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       push(t0_ + ms(o_.script[i].at_s), Ev::kScript, static_cast<int>(i), 0);
     std::uint64_t n = 0;
     auto last_report = wall0;
-    while (!heap_.empty() && error_.ok()) {
-      Event e = heap_.top();
-      heap_.pop();
+    while (!events_.empty() && error_.ok()) {
+      const Event e = events_.pop();
       clock_.advance(e.t - clock_.now_ms());
       handle(e);
       if ((++n & 0xffff) == 0 && o_.on_progress) {
@@ -164,7 +151,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::int64_t restore_ms(int j) const { return ms(state_gb(j) / o_.cost.restore_gbps); }
   std::int64_t transfer_ms(int j) const { return ms(state_gb(j) / o_.cost.network_gbps); }
 
-  void push(std::int64_t t, Ev k, int a, std::uint32_t ver) { heap_.push(Event{t, seq_++, k, a, ver}); }
+  void push(std::int64_t t, Ev k, int a, std::uint32_t ver) { events_.push(t, k, a, ver); }
 
   // Commits through the protocol's driver (the same path orrery-core takes); committed() below
   // keeps the planner, the counters and the job model up to date.
@@ -227,7 +214,17 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   // as durable.
   void act() {
     driver_->settle(now());
+    // A periodic cut is one command per node of the job, in a row; the simulated runtime stores it
+    // once (one CutStored, one pause). Answering each node's command was as many CutStored events
+    // and pauses, all but the first of them no-ops: half of a run's events.
+    int periodic_job = -1;
+    std::int64_t periodic_epoch = -1;
     for (const auto& cmd : proto_->take_commands(core_->committed())) {
+      if (cmd.kind == protocol::Command::Kind::kCut && !cmd.then_stop) {
+        if (cmd.job == periodic_job && cmd.epoch == periodic_epoch) continue;
+        periodic_job = cmd.job;
+        periodic_epoch = cmd.epoch;
+      }
       auto& js = job(cmd.job);
       if (cmd.kind == protocol::Command::Kind::kLaunch && js.launched_epoch != cmd.epoch) {
         js.launched_epoch = cmd.epoch;
@@ -325,15 +322,18 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     const std::int64_t from = std::max(now(), js.paused_until);
     const double left = std::max(0.0, js.total_s - js.done_s);
     const std::int64_t finish = from + static_cast<std::int64_t>(std::ceil(left / rate(j) * 1000.0));
-    push(finish, Ev::kFinish, j, js.ver);
+    arm(j, js.finish, Ev::kFinish, finish);
     if (o_.cost.checkpoint_every_s > 0) {
       const std::int64_t ck = from + ms(o_.cost.checkpoint_every_s);
-      if (ck < finish) push(ck, Ev::kCheckpoint, j, js.ver);
+      if (ck < finish) arm(j, js.checkpoint, Ev::kCheckpoint, ck);
     }
   }
+  // Job j's timers (event_queue.h), for its current version.
+  void arm(int j, JobTimer& timer, Ev kind, std::int64_t t) { events_.arm(timer, kind, j, job(j).ver, t); }
+  bool fire(const Event& e, JobTimer& timer) { return events_.fire(e, timer, job(e.a).ver); }
 
   void handle(const Event& e) {
-    switch (e.kind) {
+    switch (e.kind()) {
       case Ev::kArrive:
         // The steady-state window (offered_load.h) opens and closes at the arrivals of two
         // given jobs; the arrival window closes at the last one.
@@ -363,12 +363,12 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       case Ev::kRepair: repair(e.a); break;
       case Ev::kStarted: started(e.a, e.ver); break;
       case Ev::kCutDone: cut_stored(e.a, e.ver); break;
-      default: {
-        const int j = e.a;
-        if (e.ver != job(j).ver) return;  // superseded
-        if (e.kind == Ev::kFinish) finish(j);
-        else if (e.kind == Ev::kCheckpoint) checkpoint(j);
-      }
+      case Ev::kFinish:
+        if (fire(e, job(e.a).finish)) finish(e.a);
+        break;
+      case Ev::kCheckpoint:
+        if (fire(e, job(e.a).checkpoint)) checkpoint(e.a);
+        break;
     }
   }
 
@@ -625,8 +625,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::unique_ptr<protocol::Driver> driver_;
   FleetTypes types_;
   std::vector<JobSim> jobs_;  // by core job id
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
-  std::uint64_t seq_ = 0;
+  EventQueue events_;
   std::mt19937_64 rng_{o_.seed};
   Status error_;
   bool round_pending_ = false;
