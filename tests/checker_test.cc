@@ -831,15 +831,14 @@ struct AdmitIgnoringTheReserve {
     job.spare = d.k(0);
   }
 };
-// A (re)start that lets a spare job join the reserve whether or not it has room.
+// A (re)start that lets a spare job join the reserve whether or not it has room (the real effect,
+// then a join for one it left spare).
 struct AcquireJoiningWithoutRoom {
   static constexpr std::string_view name = "new_epoch_take_devices_join_always";
   template <class D>
   static void apply(const D& d, spec::ClusterVars<D>& s, int j, const spec::Params<D>& p) {
+    spec::EffectAcquire::apply(d, s, j, p);
     auto& job = s.jobs[j];
-    job.epoch = job.epoch + d.k(1);
-    job.resv_gen = job.resv_gen + d.k(1);
-    spec::move_to_selected(d, s, j, p, job.epoch);
     s.premium_admitted.front() =
         s.premium_admitted.front() + d.ite(job.spare == d.k(1), job.min_dev, d.k(0));
     job.spare = d.k(0);
@@ -851,10 +850,8 @@ struct AcquireDemoting {
   static constexpr std::string_view name = "new_epoch_take_devices_demote";
   template <class D>
   static void apply(const D& d, spec::ClusterVars<D>& s, int j, const spec::Params<D>& p) {
+    spec::EffectAcquire::apply(d, s, j, p);
     auto& job = s.jobs[j];
-    job.epoch = job.epoch + d.k(1);
-    job.resv_gen = job.resv_gen + d.k(1);
-    spec::move_to_selected(d, s, j, p, job.epoch);
     const auto demote = spec::is(d, job.tier, spec::Tier::kPremium) && job.spare == d.k(0);
     s.premium_admitted.front() = s.premium_admitted.front() - d.ite(demote, job.min_dev, d.k(0));
     job.spare = d.ite(demote, d.k(1), job.spare);

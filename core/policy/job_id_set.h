@@ -13,6 +13,8 @@
 #include <iterator>
 #include <vector>
 
+#include "core/policy/two_level_bits.h"
+
 namespace orrery::core::policy {
 
 class JobIdSet {
@@ -76,21 +78,9 @@ class JobIdSet {
   int next(int from) const {
     if (count_ == 0) return -1;
     if (from < 0) from = 0;
-    std::size_t wi = static_cast<std::size_t>(from) >> 6;
-    if (wi >= w_.size()) return -1;
-    const std::uint64_t w = w_[wi] & (~std::uint64_t{0} << (from & 63));
-    if (w) return static_cast<int>(wi * 64 + static_cast<std::size_t>(std::countr_zero(w)));
-    // The next non-empty word, from the summary.
-    std::size_t si = (wi + 1) >> 6;
-    if (si >= s_.size()) return -1;
-    std::uint64_t s = ((wi + 1) & 63) ? s_[si] & (~std::uint64_t{0} << ((wi + 1) & 63)) : s_[si];
-    while (!s) {
-      if (++si >= s_.size()) return -1;
-      s = s_[si];
-    }
-    wi = si * 64 + static_cast<std::size_t>(std::countr_zero(s));
-    return static_cast<int>(wi * 64 + static_cast<std::size_t>(std::countr_zero(w_[wi])));
+    return two_level_next(w_, s_, from);
   }
+
 
   Iterator begin() const { return Iterator(this, next(0)); }
   Iterator end() const { return Iterator(this, -1); }
