@@ -173,6 +173,9 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
   std::vector<std::set<WaitEntry>::const_iterator> cursor;
   std::vector<std::int64_t> lane_type;
   std::vector<Head> heap;
+  auto is_premium = [&](int j) {
+    return core.cluster().jobs[j].tier == static_cast<std::int64_t>(spec::Tier::kPremium);
+  };
   auto share = [&](int j, int tenant) {
     return by_tenant_ ? shares_.held(core.cluster().jobs[j].tier, tenant) : 0;
   };
@@ -185,6 +188,9 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
       if (t.type_full(static_cast<std::size_t>(type))) continue;
       for (const auto& lane : lanes_.lanes(cls, type)) {
         const WaitEntry& first = *lane.jobs->begin();
+        // By tenant a class holds jobs of one tier: a type full for it is skipped whole (every
+        // lane of the class would be popped once for nothing; a quarter of a 300k-job run).
+        if (by_tenant_ && t.type_full(static_cast<std::size_t>(type), is_premium(first.second))) break;
         heap.push_back({share(first.second, lane.tenant), first, lanes.size()});
         lanes.push_back(lane);
         cursor.push_back(lane.jobs->begin());
@@ -197,9 +203,7 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
       const std::size_t l = heap.back().lane;
       heap.pop_back();
       const int j = cursor[l]->second;
-      if (t.type_full(static_cast<std::size_t>(lane_type[l]),
-                      core.cluster().jobs[j].tier == static_cast<std::int64_t>(spec::Tier::kPremium)))
-        continue;  // its type is full (for jobs of its tier)
+      if (t.type_full(static_cast<std::size_t>(lane_type[l]), is_premium(j))) continue;  // for its tier
       // Past j before j is proposed: a proposal changes only its own job's entry.
       ++cursor[l];
       try_place(core, ctx, j, t, blocked);
