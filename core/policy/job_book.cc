@@ -115,22 +115,24 @@ void JobBook::admit_all(const SchedulerCore& core, PlanContext& ctx) {
 // One round's budget of failed placements per device type (place_waiting); premium jobs may have
 // their own (PlannerOptions::premium_round_budget).
 struct JobBook::Tries {
-  Tries(int types, int limit, int premium_limit)
+  // split: premium jobs count against a budget of their own (else every job counts against one).
+  Tries(int types, int limit, int premium_limit, bool split)
       : failed(static_cast<std::size_t>(types), 0), failed_premium(static_cast<std::size_t>(types), 0),
-        types(types), limit(limit), premium_limit(premium_limit) {}
+        types(types), limit(limit), premium_limit(split ? premium_limit : limit), split(split) {}
   std::vector<int> failed, failed_premium;
   int types;
   int limit, premium_limit;  // failures per type before the type counts as full (for premium jobs)
+  bool split;
   int full = 0;              // types full for every job
   int placed = 0;
   bool over() const { return full >= types; }
   bool type_full(std::size_t type, bool premium) const {
-    return premium ? failed_premium[type] >= premium_limit : failed[type] >= limit;
+    return split && premium ? failed_premium[type] >= premium_limit : failed[type] >= limit;
   }
   bool type_full(std::size_t type) const { return type_full(type, false) && type_full(type, true); }
   void fail(std::size_t type, bool premium) {
     const bool was = type_full(type);
-    ++(premium ? failed_premium : failed)[type];
+    ++(split && premium ? failed_premium : failed)[type];
     if (!was && type_full(type)) ++full;
   }
 };
@@ -159,7 +161,7 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
                            bool strict, const std::function<void(int)>& blocked, bool premium_budget) {
   const auto types = static_cast<std::int64_t>(core.fleet().device_types.size());
   const int limit = strict ? 1 : o.max_failed_tries_per_type;
-  Tries t(static_cast<int>(types), limit, premium_budget && !strict ? o.premium_round_budget : limit);
+  Tries t(static_cast<int>(types), limit, o.premium_round_budget, premium_budget && !strict);
   // Class by class, a k-way merge of the class's lanes by their next job: by tenant, the tenant
   // holding fewest devices of the job's tier first (its share when its lane is taken up again),
   // then the planner's order.
