@@ -1,7 +1,6 @@
 #include "core/policy/job_book.h"
 
 #include <algorithm>
-#include <climits>
 #include <functional>
 #include <tuple>
 
@@ -118,10 +117,10 @@ struct JobBook::Tries {
   // split: premium jobs count against a budget of their own (else every job counts against one).
   Tries(int types, int limit, int premium_limit, bool split)
       : failed(static_cast<std::size_t>(types), 0), failed_premium(static_cast<std::size_t>(types), 0),
-        types(types), limit(limit), premium_limit(split ? premium_limit : limit), split(split) {}
+        types(types), limit(limit), premium_limit(premium_limit), split(split) {}
   std::vector<int> failed, failed_premium;
   int types;
-  int limit, premium_limit;  // failures per type before the type counts as full (for premium jobs)
+  int limit, premium_limit;  // failures per type before the type counts as full (for premium jobs, if split)
   bool split;
   int full = 0;              // types full for every job
   int placed = 0;
@@ -141,7 +140,7 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
                         const std::function<void(int)>& blocked) {
   const auto& jv = core.cluster().jobs[j];
   const auto type = static_cast<std::size_t>(jv.dtype);
-  const bool premium = jv.tier == static_cast<std::int64_t>(spec::Tier::kPremium);
+  const bool premium = spec::is(spec::Concrete{}, jv.tier, spec::Tier::kPremium);
   if (t.type_full(type, premium) || ctx.cut_pending(j)) return false;
   const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
   auto p = placer(core).propose(j, ev);
@@ -175,9 +174,7 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
   std::vector<std::set<WaitEntry>::const_iterator> cursor;
   std::vector<std::int64_t> lane_type;
   std::vector<Head> heap;
-  auto is_premium = [&](int j) {
-    return core.cluster().jobs[j].tier == static_cast<std::int64_t>(spec::Tier::kPremium);
-  };
+  auto is_premium = [&](int j) { return spec::is(spec::Concrete{}, core.cluster().jobs[j].tier, spec::Tier::kPremium); };
   auto share = [&](int j, int tenant) {
     return by_tenant_ ? shares_.held(core.cluster().jobs[j].tier, tenant) : 0;
   };

@@ -85,7 +85,7 @@ void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.place_waiting(core, ctx, o_, /*strict=*/false, [&](int ben) {
     if (book_.helped(ben)) return;
     const auto& bj = core.cluster().jobs[ben];
-    if (bj.tier == static_cast<std::int64_t>(spec::Tier::kPremium)) {
+    if (spec::is(spec::Concrete{}, bj.tier, spec::Tier::kPremium)) {
       if (premium_searches >= o_.premium_round_budget) return;
       if (premium_searches >= o_.max_cuts_per_round) {
         if (bj.min_dev > burst_devices) return;

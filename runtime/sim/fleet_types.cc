@@ -1,7 +1,6 @@
 #include "runtime/sim/fleet_types.h"
 
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 namespace orrery::sim {
