@@ -205,6 +205,9 @@ std::string show_params(z3::model& m, const SymParams& p, spec::EventKind e) {
       break;
     case EventKind::kRelease:
       break;
+    case EventKind::kRetype:
+      out << " dtype=" << value_of(m, p.dtype);
+      break;
     case EventKind::kProgress:
       out << " step=" << value_of(m, p.step) << " gpu_ms=" << value_of(m, p.gpu_ms);
       break;

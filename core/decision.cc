@@ -95,6 +95,9 @@ std::string Decision::describe() const {
   }
   if (beneficiary >= 0) s += " for job " + std::to_string(beneficiary);
   switch (event) {
+    case spec::EventKind::kRetype:
+      s += " to " + device_type;
+      break;
     case spec::EventKind::kProgress:
       s += " step " + std::to_string(step) + " +" + std::to_string(gpu_ms) + " gpu-ms";
       break;

@@ -188,6 +188,22 @@ int Fleet::type_id(const std::string& type) const {
   return -1;
 }
 
+Result<std::vector<int>> Fleet::type_ids(std::string_view types) const {
+  std::vector<int> ids;
+  for (std::size_t at = 0;;) {
+    const std::size_t bar = types.find('|', at);
+    const std::string name(types.substr(at, bar == std::string_view::npos ? std::string_view::npos : bar - at));
+    if (name.empty()) return Status::Error("device type list \"" + std::string(types) + "\" has an empty name");
+    const int id = type_id(name);
+    if (id < 0) return Status::Error("the fleet has no device of type '" + name + "'");
+    if (std::find(ids.begin(), ids.end(), id) != ids.end())
+      return Status::Error("device type '" + name + "' is named twice in \"" + std::string(types) + "\"");
+    ids.push_back(id);
+    if (bar == std::string_view::npos) return ids;
+    at = bar + 1;
+  }
+}
+
 const DeviceGroup& Fleet::group_of(int dev) const {
   auto it = std::upper_bound(groups.begin(), groups.end(), dev,
                              [](int v, const DeviceGroup& g) { return v < g.first; });

@@ -67,6 +67,10 @@ struct Fleet {
   std::string to_text() const;
 
   int type_id(const std::string& type) const;  // -1 when the fleet has no such device type
+  // A job spec's device types, "A100-80G" or several in order of preference, "A100-80G|H100-80G"
+  // (the Alibaba trace's gpu_spec form): their ids, each named once, or why not (a type the fleet
+  // lacks, an empty name).
+  Result<std::vector<int>> type_ids(std::string_view types) const;
   // The spec's view: every device and node, no job yet.
   spec::ClusterVars<spec::Concrete> empty_cluster() const;
 };

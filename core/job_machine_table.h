@@ -92,6 +92,7 @@ using NodeLoss = Ev<EventKind::kNodeLoss>;
 using Cancel = Ev<EventKind::kCancel>;
 using Release = Ev<EventKind::kRelease>;
 using Abort = Ev<EventKind::kAbort>;
+using Retype = Ev<EventKind::kRetype>;
 
 template <class S, class E, class T, class A = none, class G = none>
 using Row = msmf::Row<S, E, T, A, G>;
@@ -173,7 +174,8 @@ using FailureRows = boost::mpl::vector<
     Row<Restoring,     NodeLoss,    Queued, Do<spec::EffectRequeuePlatform>, If<spec::GuardFaultsLeft>>,
     Row<Restoring,     NodeLoss,    Failed, Do<spec::EffectGiveUpPlatform>, If<spec::GuardFaultsExhausted>>>;
 
-// Cancellation from every live state.
+// Cancellation from every live state; and another device type for a waiting job (last: the rows
+// before kept their numbers when it came).
 using CancelRows = boost::mpl::vector<
     Row<Submitted,     Cancel, Cancelled, Do<spec::EffectCancel>>,
     Row<Queued,        Cancel, Cancelled, Do<spec::EffectCancel>>,
@@ -183,7 +185,9 @@ using CancelRows = boost::mpl::vector<
     Row<Suspended,     Cancel, Cancelled, Do<spec::EffectCancel>>,
     Row<Migrating,     Cancel, Cancelled, Do<spec::EffectCancel>>,
     Row<Restoring,     Cancel, Cancelled, Do<spec::EffectCancel>>,
-    Row<Resizing,      Cancel, Cancelled, Do<spec::EffectCancel>>>;
+    Row<Resizing,      Cancel, Cancelled, Do<spec::EffectCancel>>,
+    Row<Queued,        Retype, Queued,    Do<spec::EffectRetype>, If<spec::GuardRetype>>,
+    Row<Suspended,     Retype, Suspended, Do<spec::EffectRetype>, If<spec::GuardRetype>>>;
 
 using Table =
     boost::mpl::joint_view<boost::mpl::joint_view<MainRows, InFlightRows>,

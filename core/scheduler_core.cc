@@ -92,10 +92,13 @@ Result<spec::Params<Concrete>> SchedulerCore::params_for(const Decision& d) cons
   spec::Params<Concrete> p{};
   p.tier = static_cast<std::int64_t>(d.tier);
   p.dtype = 0;
-  if (d.event == spec::EventKind::kSubmit) {
+  if (d.event == spec::EventKind::kSubmit) {  // the first of the types the spec allows
+    auto ids = fleet_.type_ids(d.device_type);
+    if (!ids) return ids.status();
+    p.dtype = ids->front();
+  } else if (d.event == spec::EventKind::kRetype) {  // another one of them (allowed_by_spec)
     p.dtype = fleet_.type_id(d.device_type);
-    if (p.dtype < 0)
-      return Status::Error("the fleet has no device of type '" + d.device_type + "'");
+    if (p.dtype < 0) return Status::Error("the fleet has no device of type '" + d.device_type + "'");
   }
   p.world = d.world;
   p.min_dev = d.min_devices;
@@ -141,6 +144,25 @@ const RowDesc<Concrete>* SchedulerCore::find_row(int j, spec::EventKind event,
   return nullptr;
 }
 
+bool SchedulerCore::allows_type(int job, int type) const {
+  const auto& types = info_[static_cast<std::size_t>(job)].types;
+  if (types.empty()) return cluster_.jobs[job].dtype == type;
+  return std::find(types.begin(), types.end(), type) != types.end();
+}
+
+// The core's own part of a Retype (the spec's is GuardRetype): the type is one the job's spec
+// allows.
+Status SchedulerCore::allowed_by_spec(const Decision& d, const spec::Params<Concrete>& p) const {
+  if (d.event != spec::EventKind::kRetype || allows_type(static_cast<int>(d.job), static_cast<int>(p.dtype)))
+    return Status::Ok();
+  const auto& types = info_[static_cast<std::size_t>(d.job)].types;
+  std::string allowed;
+  if (types.empty()) allowed = fleet_.device_types[static_cast<std::size_t>(cluster_.jobs[d.job].dtype)];
+  for (auto t : types) allowed += (allowed.empty() ? "" : "|") + fleet_.device_types[static_cast<std::size_t>(t)];
+  return Status::Error("job " + std::to_string(d.job) + "'s spec does not allow device type '" + d.device_type +
+                       "' (it allows " + allowed + ")");
+}
+
 Status SchedulerCore::check(const Decision& d) const {
   if (!spec::may_decide(d.origin, d.event))
     return Status::Error("a " + std::string(spec::origin_name(d.origin)) + " may not decide " +
@@ -149,6 +171,7 @@ Status SchedulerCore::check(const Decision& d) const {
   if (d.job < 0 || d.job >= cluster_.num_jobs()) return Status::Error("unknown job " + std::to_string(d.job));
   auto params = params_for(d);
   if (!params) return params.status();
+  if (auto st = allowed_by_spec(d, *params); !st.ok()) return st;
   std::string why;
   if (!find_row(static_cast<int>(d.job), d.event, *params, &why)) return Status::Error(why);
   return Status::Ok();
@@ -158,7 +181,8 @@ bool SchedulerCore::accepts(const Decision& d) const {
   if (!spec::may_decide(d.origin, d.event) || d.event == spec::EventKind::kSubmit) return false;
   if (d.job < 0 || d.job >= cluster_.num_jobs()) return false;
   auto params = params_for(d);
-  return params.ok() && find_row(static_cast<int>(d.job), d.event, *params, nullptr) != nullptr;
+  return params.ok() && allowed_by_spec(d, *params).ok() &&
+         find_row(static_cast<int>(d.job), d.event, *params, nullptr) != nullptr;
 }
 
 Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, bool journaled) {
@@ -182,13 +206,19 @@ Result<Committed> SchedulerCore::apply(const Decision& d, std::int64_t time_ms, 
   auto params = params_for(d);
   if (!params) return params.status();
   const auto& p = *params;
+  if (!fresh)
+    if (auto st = allowed_by_spec(d, p); !st.ok()) return st;
 
   if (fresh) {  // a new slot in state New; removed again if the submission is rejected
     spec::add_job_slot(dom, cluster_);
     // A tenant stays interned even if this Submit is refused: ids stay dense and stable.
     auto [t, added] = tenant_ids_.try_emplace(d.tenant, static_cast<std::int32_t>(tenants_.size()));
     if (added) tenants_.push_back(d.tenant);
-    info_.push_back(JobInfo{d.name, t->second, d.mode, d.min_runtime_ms});
+    info_.push_back(JobInfo{d.name, t->second, d.mode, d.min_runtime_ms, {}});
+    if (d.device_type.find('|') != std::string::npos) {  // params_for checked the list
+      const auto ids = fleet_.type_ids(d.device_type);
+      info_.back().types.assign(ids->begin(), ids->end());
+    }
   }
   auto drop_fresh = [&] {
     if (!fresh) return;

@@ -64,6 +64,10 @@ struct JobInfo {
   // costs the job (its preemption mode), and how long after a start it is not to be evicted.
   spec::Preemption mode = spec::Preemption::kTransparent;
   std::int64_t min_runtime_ms = 0;
+  // The device types its spec allows when it names more than one ("A|B": the first is the one it
+  // was submitted with), in its order of preference; empty when it names one. A planner may move a
+  // waiting job to any of them (Retype); the core refuses any other.
+  std::vector<std::int32_t> types;
 };
 
 class SchedulerCore {
@@ -105,6 +109,9 @@ class SchedulerCore {
   // The spec parameters a decision stands for (bad devices or device type -> error). For a Submit
   // the job is the next free id.
   Result<spec::Params<spec::Concrete>> params_for(const Decision& decision) const;
+  // A Retype's part that is the core's, not the spec's: the type is one the job's spec allows
+  // (JobInfo::types). Ok for every other event.
+  Status allowed_by_spec(const Decision& d, const spec::Params<spec::Concrete>& p) const;
 
   const Fleet& fleet() const { return fleet_; }
   // The injected clock's time: what planners measure waiting with.
@@ -115,6 +122,8 @@ class SchedulerCore {
     return static_cast<spec::JobState>(cluster_.jobs[job].state);
   }
   const JobInfo& job_info(int job) const { return info_[job]; }
+  // Whether job `job`'s spec allows devices of type `type` (its own type, or one of JobInfo::types).
+  bool allows_type(int job, int type) const;
   // Tenants by first appearance; 0 is the default tenant "" (a Submit without one).
   int num_tenants() const { return static_cast<int>(tenants_.size()); }
   const std::string& tenant_name(int tenant) const { return tenants_[static_cast<std::size_t>(tenant)]; }

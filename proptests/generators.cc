@@ -483,6 +483,28 @@ core::Decision gen_release(const RefModel& m) {
   return d;
 }
 
+// Another device type: mostly for a waiting job whose spec names several, one of them; sometimes
+// any job and any name (refused unless allowed and waiting).
+core::Decision gen_retype(const RefModel& m) {
+  core::Decision d;
+  d.event = EventKind::kRetype;
+  auto flexible = jobs_where(m, [&](int j) {
+    return !m.jobs[j].types.empty() && in(m.jobs[j].state, {JobState::kQueued, JobState::kSuspended});
+  });
+  d.job = pick_job(m, flexible);
+  const bool known_job = d.job >= 0 && d.job < m.num_jobs();
+  if (known_job && !m.jobs[d.job].types.empty() && uniform(0, 5) != 0) {
+    const auto& job = m.jobs[d.job];
+    std::vector<int> others;
+    for (int t : job.types)
+      if (t != job.dtype) others.push_back(t);
+    d.device_type = m.type_names[others.empty() || uniform(0, 8) == 0 ? job.dtype : *rc::gen::elementOf(others)];
+  } else {
+    d.device_type = *rc::gen::element<std::string>("A", "B", "C");
+  }
+  return d;
+}
+
 }  // namespace
 
 std::vector<int> reserved_devices(const RefModel& m, int j) {
@@ -551,7 +573,7 @@ Step next_step(const RefModel& m) {
   int trespass_place = 0, trespass_resume = 0, trespass_running = 0;
   int owner_placeable = 0, owner_resumable = 0;  // with reservations of their own to consume
   int override_place = 0, override_resume = 0;   // may take a reservation of a job they outrank
-  int cutting = 0, movable = 0, stuck = 0, in_flight = 0;
+  int cutting = 0, movable = 0, stuck = 0, in_flight = 0, retypable = 0;
   std::vector<int> veterans;
   for (int j = 0; j < m.num_jobs(); ++j) {
     const JobState st = m.jobs[j].state;
@@ -567,6 +589,7 @@ Step next_step(const RefModel& m) {
     placeable |= can_take(m, j, JobState::kQueued) ? 1 : 0;
     resumable |= can_take(m, j, JobState::kSuspended) ? 1 : 0;
     holding |= ref_holding(m.jobs[j].state) ? 1 : 0;
+    retypable |= !m.jobs[j].types.empty() && in(st, {JobState::kQueued, JobState::kSuspended}) ? 1 : 0;
     growable |= can_grow(m, j) ? 1 : 0;
     if (running(m, j) && has_favoured(m, j)) {
       preemptible = 1;
@@ -627,6 +650,7 @@ Step next_step(const RefModel& m) {
        }},
       {2 + 2 * reservations, [&] { decide(&gen_cancel); }},
       {1 + 3 * reservations, [&] { decide(&gen_release); }},
+      {1 + 6 * retypable, [&] { decide(&gen_retype); }},
       {2,
        [&] {
          step.kind = Step::Kind::kClock;

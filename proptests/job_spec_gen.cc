@@ -62,6 +62,11 @@ core::Decision gen_submit(const RefModel& m) {
     // A well-formed spec: W = count * splice with a range around count.
     d.tier = static_cast<spec::Tier>(uniform(0, 3));
     d.device_type = *rc::gen::elementOf(types);
+    // Several types, in either order, on a fleet that has several (Retype moves such a job).
+    if (types.size() > 1 && uniform(0, 3) == 0) {
+      const std::string other = *rc::gen::elementOf(types);
+      if (other != d.device_type) d.device_type += "|" + other;
+    }
     const std::int64_t count = uniform(1, 5);
     const std::int64_t splice =
         *rc::gen::weightedElement<std::int64_t>({{6, 1}, {6, 2}, {2, 3}, {2, 4}});
@@ -78,7 +83,7 @@ core::Decision gen_submit(const RefModel& m) {
   } else {
     // Anything, most of it invalid.
     d.tier = static_cast<spec::Tier>(uniform(-1, 4));
-    d.device_type = *rc::gen::element<std::string>("A", "B", "C", "");
+    d.device_type = *rc::gen::element<std::string>("A", "B", "C", "", "A|A", "A|C", "A|", "|B");
     d.world = uniform(-1, 20);
     d.min_devices = uniform(-1, 6);
     d.max_devices = uniform(-1, 10);

@@ -39,6 +39,7 @@ constexpr Authority kAuthority[] = {
     // A cut refused or failed on a node (the runtime), an operation past its timeout or a move
     // whose target no longer fits (the core's timers); never a planner's to decide.
     {EventKind::kAbort,           false,  true,   true,    true},
+    {EventKind::kRetype,          true,   false,  true,    false},  // another type the spec allows
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "proptests/reference_model.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <sstream>
 
@@ -245,11 +246,31 @@ bool ref_gang_fits(const RefModel& m, int j, const std::set<int>& sel, std::int6
 
 namespace {
 
-bool valid_spec(const RefModel& m, const core::Decision& d, int& type, std::string& why) {
-  type = -1;
+// The id of a device type name, -1 when the fleet has none.
+int type_named(const RefModel& m, const std::string& name) {
   for (int t = 0; t < static_cast<int>(m.type_names.size()); ++t)
-    if (m.type_names[t] == d.device_type) type = t;
-  if (type < 0) return why = "unknown device type", false;
+    if (m.type_names[t] == name) return t;
+  return -1;
+}
+
+bool valid_spec(const RefModel& m, const core::Decision& d, int& type, std::vector<int>& types, std::string& why) {
+  // One type, or several separated by '|': each known, none twice; the first is the job's type.
+  types.clear();
+  std::string name;
+  for (std::size_t i = 0; i <= d.device_type.size(); ++i) {
+    if (i < d.device_type.size() && d.device_type[i] != '|') {
+      name += d.device_type[i];
+      continue;
+    }
+    const int t = type_named(m, name);
+    if (t < 0) return why = "unknown device type", false;
+    for (int u : types)
+      if (u == t) return why = "device type named twice", false;
+    types.push_back(t);
+    name.clear();
+  }
+  type = types.front();
+  if (types.size() == 1) types.clear();
   auto tier = static_cast<std::int64_t>(d.tier);
   if (tier < 0 || tier >= kRefNumTiers) return why = "unknown tier", false;
   if (!(1 <= d.min_devices && d.min_devices <= d.max_devices && d.max_devices <= d.world))
@@ -387,9 +408,11 @@ Prediction predict(RefModel& m, const core::Decision& d) {
 
   if (d.event == EventKind::kSubmit) {
     int type = -1;
+    std::vector<int> types;
     std::string why;
-    if (!valid_spec(m, d, type, why)) return reject(why);
+    if (!valid_spec(m, d, type, types, why)) return reject(why);
     RefJob job;
+    job.types = types;
     job.state = JobState::kSubmitted;
     job.tier = static_cast<std::int64_t>(d.tier);
     job.dtype = type;
@@ -410,6 +433,15 @@ Prediction predict(RefModel& m, const core::Decision& d) {
   if (d.job < 0 || d.job >= m.num_jobs()) return reject("no such job");
   const int j = static_cast<int>(d.job);
   RefJob& job = m.jobs[j];
+  // A Retype names a known type that the job's spec allows, whatever its state (the core checks
+  // that before the lifecycle).
+  const int retype_to = d.event == EventKind::kRetype ? type_named(m, d.device_type) : -1;
+  if (d.event == EventKind::kRetype) {
+    if (retype_to < 0) return reject("unknown device type");
+    const bool allowed = job.types.empty() ? retype_to == job.dtype
+                                           : std::find(job.types.begin(), job.types.end(), retype_to) != job.types.end();
+    if (!allowed) return reject("a type the job's spec does not allow");
+  }
   const JobState s = job.state;
   // An operator's preemption or shrink for no one (orrery suspend, orrery resize): allowed to
   // operators only, whatever the tiers.
@@ -682,6 +714,23 @@ Prediction predict(RefModel& m, const core::Decision& d) {
       to = s;
       p.resv_voided = void_reservations(m, j);
       job.hold = false;  // orrery resume: the planners may place or resume it again
+      break;
+    case EventKind::kRetype:
+      // A waiting job, not held by an operator, to another type; its reservations (of the old
+      // type) go.
+      if (!ref_waiting(s)) break;
+      if (job.hold) {
+        why = "held by an operator";
+        break;
+      }
+      if (retype_to == job.dtype) {
+        why = "its own type";
+        break;
+      }
+      ok = true;
+      to = s;
+      job.dtype = retype_to;
+      p.resv_voided = void_reservations(m, j);
       break;
   }
   if (!ok) {

@@ -90,6 +90,9 @@ struct RefJob {
   // A premium job admitted beyond the premium reserve: it counts nothing against the reserve and
   // ranks below the premium jobs within it, until a (re)start finds room in the reserve.
   bool spare = false;
+  // The device types its spec allows when it names several ("A|B", the first its type at
+  // submission); empty when it names one. Retype moves a waiting job to another of them.
+  std::vector<int> types;
   bool transparent() const { return mode == static_cast<std::int64_t>(spec::Preemption::kTransparent); }
   bool requeue() const { return mode == static_cast<std::int64_t>(spec::Preemption::kRequeue); }
 };

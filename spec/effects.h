@@ -392,4 +392,15 @@ struct EffectUnreserve {
   }
 };
 
+// A waiting job takes another device type (GuardRetype): the devices reserved for it, of its old
+// type, are given up (a new reservation generation voids them, as Release does).
+struct EffectRetype {
+  static constexpr std::string_view name = "take_type_void_reservations";
+  template <class D>
+  static void apply(const D& d, ClusterVars<D>& s, int j, const Params<D>& p) {
+    s.jobs[j].dtype = p.dtype;
+    s.jobs[j].resv_gen = s.jobs[j].resv_gen + d.k(1);
+  }
+};
+
 }  // namespace orrery::spec

@@ -94,6 +94,22 @@ struct GuardGang {
   }
 };
 
+// Another device type for a waiting job (Retype): a known one, not its own, and not while an
+// operator holds it. That the type is one the job's spec allows is the core's check (a job spec
+// may name several types: core/scheduler_core.h); the spec's part is that the type changes only
+// while the job waits, holding nothing, and that its reservations (of the old type) go with it
+// (EffectRetype, INV-WORLD).
+struct GuardRetype {
+  static constexpr std::string_view name = "another_type";
+  template <class D>
+  static Clauses<D> clauses(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {
+    const auto& job = s.jobs[j];
+    return {{"device type known", d.k(0) <= p.dtype},
+            {"another type than its own", !(p.dtype == job.dtype)},
+            {"not held by an operator (orrery resume releases it)", job.hold == d.k(0)}};
+  }
+};
+
 // The number of selected devices job j holds now.
 template <class D>
 typename D::Int kept_count(const D& d, const ClusterVars<D>& s, int j, const Params<D>& p) {

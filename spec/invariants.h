@@ -58,7 +58,9 @@ constexpr std::string_view inv_id(Inv i) {
 
 constexpr std::string_view inv_summary(Inv i) {
   switch (i) {
-    case Inv::kWorld: return "world size and job spec fixed and in range after submission";
+    case Inv::kWorld:
+      return "world size and job spec fixed and in range after submission; the device type "
+             "changes only while the job waits, voiding its reservations";
     case Inv::kGang: return "a job holding devices has all W workers placed within its range";
     case Inv::kExcl: return "a device is held by at most one job";
     case Inv::kCap: return "no node exceeds its devices or host memory for spliced state";
@@ -541,10 +543,15 @@ typename D::Bool job_step(const D& d, Inv inv, const ClusterVars<D>& pre, int j,
   const auto& b = post.jobs[i];
   auto submitted = !is(d, a.state, JobState::kNew);
   switch (inv) {
-    case Inv::kWorld:
-      return d.implies(submitted, b.world == a.world && b.tier == a.tier && b.dtype == a.dtype &&
+    case Inv::kWorld: {
+      // The device type changes only while the job waits (it holds nothing), and its
+      // reservations, of the old type, are voided with it (Retype).
+      auto retyped = waiting_state(d, a.state) && waiting_state(d, b.state) && !(b.resv_gen == a.resv_gen);
+      return d.implies(submitted, b.world == a.world && b.tier == a.tier &&
+                                      (b.dtype == a.dtype || retyped) &&
                                       b.min_dev == a.min_dev && b.max_dev == a.max_dev &&
                                       b.mem == a.mem);
+    }
     case Inv::kCkpt: {
       // Progress moves back only on failure or abort (leaving a holding state for Queued or
       // Failed, or restarting in place: Placed), and then exactly to the last committed

@@ -54,8 +54,10 @@ enum class EventKind : std::int64_t {
   kRelease = 17,        // give up the devices reserved for a waiting job (operators only)
   kAbort = 18,          // the in-flight operation failed, was refused or timed out: back to a
                         // safe state (runtime reports; the core's own timeouts)
+  kRetype = 19,         // a waiting job is to run on another device type its spec allows (a job
+                        // may name several: the core checks the type is one of them)
 };
-inline constexpr int kNumEventKinds = 19;
+inline constexpr int kNumEventKinds = 20;
 
 // Who may decide an event. The invariants about *decisions* (INV-TIER above all) hold for what
 // planners decide; they rest on failures, progress and completion being facts the runtime reports,
@@ -63,7 +65,7 @@ inline constexpr int kNumEventKinds = 19;
 // event from an origin that may not decide it, so a planner cannot free devices by claiming a
 // worker crashed. (That a runtime report is authentic is the RPC layer's to ensure.)
 enum class Origin : std::int64_t {
-  kPlanner = 0,   // policies: Admit Place Resume Migrate ResizeUp ResizeDown Preempt
+  kPlanner = 0,   // policies: Admit Place Resume Migrate ResizeUp ResizeDown Preempt Retype
   kRuntime = 1,   // node agents: Start Progress Checkpoint CheckpointDone RestoreDone Complete
                   //              WorkerCrash NodeLoss Abort
   kOperator = 2,  // users and administrators: trusted with every event (e.g. marking a node lost,
@@ -83,6 +85,7 @@ constexpr bool planner_event(EventKind e) {
     case EventKind::kResizeUp:
     case EventKind::kResizeDown:
     case EventKind::kPreempt:
+    case EventKind::kRetype:
       return true;
     default:
       return false;
@@ -195,7 +198,7 @@ constexpr std::string_view event_name(EventKind e) {
       "Submit",   "Admit",      "Place",      "Start",          "Progress",    "Checkpoint",
       "ResizeUp", "ResizeDown", "Preempt",    "CheckpointDone", "Resume",      "RestoreDone",
       "Migrate",  "Complete",   "WorkerCrash", "NodeLoss",      "Cancel",      "Release",
-      "Abort"};
+      "Abort",    "Retype"};
   auto i = static_cast<std::int64_t>(e);
   return (i >= 0 && i < kNumEventKinds) ? names[i] : "?";
 }

@@ -86,13 +86,13 @@ void ExpectDecided(const ProofReport& r) {
 TEST(ProverTest, RealLifecycleTableIsProved) {
   const auto rows = lifecycle_rows();
   const auto node_rows = node_lifecycle_rows();
-  ASSERT_EQ(rows.size(), 62u);
+  ASSERT_EQ(rows.size(), 64u);
   ASSERT_EQ(node_rows.size(), 8u);
   constexpr std::size_t kInvs = spec::kAllInvariants.size();
   constexpr std::size_t kPerRow = kInvs + 3;      // every invariant, FRAME, DELTA, ENABLED
   constexpr std::size_t kPerNodeRow = kInvs + 2;  // every invariant, FRAME, ENABLED
   auto r = prove(rows, kProofShape, kTimeoutMs);
-  EXPECT_EQ(r.rows, 62);
+  EXPECT_EQ(r.rows, 64);
   EXPECT_EQ(r.node_rows, 8);
   EXPECT_EQ(r.failed, 0);
   // Init x 14 invariants, then per job row 14 invariants, FRAME, DELTA and ENABLED, per node row
@@ -889,6 +889,34 @@ TEST(ProverTest, DemotingAJobWithinTheReserveFailsAdmitStep) {
   EXPECT_EQ(failed_on_its_one_row<DemotingTable>("demotion to spare"), std::set<Inv>{Inv::kAdmit});
 }
 
+// ---- Another device type for a waiting job (Retype) -------------------------------------------
+
+// A retype that keeps the job's reservations (made for devices of its old type): INV-WORLD's step
+// part fails (the type changes only with the reservations voided).
+struct RetypeKeepingReservations {
+  static constexpr std::string_view name = "take_type_keep_reservations";
+  template <class D>
+  static void apply(const D&, spec::ClusterVars<D>& s, int j, const spec::Params<D>& p) {
+    s.jobs[j].dtype = p.dtype;
+  }
+};
+using RetypeKeepingReservationsTable = mpl::vector<
+    lc::Row<lc::Queued, lc::Retype, lc::Queued, lc::Do<RetypeKeepingReservations>, lc::If<spec::GuardRetype>>>;
+// The real retype, from Running: the job would hold devices of a type that is no longer its own.
+using RetypeWhileRunningTable = mpl::vector<
+    lc::Row<lc::Running, lc::Retype, lc::Running, lc::Do<spec::EffectRetype>, lc::If<spec::GuardRetype>>>;
+
+TEST(ProverTest, RetypeKeepingTheReservationsFailsWorldStep) {
+  EXPECT_EQ(failed_on_its_one_row<RetypeKeepingReservationsTable>("retype keeping reservations"),
+            std::set<Inv>{Inv::kWorld});
+}
+
+TEST(ProverTest, RetypeOfARunningJobFailsWorldAndGang) {
+  const auto failed = failed_on_its_one_row<RetypeWhileRunningTable>("retype while running");
+  EXPECT_TRUE(failed.count(Inv::kWorld) != 0) << ids(failed);
+  EXPECT_TRUE(failed.count(Inv::kGang) != 0) << ids(failed);
+}
+
 // ---- ORDER: job ids are compared only for equality --------------------------------------------
 
 TEST(IdOrderTest, RealTablesCompareIdsOnlyForEquality) {
@@ -900,7 +928,7 @@ TEST(IdOrderTest, RealTablesCompareIdsOnlyForEquality) {
   // The domain: 2 clusters x (14 invariants' parts, the initial state, the fleet; then per row
   // and acting job: guard, effect, 8 step parts, DELTA; node guards). Renaming: 5 clusters x 2
   // renamings x (per row and acting job: guard, effect, invariants).
-  EXPECT_GT(r.formulas, 2 * 62 * 3 * 11 + 5 * 2 * 62 * 3 * 3);
+  EXPECT_GT(r.formulas, 2 * 64 * 3 * 11 + 5 * 2 * 64 * 3 * 3);
   const auto ob = id_order_obligation(r);
   EXPECT_EQ(ob.kind, ObligationKind::kIdOrder);
   EXPECT_EQ(obligation_name(ob), "ORDER");
@@ -1078,7 +1106,7 @@ TEST(BmcTest, RealTableHasNoShortViolation) {
   EXPECT_EQ(r.seconds_per_depth.size(), 3u);
   EXPECT_FALSE(r.all_depths);  // all three depths unrolled: no induction needed
   // One step keeps the invariants whatever the choice: no run needs a query.
-  EXPECT_EQ(r.choices, 62 + 8);
+  EXPECT_EQ(r.choices, 64 + 8);
   EXPECT_EQ(r.closed, r.choices);
   EXPECT_EQ(r.queries_per_depth, (std::vector<int>{0, 0, 0}));
 }
@@ -1101,7 +1129,7 @@ TEST(BmcTest, InductionStepClosesTheDepthsBeyondTheUnrolledOnes) {
   EXPECT_EQ(r.induction_k, 1);
   EXPECT_TRUE(r.all_depths);
   EXPECT_EQ(r.depth_checked, 12);
-  EXPECT_EQ(r.choices, 2 * 62 + 8);
+  EXPECT_EQ(r.choices, 2 * 64 + 8);
 }
 
 // A machine whose bad state is reachable only after two steps: unrolling one step finds nothing,

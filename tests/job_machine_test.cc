@@ -89,6 +89,9 @@ class JobMachineTest : public ::testing::Test {
       case EventKind::kCheckpointDone:
         p.step = job.progress;
         break;
+      case EventKind::kRetype:  // another type (the fleet's other types are the core's to know)
+        p.dtype = job.dtype + 1;
+        break;
       default:
         break;
     }
@@ -194,7 +197,7 @@ TEST_F(JobMachineTest, EveryEventWithoutARowIsRejectedInEveryState) {
       ++rejected;
     }
   }
-  EXPECT_EQ(rejected, spec::kNumJobStates * spec::kNumEventKinds - 50);  // 50 (src, event) pairs
+  EXPECT_EQ(rejected, spec::kNumJobStates * spec::kNumEventKinds - 52);  // 52 (src, event) pairs
 }
 
 TEST_F(JobMachineTest, GuardRejectionIsAnErrorAndChangesNothing) {
@@ -229,7 +232,7 @@ TEST_F(JobMachineTest, UnknownEventValueIsAnError) {
   FireContext ctx{&cluster_, 0, &p};
   auto st = m.fire(static_cast<EventKind>(spec::kNumEventKinds), ctx);
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.reason(), "unknown event 19");
+  EXPECT_EQ(st.reason(), "unknown event 20");
   EXPECT_EQ(m.state(), JobState::kNew);
 }
 
@@ -313,9 +316,9 @@ TEST_F(JobMachineTest, EveryRowIsTakenByTheMachine) {
   }
 }
 
-TEST(JobRowsTest, SixtyTwoRowsInTableOrder) {
+TEST(JobRowsTest, SixtyFourRowsInTableOrder) {
   const auto& rows = job_rows();
-  ASSERT_EQ(rows.size(), 62u);
+  ASSERT_EQ(rows.size(), 64u);
   for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].index, static_cast<int>(i + 1));
   EXPECT_EQ(rows.front().label(), "#1 New --Submit--> Submitted [valid_spec / record_spec]");
   EXPECT_EQ(rows[8].label(),
@@ -325,9 +328,11 @@ TEST(JobRowsTest, SixtyTwoRowsInTableOrder) {
             "checkpoint_new_epoch_take_target]");
   EXPECT_EQ(rows[16].label(),
             "#17 Queued --Release--> Queued [none / void_reservations_release_hold]");
+  EXPECT_EQ(rows[62].label(), "#63 Queued --Retype--> Queued [another_type / take_type_void_reservations]");
   EXPECT_EQ(rows[26].label(), "#27 Migrating --Abort--> Placed [none / new_epoch_rollback_in_place]");
+  EXPECT_EQ(rows[61].label(), "#62 Resizing --Cancel--> Cancelled [none / release_unreserve_unadmit]");
   EXPECT_EQ(rows.back().label(),
-            "#62 Resizing --Cancel--> Cancelled [none / release_unreserve_unadmit]");
+            "#64 Suspended --Retype--> Suspended [another_type / take_type_void_reservations]");
   // Guard and effect pointers are present exactly when the names are.
   for (const auto& r : rows) {
     EXPECT_EQ(r.guard == nullptr, r.guard_name == "none") << r.label();
@@ -338,7 +343,7 @@ TEST(JobRowsTest, SixtyTwoRowsInTableOrder) {
 TEST(JobRowsTest, SeveralRowsForOneSourceAndEventHaveMutuallyExclusiveGuards) {
   std::map<std::pair<JobState, EventKind>, std::vector<const RowDesc<spec::Concrete>*>> groups;
   for (const auto& r : job_rows()) groups[{r.src, r.event}].push_back(&r);
-  EXPECT_EQ(groups.size(), 50u);
+  EXPECT_EQ(groups.size(), 52u);
 
   Cluster s = default_fleet().empty_cluster();
   spec::Concrete d;

@@ -3,12 +3,14 @@
 // the mechanism goes: growth into idle devices, a shrink inside a tier for a job of a lower LAS
 // level, the cost rule that delays a cut until the waiting job has waited what it costs, the
 // starvation cap, the tier order under overload (also beyond the premium reserve), and premium's own
-// round budgets. (Shrink for a higher tier, preemption of a
+// round budgets, and another device type for a job whose spec allows several (for every planner).
+// (Shrink for a higher tier, preemption of a
 // lower tier and defragmentation by migration: runtime/sim/simulator_test.cc; the cheapest
 // victims: tests/victim_choice_test.cc.) docs/scheduling.md.
 #include <gtest/gtest.h>
 
 #include "runtime/sim/fleet_generator.h"
+#include "runtime/sim/fleet_types.h"
 #include "runtime/sim/sim_test_util.h"
 #include "runtime/sim/simulator.h"
 
@@ -171,6 +173,72 @@ TEST(PlannerActions, APremiumBurstIsServedPastTheRoundBudgets) {
   o.planner.premium_burst_share = 0;
   auto capped = run(w, o, 256);
   EXPECT_GT(capped.tiers[0].max_queue_s, 90);
+}
+
+// Two nodes of 4 devices, A100s and H100s; the workload names both types (bit 0 A100, bit 1 H100).
+core::Fleet two_types() {
+  return *core::Fleet::parse(
+      "region r0\ncluster c0\n"
+      "node a host_mem_mib=262144\ndevices A100-80G count=4 mem_mib=81920\n"
+      "node h host_mem_mib=262144\ndevices H100-80G count=4 mem_mib=81920\n");
+}
+
+// The workload bit of the type the simulator submits job `j` with first (its hashed choice).
+std::uint64_t first_choice_bit(const Workload& w, const core::Fleet& f, int j) {
+  const int type = FleetTypes(w, f).choose(w, j).type;
+  return f.device_types[static_cast<std::size_t>(type)] == w.device_types[0] ? 1u : 2u;
+}
+
+SimResult run_on(const core::Fleet& f, const Workload& w, const SimOptions& o, const std::string& policy) {
+  auto r = simulate(f, w, policy, o);
+  EXPECT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->rejected_proposals, 0u);
+  EXPECT_EQ(r->completed, static_cast<std::int64_t>(w.jobs.size()));
+  return *r;
+}
+
+TEST(PlannerActions, AJobThatAllowsSeveralTypesIsPlacedOnAnotherWithRoom) {
+  // X (pinned) holds all 4 devices of Y's first type for 1,000 s; Y (2 devices, 100 s, either
+  // type) arrives at 10 s and runs at once on the other type, with every planner. Submitted
+  // with its first type only (--pin-types), it waits for X.
+  const auto f = two_types();
+  Workload w;
+  w.device_types = {"A100-80G", "H100-80G"};
+  w.jobs = {job(0, 1000, 4, spec::Tier::kStandard), job(10, 100, 2, spec::Tier::kStandard)};
+  w.jobs[1].device_types = 3;
+  w.jobs[0].device_types = first_choice_bit(w, f, 1);
+  for (const char* policy : {"fifo", "tiresias", "afs", "orrery"}) {
+    SCOPED_TRACE(policy);
+    auto moved = run_on(f, w, quiet(), policy);
+    EXPECT_LT(moved.tiers[1].max_queue_s, 5);
+    EXPECT_EQ(moved.preemptions, 0);
+    auto pinned_o = quiet();
+    pinned_o.pin_types = true;
+    auto pinned = run_on(f, w, pinned_o, policy);
+    EXPECT_GT(pinned.tiers[1].max_queue_s, 900);
+  }
+}
+
+TEST(PlannerActions, AJobThatAllowsSeveralTypesCutsWhereALowerTierHoldsDevices) {
+  // Y's first type is full of a premium job, which it may not cut; the other type is full of a
+  // basic job. Y (premium, either type) moves there and cuts the basic job; pinned to its first
+  // type it waits for the premium job to end.
+  const auto f = two_types();
+  Workload w;
+  w.device_types = {"A100-80G", "H100-80G"};
+  w.jobs = {job(0, 5000, 4, spec::Tier::kPremium), job(0, 5000, 4, spec::Tier::kBasic),
+            job(10, 100, 2, spec::Tier::kPremium)};
+  w.jobs[2].device_types = 3;
+  w.jobs[0].device_types = first_choice_bit(w, f, 2);
+  w.jobs[1].device_types = 3 - w.jobs[0].device_types;
+  auto moved = run_on(f, w, quiet(), "orrery");
+  EXPECT_EQ(moved.preemptions, 1);
+  EXPECT_LT(moved.tiers[0].max_queue_s, 60);
+  auto pinned_o = quiet();
+  pinned_o.pin_types = true;
+  auto pinned = run_on(f, w, pinned_o, "orrery");
+  EXPECT_EQ(pinned.preemptions, 0);
+  EXPECT_GT(pinned.tiers[0].max_queue_s, 4900);
 }
 
 }  // namespace

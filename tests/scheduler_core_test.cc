@@ -484,11 +484,96 @@ TEST_F(SchedulerCoreTest, ScriptedLifecycle) {
                            JobState::kCompleted, JobState::kCancelled};
   ASSERT_EQ((*core)->num_jobs(), 5);
   for (int j = 0; j < 5; ++j) EXPECT_EQ((*core)->state(j), want[j]) << "job " << j;
-  // Every kind of event was committed at least once.
+  // Every kind of event was committed at least once, but Retype: the default fleet has one device
+  // type (AWaitingJobTakesAnotherTypeItsSpecAllows commits it).
   std::vector<bool> seen(spec::kNumEventKinds, false);
   for (const auto& d : t.decisions) seen[static_cast<int>(d.event)] = true;
   for (int e = 0; e < spec::kNumEventKinds; ++e)
-    EXPECT_TRUE(seen[e]) << spec::event_name(static_cast<EventKind>(e));
+    EXPECT_EQ(seen[e], static_cast<EventKind>(e) != EventKind::kRetype) << spec::event_name(static_cast<EventKind>(e));
+}
+
+// A job spec may name several device types ("A|B"); a waiting job takes another of them (Retype),
+// and the devices reserved for it, of its old type, are given up with it. Every commit is checked
+// against every invariant, state and step parts (Driver).
+TEST_F(SchedulerCoreTest, AWaitingJobTakesAnotherTypeItsSpecAllows) {
+  using E = EventKind;
+  using S = JobState;
+  ManualClock clock(1000);
+  auto fleet = Fleet::parse(
+      "premium_reserve 4\n"
+      "region local\n"
+      "cluster c0\n"
+      "node a host_mem_mib=262144\n"
+      "devices A100-80G count=4 mem_mib=81920\n"
+      "node h host_mem_mib=262144\n"
+      "devices H100-80G count=4 mem_mib=81920\n");
+  ASSERT_TRUE(fleet.ok()) << fleet.reason();
+  auto core = SchedulerCore::create(std::move(*fleet), clock, nullptr);
+  ASSERT_TRUE(core.ok()) << core.reason();
+  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
+  auto& c = **core;
+  Driver t(c, clock);
+  auto retype = [](std::int64_t job, const std::string& type) {
+    auto d = ev(E::kRetype, job);
+    d.device_type = type;
+    return d;
+  };
+  const std::string both = "A100-80G|H100-80G";
+  t.ok(submit("flex", Tier::kStandard, 4, 4, 4, 1024, both), S::kSubmitted);           // job 0
+  t.ok(submit("pinned", Tier::kBasic, 4, 4, 4, 1024, "A100-80G"), S::kSubmitted);     // job 1
+  EXPECT_EQ(c.job_info(0).types, (std::vector<std::int32_t>{0, 1}));
+  EXPECT_TRUE(c.job_info(1).types.empty());
+  EXPECT_EQ(c.device_type(0), "A100-80G");  // the first it names
+  EXPECT_TRUE(c.allows_type(0, 1));
+  EXPECT_FALSE(c.allows_type(1, 1));
+  t.rejected(submit("typo", Tier::kStandard, 4, 4, 4, 1024, "A100-80G|T4"), {"the fleet has no device of type 'T4'"});
+  t.rejected(submit("empty", Tier::kStandard, 4, 4, 4, 1024, "A100-80G||H100-80G"), {"has an empty name"});
+  t.rejected(submit("twice", Tier::kStandard, 4, 4, 4, 1024, "A100-80G|A100-80G"), {"named twice"});
+  t.rejected(retype(0, "H100-80G"), {"no transition: Retype for job 0 in state Submitted"});
+  t.ok(ev(E::kAdmit, 0), S::kQueued);
+  t.ok(ev(E::kAdmit, 1), S::kQueued);
+  t.ok(on(E::kPlace, 1, {0, 1, 2, 3}, 1), S::kPlaced);
+  t.ok(ev(E::kStart, 1), S::kRunning);
+
+  // Only a type the spec allows, another than its own; a planner may decide it.
+  t.rejected(retype(1, "H100-80G"), {"job 1's spec does not allow device type 'H100-80G' (it allows A100-80G)"});
+  t.rejected(retype(0, "A100-80G"), {"another type than its own"});
+  t.rejected(retype(0, "T4"), {"the fleet has no device of type 'T4'"});
+  auto by_planner = retype(0, "H100-80G");
+  by_planner.origin = spec::Origin::kPlanner;
+  EXPECT_TRUE(c.check(by_planner).ok());
+  t.ok(by_planner, S::kQueued);
+  EXPECT_EQ(c.device_type(0), "H100-80G");
+  t.rejected(on(E::kPlace, 0, {0, 1, 2, 3}, 1), {"devices of the job's type"});
+  t.ok(on(E::kPlace, 0, {4, 5, 6, 7}, 1), S::kPlaced);
+  t.ok(ev(E::kStart, 0), S::kRunning);
+  t.rejected(retype(0, "A100-80G"), {"no transition: Retype for job 0 in state Running"});
+
+  // A premium job on H100s cuts job 0; the devices are reserved for it. It takes the A100s
+  // instead: the reservation goes (job 0 may have its devices back), and it may cut job 1 there.
+  t.ok(submit("prem", Tier::kPremium, 4, 4, 4, 1024, "H100-80G|A100-80G"), S::kSubmitted);  // job 2
+  t.ok(ev(E::kAdmit, 2), S::kQueued);
+  t.rejected(for_job(E::kPreempt, 1, 2), {"beneficiary favoured by rank or fair share"});  // not its type
+  t.ok(for_job(E::kPreempt, 0, 2), S::kCheckpointing);
+  t.ok(at_step(E::kCheckpointDone, 0, 0), S::kSuspended);
+  EXPECT_EQ(reserved_for(c.cluster()), (std::vector<std::int64_t>{-1, -1, -1, -1, 2, 2, 2, 2}));
+  t.ok(retype(2, "A100-80G"), S::kQueued);
+  EXPECT_EQ(reserved_for(c.cluster()), std::vector<std::int64_t>(8, -1));
+  t.ok(on(E::kResume, 0, {4, 5, 6, 7}, 1), S::kRestoring);
+  t.ok(for_job(E::kPreempt, 1, 2), S::kCheckpointing);
+  t.ok(at_step(E::kCheckpointDone, 1, 0), S::kSuspended);
+  t.ok(on(E::kPlace, 2, {0, 1, 2, 3}, 1), S::kPlaced);
+
+  // A suspended job may move too, but not one an operator holds.
+  auto op_cut = ev(E::kPreempt, 0);
+  t.ok(ev(E::kRestoreDone, 0), S::kRunning);
+  t.ok(op_cut, S::kCheckpointing);
+  t.ok(at_step(E::kCheckpointDone, 0, 0), S::kSuspended);
+  t.rejected(retype(0, "A100-80G"), {"not held by an operator"});
+  t.ok(ev(E::kRelease, 0), S::kSuspended);
+  t.ok(retype(0, "A100-80G"), S::kSuspended);
+  EXPECT_EQ(c.device_type(0), "A100-80G");
+  EXPECT_EQ(c.rejected(), t.expected_rejections);
 }
 
 // Resources are exact integers (design.md): the checker proves the guards over unbounded integers,

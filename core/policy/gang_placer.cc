@@ -79,7 +79,8 @@ bool GangPlacer::missed_again(int job, EventKind event) {
   const JobState needs = event == EventKind::kPlace ? JobState::kQueued : JobState::kSuspended;
   const bool cross = static_cast<std::size_t>(job) < cross_region_.size() && cross_region_[static_cast<std::size_t>(job)];
   const int level = index_.level_for(jv.dtype, jv.mem);
-  if (m.epoch != jv.epoch || core_.state(job) != needs || m.cross != cross || level < 0) return false;
+  if (m.epoch != jv.epoch || m.dtype != jv.dtype || core_.state(job) != needs || m.cross != cross || level < 0)
+    return false;
   if (m.deficit > 0) return index_.supply(level) - m.supply < static_cast<std::uint64_t>(m.deficit);
   return m.supply == index_.supply(level) && m.host == (jv.min_dev < jv.world ? index_.host_supply() : 0);
 }
@@ -92,6 +93,7 @@ void GangPlacer::remember_miss(int job, EventKind event) {
   // Fewer devices than workers splice, and spliced workers need host memory (the guard's rule).
   m.host = jv.min_dev < jv.world ? index_.host_supply() : 0;
   m.epoch = jv.epoch;
+  m.dtype = static_cast<std::int32_t>(jv.dtype);
   m.deficit = static_cast<std::int32_t>(std::clamp<std::int64_t>(deficit_, 0, INT32_MAX));
   m.event = event;
   m.cross = static_cast<std::size_t>(job) < cross_region_.size() && cross_region_[static_cast<std::size_t>(job)];

@@ -134,6 +134,7 @@ class GangPlacer {
     std::uint64_t supply = 0, host = 0;  // host: 0 where the job is never spliced
     std::int64_t epoch = -1;             // -1: none
     std::int32_t deficit = 0;
+    std::int32_t dtype = -1;             // the job's type then (a Retype makes the miss stale)
     spec::EventKind event = spec::EventKind::kPlace;
     bool cross = false;
   };

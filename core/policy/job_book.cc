@@ -20,6 +20,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
     run_epoch_.resize(where_.size(), -1);
     run_devices_.resize(where_.size(), 0);
     run_rank_.resize(where_.size(), 0);
+    wait_type_.resize(where_.size(), 0);
     if (by_tenant_) held_of_.resize(where_.size(), 0);
   }
   const auto& jv = core.cluster().jobs[job];
@@ -35,9 +36,9 @@ void JobBook::update(const SchedulerCore& core, int job) {
   const Where was = w;
   switch (w) {
     case Where::kSubmitted: submitted_.erase(job); break;
-    case Where::kWaiting:
-      lanes_.remove(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
-      --waiting_by_type_[jv.dtype];
+    case Where::kWaiting:  // under the type it was filed with (a Retype changes the job's)
+      lanes_.remove(lane_class(key_of_[i]), wait_type_[i], tenant, {key_of_[i], job});
+      --waiting_by_type_[wait_type_[i]];
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, -1);
       break;
     case Where::kRunning:
@@ -71,6 +72,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
       // Already waiting (a re-file): unchanged.
       if (was != Where::kWaiting) wait_since_[i] = core.now_ms();
       key_of_[i] = key_(core, job);
+      wait_type_[i] = jv.dtype;
       lanes_.add(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
       ++waiting_by_type_[jv.dtype];
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, 1);
@@ -149,10 +151,41 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
     ++t.placed;
     return true;
   }
+  if (p.kind != Proposal::Kind::kOk && place_on_another_type(core, ctx, j, t)) {
+    ++t.placed;
+    return true;
+  }
   if (p.kind != Proposal::Kind::kOk) ctx.note(j, p.why);
-  // Room can be made only for a job that fits the fleet at all.
-  if (blocked && p.kind == Proposal::Kind::kRetryLater) blocked(j);
+  // Room can be made only for a job that fits the fleet at all (on the type it has now).
+  if (blocked && p.kind == Proposal::Kind::kRetryLater && jv.dtype == static_cast<std::int64_t>(type)) blocked(j);
   t.fail(type, premium);
+  return false;
+}
+
+bool JobBook::place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t) {
+  const auto& types = core.job_info(j).types;
+  // Not for a job cuts are under way for: the devices they free, of its type, are reserved for it.
+  if (types.empty() || helped(j)) return false;
+  const auto& jv = core.cluster().jobs[j];
+  const bool premium = spec::is(spec::Concrete{}, jv.tier, spec::Tier::kPremium);
+  GangPlacer& pl = placer(core);
+  pl.sync();
+  const FreeDeviceIndex& ix = pl.index();
+  for (const std::int32_t type : types) {
+    if (type == jv.dtype || t.type_full(static_cast<std::size_t>(type), premium)) continue;
+    const int level = ix.level_for(type, jv.mem);
+    if (level < 0 || ix.total(level, ix.fleet_scope()) < jv.min_dev) continue;
+    Decision r;
+    r.event = EventKind::kRetype;
+    r.origin = spec::Origin::kPlanner;
+    r.job = j;
+    r.device_type = core.fleet().device_types[static_cast<std::size_t>(type)];
+    if (!core.accepts(r) || !ctx.propose(r)) continue;
+    auto p = pl.propose(j, core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume);
+    if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) return true;
+    t.fail(static_cast<std::size_t>(type), premium);  // it waits on that type now
+    return false;
+  }
   return false;
 }
 

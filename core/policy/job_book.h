@@ -103,7 +103,8 @@ class JobBook {
 
   // Places (or resumes) waiting jobs in order, each on the devices the gang placement proposes;
   // by tenant: tier by tier, each next job from the tenant holding fewest devices of the tier, in
-  // order inside a tenant.
+  // order inside a tenant. A job whose spec allows several device types and that does not fit its
+  // own takes another with room for it (place_on_another_type) before anything is cut for it.
   // A job that does not fit counts against its device type's budget of failed tries, ctx.note()
   // hears why, and if it could fit the fleet (kRetryLater) it is passed to `blocked` (a planner
   // may preempt or shrink for it there). `strict` stops a type at its first failure (FIFO: no job
@@ -126,6 +127,10 @@ class JobBook {
   // Tries to place or resume waiting job j (place_waiting's step); true if placed.
   bool try_place(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t,
                  const std::function<void(int)>& blocked);
+  // For waiting job j that does not fit its device type: the first other type its spec allows
+  // (in the spec's order) with free devices enough for its smallest gang; j is moved there
+  // (Retype) and placed if it fits. True if placed.
+  bool place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t);
   std::function<Key(const SchedulerCore&, int)> key_;
   bool by_tenant_;
   TenantShares shares_;
@@ -143,6 +148,7 @@ class JobBook {
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> running_devices_;  // (dtype, rank)
   std::vector<std::int64_t> run_devices_;  // devices counted in running_devices_ for the job
   std::vector<std::int64_t> run_rank_;     // the rank it is filed under in running_by_
+  std::vector<std::int64_t> wait_type_;    // the device type it is filed under while waiting
   std::map<std::pair<std::int64_t, std::int64_t>, JobIdSet> running_by_;  // (dtype, rank)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
   std::vector<int> helped_;     // by beneficiary: how many of those cuts are for it

@@ -104,9 +104,43 @@ void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   grow(core, ctx);
 }
 
+bool OrreryPlanner::move_to_roomiest_type(const SchedulerCore& core, PlanContext& ctx, int ben) {
+  const auto& types = core.job_info(ben).types;
+  if (types.empty() || book_.helped(ben)) return false;
+  const auto& bj = core.cluster().jobs[ben];
+  const std::int64_t ben_rank = spec::rank(spec::Concrete{}, bj);
+  GangPlacer& pl = book_.placer(core);
+  pl.sync();
+  const FreeDeviceIndex& ix = pl.index();
+  // What a type could give `ben` now: its free devices with memory for a worker, and those jobs
+  // of lower ranks hold (what cutting all of them would free).
+  auto room = [&](std::int64_t type) {
+    const int level = ix.level_for(type, bj.mem);
+    if (level < 0) return std::int64_t{-1};
+    std::int64_t r = ix.total(level, ix.fleet_scope());
+    for (std::int64_t rank = ben_rank + 1; rank < spec::kNumRanks; ++rank) r += book_.running_devices(type, rank);
+    return r;
+  };
+  std::int64_t best = bj.dtype, best_room = room(bj.dtype);
+  for (const std::int32_t t : types)
+    if (const std::int64_t r = room(t); r > best_room) {
+      best = t;
+      best_room = r;
+    }
+  if (best == bj.dtype || best_room < bj.min_dev) return false;
+  Decision r;
+  r.event = EventKind::kRetype;
+  r.origin = spec::Origin::kPlanner;
+  r.job = ben;
+  r.device_type = core.fleet().device_types[static_cast<std::size_t>(best)];
+  return core.accepts(r) && ctx.propose(r);
+}
+
 bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int ben) {
   const spec::Concrete d;
   const auto& s = core.cluster();
+  // A job its spec lets run on several types looks for room where the most could be made.
+  move_to_roomiest_type(core, ctx, ben);
   const auto& bj = s.jobs[ben];
   // Candidates: running jobs whose devices the guard lets go for `ben` (a lower tier; or its own
   // tier by the fair-share rules below).

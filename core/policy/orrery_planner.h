@@ -81,6 +81,9 @@ class OrreryPlanner final : public Planner {
   std::vector<std::int64_t> next_search_;  // by job: no victim search for it before this time
   // Frees devices for the waiting job `ben` by a shrink or a preemption; true if one started.
   bool free_for(const SchedulerCore& core, PlanContext& ctx, int ben);
+  // Moves waiting `ben` (Retype) to the device type its spec allows where the most devices are
+  // free or held by lower ranks, if that is not its own and covers its smallest gang; true if moved.
+  bool move_to_roomiest_type(const SchedulerCore& core, PlanContext& ctx, int ben);
   // Defragmentation by migration for `ben` (step 5); true if migrations started.
   bool defragment_for(const SchedulerCore& core, PlanContext& ctx, int ben);
   int moves_ = 0;  // defragmentation migrations started this round

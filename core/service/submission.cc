@@ -13,23 +13,29 @@ using spec::Origin;
 
 Result<int> Service::submit(const JobSpec& spec) {
   if (auto st = validate_job_spec(spec); !st) return st;
-  if (core_->fleet().type_id(spec.device_type) < 0) {
-    std::string types;
-    for (const auto& t : core_->fleet().device_types) types += (types.empty() ? "" : ", ") + t;
-    return Status::InvalidArgument("unknown device type \"" + spec.device_type +
-                                   "\" (the fleet has: " + types + ")");
+  // One device type, or several in order of preference ("A|B": a planner may run it on any).
+  const auto types = core_->fleet().type_ids(spec.device_type);
+  if (!types) {
+    std::string known;
+    for (const auto& t : core_->fleet().device_types) known += (known.empty() ? "" : ", ") + t;
+    return Status::InvalidArgument("device_type \"" + spec.device_type + "\": " + types.reason() +
+                                   " (the fleet has: " + known + ")");
   }
-  // A spec no placement on this fleet could ever satisfy is refused now, naming the limit, rather
-  // than left Queued forever.
+  // A spec no placement on this fleet could ever satisfy (on any of its types) is refused now,
+  // naming the limit, rather than left Queued forever.
   core::FitRequest fit;
-  fit.dtype = core_->fleet().type_id(spec.device_type);
   fit.world = spec.world;
   fit.min_devices = spec.min_devices;
   fit.max_devices = spec.max_devices;
   fit.mem_mib = spec.mem_mib;
   fit.mode = spec.preemption;
-  if (auto st = core::fits_fleet(core_->fleet(), fit); !st)
-    return Status::InvalidArgument("the job can never be placed on this fleet: " + st.reason());
+  Status fits = Status::Ok();
+  for (int type : *types) {
+    fit.dtype = type;
+    fits = core::fits_fleet(core_->fleet(), fit);
+    if (fits.ok()) break;
+  }
+  if (!fits) return Status::InvalidArgument("the job can never be placed on this fleet: " + fits.reason());
   // The whole spec is journaled with the Submit: the journal alone rebuilds every job.
   core::Decision d = core::Decision::submit(spec.name, spec.tier, spec.device_type, spec.world,
                                             spec.min_devices, spec.max_devices, spec.mem_mib,

@@ -25,20 +25,17 @@ FleetTypes::FleetTypes(const Workload& w, const core::Fleet& fleet)
   }
 }
 
-FleetTypes::Choice FleetTypes::choose(const Workload& w, int job) const {
+std::vector<std::pair<int, std::int64_t>> FleetTypes::holding(const Workload& w, int job, bool* allowed) const {
   const auto& sj = w.jobs[static_cast<std::size_t>(job)];
   std::vector<std::pair<int, std::int64_t>> ok;
-  std::int64_t total = 0;
-  bool allowed = false;  // the fleet has a type the job allows, whatever its count
   auto consider = [&](int t) {
     if (t < 0) return;
-    allowed = true;
+    if (allowed) *allowed = true;
     const auto i = static_cast<std::size_t>(t);
     if (count_[i] < sj.min_devices || mem_[i] < sj.mem_mib) return;
     for (auto& [u, c] : ok)
       if (u == t) return;
     ok.emplace_back(t, count_[i]);
-    total += count_[i];
   };
   if (sj.device_types == 0) {
     for (int t = 0; t < static_cast<int>(count_.size()); ++t) consider(t);
@@ -46,6 +43,23 @@ FleetTypes::Choice FleetTypes::choose(const Workload& w, int job) const {
     for (std::size_t i = 0; i < fleet_type_.size(); ++i)
       if (sj.allows_type(static_cast<int>(i))) consider(fleet_type_[i]);
   }
+  return ok;
+}
+
+std::vector<int> FleetTypes::allowed(const Workload& w, int job, int first) const {
+  auto ok = holding(w, job, nullptr);
+  std::stable_sort(ok.begin(), ok.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<int> out{first};
+  for (const auto& [t, c] : ok)
+    if (t != first) out.push_back(t);
+  return out;
+}
+
+FleetTypes::Choice FleetTypes::choose(const Workload& w, int job) const {
+  bool allowed = false;  // the fleet has a type the job allows, whatever its count
+  const auto ok = holding(w, job, &allowed);
+  std::int64_t total = 0;
+  for (const auto& [t, c] : ok) total += c;
   if (total == 0)
     return {-1, allowed ? "fewer devices of an allowed type than its min_devices, or too little memory"
                         : "its gpu_spec allows no device type the fleet has"};

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/fleet.h"
@@ -25,11 +26,18 @@ class FleetTypes {
   // and memory), chosen in proportion to their device counts by the job's index (the same for
   // every policy).
   Choice choose(const Workload& w, int job) const;
+  // Every type that can ever hold job `w` (of those it allows), `first` (its choice) first, then
+  // the others by device count, the most first: the job spec names them all ("A|B|C"), and a
+  // planner may move it, while it waits, to any of them (Retype).
+  std::vector<int> allowed(const Workload& w, int job, int first) const;
   std::int64_t count(int type) const { return count_[static_cast<std::size_t>(type)]; }
 
  private:
   std::vector<std::int64_t> count_, mem_;  // per fleet type: devices, largest memory (MiB)
   std::vector<int> fleet_type_;            // per workload type: the fleet's id, -1 when absent
+  // The types that can ever hold job `w` (enough devices and memory) with their device counts, in
+  // the fleet's order; *allowed (if given) set when the fleet has a type the job allows at all.
+  std::vector<std::pair<int, std::int64_t>> holding(const Workload& w, int job, bool* allowed) const;
 };
 
 // The jobs the simulator submits on `fleet` (those counted in the offered load): a device type can

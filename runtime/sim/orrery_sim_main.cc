@@ -119,6 +119,10 @@ int main(int argc, char** argv) {
                "journal each run and replay it through the invariant checker (the code of "
                "orrery-check replay, linked into orrery-sim for this option only)");
   app.add_flag("--elastic", elastic, "trace jobs may shrink to 1/f of their GPUs (f <= 8 dividing num_gpu)");
+  app.add_flag("--pin-types", o.pin_types,
+               "submit each job with the one device type chosen for it; by default a job that allows "
+               "several (gpu_spec names several, or none) names every one that can hold it, and a planner "
+               "places it on another when its own has no room");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.add_option("--round-s", o.round_s, "scheduling round, at most this often (default 10 s)")->check(CLI::Range(0.001, 86400.0));
   app.add_option("--premium-share", o.premium_share, "devices premium demand may hold (default 0.75)")

@@ -126,7 +126,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   bool propose(const Decision& d) override {
     if (!spec::planner_event(d.event)) ++rejected_;  // a policy bug
     if (!proto_->may_commit(d)) return false;
-    if (d.event != EventKind::kAdmit && d.event != EventKind::kPlace && d.event != EventKind::kResume)
+    if (d.event == EventKind::kPreempt || d.event == EventKind::kMigrate || d.event == EventKind::kResizeUp ||
+        d.event == EventKind::kResizeDown)
       progress(static_cast<int>(d.job));  // the work done up to a cut is committed first
     const bool ok = commit(d).ok();
     act();
@@ -403,8 +404,11 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       mode = spec::Preemption::kTransparent;
     const bool whole = mode != spec::Preemption::kTransparent;
     // A workload of one tenant submits without one (the core's default tenant).
-    Decision d = Decision::submit("j" + std::to_string(w), sj.tier,
-                                  core_->fleet().device_types[static_cast<std::size_t>(type)], sj.world,
+    std::string types = core_->fleet().device_types[static_cast<std::size_t>(type)];
+    if (!o_.pin_types)
+      for (int t : types_.allowed(w_, w, type))
+        if (t != type) types += "|" + core_->fleet().device_types[static_cast<std::size_t>(t)];
+    Decision d = Decision::submit("j" + std::to_string(w), sj.tier, types, sj.world,
                                   whole ? sj.world : sj.min_devices, whole ? sj.world : sj.max_devices, sj.mem_mib,
                                   w_.tenants.size() > 1 ? w_.tenants[static_cast<std::size_t>(sj.tenant)] : "");
     d.mode = mode;

@@ -72,6 +72,11 @@ struct SimOptions {
   // or requeue job runs one worker per device (min = max = world); one whose device type has
   // fewer devices than its world stays transparent.
   ModeWeights modes = kAllTransparent;
+  // A job that allows several device types (the trace's gpu_spec names several, or none: any type)
+  // is submitted naming every one that can hold it, the type chosen for it first (FleetTypes): a
+  // planner places it on another when its own has no room (Retype). pin_types: only the chosen
+  // one, as before job specs could name several.
+  bool pin_types = false;
   std::string journal_path;     // empty: no journal
   // Called now and then with (simulated seconds, jobs finished, jobs in the workload) — for a
   // progress bar.

@@ -155,7 +155,9 @@ TEST_F(Cluster, MalformedRequestsGetClearErrorsAndChangeNothing) {
     bad = Cluster::mlp_job("bad", 10, 0);
     bad.device_type = "TPU";
     r = c.submit(bad);
-    EXPECT_NE(r.reason().find("unknown device type \"TPU\""), std::string::npos) << r.reason();
+    EXPECT_NE(r.reason().find("device_type \"TPU\": the fleet has no device of type 'TPU' (the fleet has: host)"),
+              std::string::npos)
+        << r.reason();
     bad = Cluster::mlp_job("bad", 10, 0);
     bad.max_devices = 3;
     r = c.submit(bad);

@@ -84,6 +84,46 @@ class ServiceTest : public ::testing::Test {
   core::ManualClock clock_{1000};
 };
 
+// A job spec may name several device types in order of preference ("A|B"): it is accepted when it
+// fits the fleet on one of them, and a planner runs it on one with room (Retype).
+TEST_F(ServiceTest, AJobNamingSeveralDeviceTypesRunsOnOneThatFits) {
+  auto f = core::Fleet::parse(
+      "region r\ncluster c\nnode n1 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n"
+      "node n2 host_mem_mib=4096\ndevices big count=2 mem_mib=8192\n");
+  ASSERT_TRUE(f.ok()) << f.reason();
+  auto opened = Service::open(opts_, *f, clock_);
+  ASSERT_TRUE(opened.ok()) << opened.reason();
+  auto& s = **opened;
+  auto l1 = std::make_shared<RecordingLink>();
+  auto l2 = std::make_shared<RecordingLink>();
+  ASSERT_TRUE(s.register_node("n1", {"host", 2, 256}, {}, l1).ok());
+  ASSERT_TRUE(s.register_node("n2", {"big", 2, 8192}, {}, l2).ok());
+  auto js = spec();
+  js.mem_mib = 1024;  // no host device has the memory: only the big ones fit
+  js.device_type = "host|big";
+  auto reason = [&](const std::string& types, std::int64_t mem = 1024) {
+    auto bad = js;
+    bad.device_type = types;
+    bad.mem_mib = mem;
+    auto r = s.submit(bad);
+    EXPECT_FALSE(r.ok()) << types;
+    return r.reason();
+  };
+  EXPECT_EQ(reason("host|TPU"), "device_type \"host|TPU\": the fleet has no device of type 'TPU' (the fleet has: host, big)");
+  EXPECT_NE(reason("host|host").find("device type 'host' is named twice"), std::string::npos);
+  EXPECT_NE(reason("host|").find("device_type: must be a device type name"), std::string::npos);
+  EXPECT_NE(reason("host|big", 100000).find("the job can never be placed on this fleet"), std::string::npos);
+  EXPECT_NE(reason("host", 1024).find("the job can never be placed on this fleet"), std::string::npos);
+  auto id = s.submit(js);
+  ASSERT_TRUE(id.ok()) << id.reason();
+  EXPECT_EQ(s.core().device_type(*id), "host");  // its first type, until a planner moves it
+  s.tick();  // admit; no host device holds a worker: moved to the big ones and placed there
+  EXPECT_EQ(s.core().device_type(*id), "big");
+  EXPECT_EQ(s.core().state(*id), spec::JobState::kPlaced);
+  EXPECT_TRUE(l2->saw("launch 0 epoch 1 restore -1 devices 2")) << (l2->log.empty() ? "" : l2->log.back());
+  EXPECT_TRUE(l1->log.empty());
+}
+
 TEST_F(ServiceTest, LostNodeFailsOverFromTheLastCheckpointAndARestartedCoreReconciles) {
   auto s = open(true);
   auto l1 = std::make_shared<RecordingLink>();
