@@ -92,7 +92,10 @@ Result<spec::Params<Concrete>> SchedulerCore::params_for(const Decision& d) cons
   spec::Params<Concrete> p{};
   p.tier = static_cast<std::int64_t>(d.tier);
   p.dtype = 0;
-  if (d.event == spec::EventKind::kSubmit) {  // the first of the types the spec allows
+  if (d.event == spec::EventKind::kSubmit && d.device_type.find('|') == std::string::npos) {
+    p.dtype = fleet_.type_id(d.device_type);
+    if (p.dtype < 0) return Status::Error("the fleet has no device of type '" + d.device_type + "'");
+  } else if (d.event == spec::EventKind::kSubmit) {  // the first of the types the spec allows
     auto ids = fleet_.type_ids(d.device_type);
     if (!ids) return ids.status();
     p.dtype = ids->front();

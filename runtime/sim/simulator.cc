@@ -405,7 +405,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     const bool whole = mode != spec::Preemption::kTransparent;
     // A workload of one tenant submits without one (the core's default tenant).
     std::string types = core_->fleet().device_types[static_cast<std::size_t>(type)];
-    if (!o_.pin_types)
+    const bool several = sj.device_types == 0 || (sj.device_types & (sj.device_types - 1)) != 0;
+    if (several && !o_.pin_types)
       for (int t : types_.allowed(w_, w, type))
         if (t != type) types += "|" + core_->fleet().device_types[static_cast<std::size_t>(t)];
     Decision d = Decision::submit("j" + std::to_string(w), sj.tier, types, sj.world,
