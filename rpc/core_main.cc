@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
                         "where signal jobs save themselves (ORRERY_CHECKPOINT_DIR = ROOT/job-J): a path "
                         "every node sees alike; default DATA/user-checkpoints");
   serve_cmd->add_option("--policy", serve.policy,
-                        "the planner: orrery, fifo or tiresias (docs/policies.md; the same code orrery-sim runs)")
-      ->check(CLI::IsMember({"orrery", "fifo", "tiresias"}))
+                        "the planner: orrery, fifo, tiresias or afs (docs/policies.md; the same code orrery-sim runs)")
+      ->check(CLI::IsMember({"orrery", "fifo", "tiresias", "afs"}))
       ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
