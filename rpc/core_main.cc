@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
                         "the planner: orrery, fifo, tiresias or afs (docs/policies.md; the same code orrery-sim runs)")
       ->check(CLI::IsMember({"orrery", "fifo", "tiresias", "afs"}))
       ->capture_default_str();
+  serve_cmd->add_option("--type-speed", serve.type_speed,
+                        "relative speed of device types, e.g. H100-80G=2,A100-80G=1 (others 1): a job whose "
+                        "spec names several types is placed on the fastest with room");
 
   CLI11_PARSE(app, argc, argv);
 

@@ -11,6 +11,7 @@
 #include <kj/compat/http.h>
 
 #include "core/fleet.h"
+#include "core/policy/type_speed.h"
 #include "rpc/connection.h"
 #include "rpc/convert.h"
 #include "rpc/secret.h"
@@ -443,6 +444,14 @@ int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
   so.user_checkpoint_root = o.user_checkpoint_root;
   so.launch_timeout_ms = o.launch_timeout_ms;
   so.policy = o.policy;
+  if (!o.type_speed.empty()) {
+    auto sp = core::policy::parse_type_speed(o.type_speed);
+    if (!sp) {
+      err << "orrery-core serve: --type-speed: " << sp.reason() << "\n";
+      return 1;
+    }
+    so.type_speed = *sp;
+  }
   auto svc = Service::open(so, std::move(fleet), clock);
   if (!svc) {
     err << "orrery-core serve: " << svc.reason() << "\n";

@@ -29,6 +29,7 @@ struct ServeOptions {
   std::int64_t launch_timeout_ms = 120000;  // a launch or restore not started by then is aborted
   std::int64_t tick_ms = 100;  // planner loop period
   std::string policy = "orrery";  // the planner (core/policy/planner.h)
+  std::string type_speed;         // "NAME=SPEED,...": the planner's device type speeds; empty: none
 };
 
 // Runs until SIGINT or SIGTERM. Prints "orrery-core serve: listening on HOST:PORT" (the real port

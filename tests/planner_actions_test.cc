@@ -241,5 +241,28 @@ TEST(PlannerActions, AJobThatAllowsSeveralTypesCutsWhereALowerTierHoldsDevices) 
   EXPECT_GT(pinned.tiers[0].max_queue_s, 4900);
 }
 
+TEST(PlannerActions, AJobThatAllowsSeveralTypesRunsOnTheFastestWithRoom) {
+  // Y (1,000 s of work at speed 1, either type) arrives alone. With its other type twice as fast
+  // it runs there, in 500 s; without speeds on its first type, in 1,000 s; with its own type the
+  // faster, there. Every planner.
+  const auto f = two_types();
+  Workload w;
+  w.device_types = {"A100-80G", "H100-80G"};
+  w.jobs = {job(0, 1000, 2, spec::Tier::kStandard)};
+  w.jobs[0].device_types = 3;
+  const std::uint64_t first = first_choice_bit(w, f, 0);
+  const std::string own = first == 1 ? "A100-80G" : "H100-80G", other = first == 1 ? "H100-80G" : "A100-80G";
+  for (const char* policy : {"fifo", "tiresias", "afs", "orrery"}) {
+    SCOPED_TRACE(policy);
+    EXPECT_NEAR(run_on(f, w, quiet(), policy).avg_jct_s, 1000, 20);
+    auto faster_other = quiet();
+    faster_other.planner.type_speed = {{other, 2.0}};
+    EXPECT_NEAR(run_on(f, w, faster_other, policy).avg_jct_s, 500, 20);
+    auto faster_own = quiet();
+    faster_own.planner.type_speed = {{own, 2.0}, {other, 1.5}};
+    EXPECT_NEAR(run_on(f, w, faster_own, policy).avg_jct_s, 500, 20);
+  }
+}
+
 }  // namespace
 }  // namespace orrery::sim

@@ -121,6 +121,7 @@ struct JobBook::Tries {
       : failed(static_cast<std::size_t>(types), 0), failed_premium(static_cast<std::size_t>(types), 0),
         types(types), limit(limit), premium_limit(premium_limit), split(split) {}
   std::vector<int> failed, failed_premium;
+  std::vector<double> speed;  // by device type (PlannerOptions::type_speed); empty: none given
   int types;
   int limit, premium_limit;  // failures per type before the type counts as full (for premium jobs, if split)
   bool split;
@@ -144,6 +145,15 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
   const auto type = static_cast<std::size_t>(jv.dtype);
   const bool premium = spec::is(spec::Concrete{}, jv.tier, spec::Tier::kPremium);
   if (t.type_full(type, premium) || ctx.cut_pending(j)) return false;
+  // A faster type of its spec with room first (PlannerOptions::type_speed).
+  if (!t.speed.empty() && place_on_another_type(core, ctx, j, t, /*faster_only=*/true)) {
+    ++t.placed;
+    return true;
+  }
+  if (jv.dtype != static_cast<std::int64_t>(type)) {  // moved to a faster type, and not placed there
+    t.fail(type, premium);
+    return false;
+  }
   const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
   auto p = placer(core).propose(j, ev);
   // A kOk proposal is one the core accepts now: the placer asked it (gang_placer.h).
@@ -151,7 +161,7 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
     ++t.placed;
     return true;
   }
-  if (p.kind != Proposal::Kind::kOk && place_on_another_type(core, ctx, j, t)) {
+  if (p.kind != Proposal::Kind::kOk && place_on_another_type(core, ctx, j, t, /*faster_only=*/false)) {
     ++t.placed;
     return true;
   }
@@ -162,16 +172,23 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
   return false;
 }
 
-bool JobBook::place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t) {
-  const auto& types = core.job_info(j).types;
+bool JobBook::place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, bool faster_only) {
+  const auto& spec_types = core.job_info(j).types;
   // Not for a job cuts are under way for: the devices they free, of its type, are reserved for it.
-  if (types.empty() || helped(j)) return false;
+  if (spec_types.empty() || helped(j)) return false;
   const auto& jv = core.cluster().jobs[j];
   const bool premium = spec::is(spec::Concrete{}, jv.tier, spec::Tier::kPremium);
+  // The spec's order, or by speed (the fastest first; the spec's order among equals).
+  std::vector<std::int32_t> types(spec_types.begin(), spec_types.end());
+  auto speed = [&](std::int64_t type) { return t.speed.empty() ? 1.0 : t.speed[static_cast<std::size_t>(type)]; };
+  if (!t.speed.empty())
+    std::stable_sort(types.begin(), types.end(), [&](std::int32_t a, std::int32_t b) { return speed(a) > speed(b); });
+  const double own_speed = speed(jv.dtype);
   GangPlacer& pl = placer(core);
   pl.sync();
   const FreeDeviceIndex& ix = pl.index();
   for (const std::int32_t type : types) {
+    if (faster_only && speed(type) <= own_speed) break;
     if (type == jv.dtype || t.type_full(static_cast<std::size_t>(type), premium)) continue;
     const int level = ix.level_for(type, jv.mem);
     if (level < 0 || ix.total(level, ix.fleet_scope()) < jv.min_dev) continue;
@@ -194,6 +211,11 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
   const auto types = static_cast<std::int64_t>(core.fleet().device_types.size());
   const int limit = strict ? 1 : o.max_failed_tries_per_type;
   Tries t(static_cast<int>(types), limit, o.premium_round_budget, premium_budget && !strict);
+  if (!o.type_speed.empty()) {
+    t.speed.assign(static_cast<std::size_t>(types), 1.0);
+    for (const auto& [name, speed] : o.type_speed)
+      if (const int id = core.fleet().type_id(name); id >= 0) t.speed[static_cast<std::size_t>(id)] = speed;
+  }
   // Class by class, a k-way merge of the class's lanes by their next job: by tenant, the tenant
   // holding fewest devices of the job's tier first (its share when its lane is taken up again),
   // then the planner's order.

@@ -103,8 +103,9 @@ class JobBook {
 
   // Places (or resumes) waiting jobs in order, each on the devices the gang placement proposes;
   // by tenant: tier by tier, each next job from the tenant holding fewest devices of the tier, in
-  // order inside a tenant. A job whose spec allows several device types and that does not fit its
-  // own takes another with room for it (place_on_another_type) before anything is cut for it.
+  // order inside a tenant. A job whose spec allows several device types takes a faster one with
+  // room (PlannerOptions::type_speed), else its own, else another with room
+  // (place_on_another_type), before anything is cut for it.
   // A job that does not fit counts against its device type's budget of failed tries, ctx.note()
   // hears why, and if it could fit the fleet (kRetryLater) it is passed to `blocked` (a planner
   // may preempt or shrink for it there). `strict` stops a type at its first failure (FIFO: no job
@@ -127,10 +128,11 @@ class JobBook {
   // Tries to place or resume waiting job j (place_waiting's step); true if placed.
   bool try_place(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t,
                  const std::function<void(int)>& blocked);
-  // For waiting job j that does not fit its device type: the first other type its spec allows
-  // (in the spec's order) with free devices enough for its smallest gang; j is moved there
-  // (Retype) and placed if it fits. True if placed.
-  bool place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t);
+  // For waiting job j: the first other type its spec allows (in the spec's order, or the fastest
+  // first where PlannerOptions::type_speed gives speeds; `faster_only`: only types faster than its
+  // own) with free devices enough for its smallest gang; j is moved there (Retype) and placed if it
+  // fits. True if placed.
+  bool place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, bool faster_only);
   std::function<Key(const SchedulerCore&, int)> key_;
   bool by_tenant_;
   TenantShares shares_;

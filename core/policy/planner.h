@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,6 +49,11 @@ class PlanContext {
 };
 
 struct PlannerOptions {
+  // Every planner: the relative speed of each device type (its name -> speed > 0; a type not named
+  // runs at 1). A job whose spec allows several types is placed on the fastest of them with room
+  // for it, its own type only if none faster has room (Gavel's idea, with one speed per type for
+  // every job). Empty: the spec's order, its own type first.
+  std::map<std::string, double> type_speed;
   // Tiresias: the attained service (GPU-milliseconds) that moves a job from the first queue to the
   // second (the paper's discretised 2D-LAS with two queues).
   std::int64_t las_threshold_gpu_ms = 3'600'000;  // one GPU-hour

@@ -133,7 +133,12 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
   s->protocol_ = std::make_unique<protocol::Protocol>(*s->core_, timeouts);
   s->driver_ = std::make_unique<protocol::Driver>(*s->core_, *s->protocol_, *s);
   s->placer_ = std::make_unique<core::policy::GangPlacer>(*s->core_);
-  s->planner_ = core::policy::make_planner(options.policy);
+  for (const auto& [type, speed] : options.type_speed)
+    if (s->core_->fleet().type_id(type) < 0)
+      return Status::InvalidArgument("type speed for \"" + type + "\": the fleet has no such device type");
+  core::policy::PlannerOptions planner_options;
+  planner_options.type_speed = options.type_speed;
+  s->planner_ = core::policy::make_planner(options.policy, planner_options);
   if (!s->planner_) return Status::InvalidArgument("unknown policy \"" + options.policy + "\"");
   for (int j = 0; j < s->core_->num_jobs(); ++j) s->planner_->job_changed(*s->core_, j);
   s->conns_.resize(s->core_->fleet().nodes.size());

@@ -68,8 +68,11 @@ struct ServiceOptions {
   // step they need at once).
   std::int64_t progress_every_ms = 1000;
   core::JournalOptions journal{core::FsyncPolicy::kGroup, 256};
-  // The planner (core/policy/planner.h): orrery, fifo or tiresias, the same code orrery-sim runs.
+  // The planner (core/policy/planner.h): orrery, fifo, tiresias or afs, the same code orrery-sim
+  // runs; and the device types' relative speeds it places by (PlannerOptions::type_speed; each a
+  // type of the fleet).
   std::string policy = "orrery";
+  std::map<std::string, double> type_speed;
   // Where signal jobs save themselves (ORRERY_CHECKPOINT_DIR = ROOT/job-J): a path every node
   // sees alike (a shared filesystem across machines). Empty: DATA/user-checkpoints, or the node's
   // own folder when the service has no data directory.

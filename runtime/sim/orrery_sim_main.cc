@@ -10,6 +10,7 @@
 #include "checker/replay.h"  // --check only: orrery_checker is linked for it (CMakeLists.txt)
 #include "runtime/sim/alibaba_nodes.h"
 #include "runtime/sim/alibaba_trace.h"
+#include "core/policy/type_speed.h"
 #include "runtime/sim/fleet_generator.h"
 #include "runtime/sim/fleet_toml.h"
 #include "runtime/sim/fleet_types.h"
@@ -123,6 +124,11 @@ int main(int argc, char** argv) {
                "submit each job with the one device type chosen for it; by default a job that allows "
                "several (gpu_spec names several, or none) names every one that can hold it, and a planner "
                "places it on another when its own has no room");
+  std::string type_speed;
+  app.add_option("--type-speed", type_speed,
+                 "relative speed of device types, e.g. H100-80G=2,A100-80G=1 (others 1): a job runs that much "
+                 "faster there (a trace's durations are at speed 1), and every planner places a job whose spec "
+                 "allows several types on the fastest with room");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.add_option("--round-s", o.round_s, "scheduling round, at most this often (default 10 s)")->check(CLI::Range(0.001, 86400.0));
   app.add_option("--premium-share", o.premium_share, "devices premium demand may hold (default 0.75)")
@@ -152,6 +158,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (no_defrag) o.planner.migration_gib_per_s = 0;
+  if (!type_speed.empty()) {
+    auto sp = core::policy::parse_type_speed(type_speed);
+    if (!sp) {
+      std::fprintf(stderr, "orrery-sim: --type-speed: %s\n", sp.reason().c_str());
+      return 1;
+    }
+    o.planner.type_speed = *sp;
+  }
   if (!modes.empty()) {
     auto w = sim::parse_mode_weights(modes);
     if (!w) {

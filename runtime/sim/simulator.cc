@@ -72,6 +72,13 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       journal_ = std::move(*j);
     }
     types_ = FleetTypes(w_, fleet);
+    speed_.assign(fleet.device_types.size(), 1.0);
+    for (const auto& [name, speed] : o_.planner.type_speed) {
+      const int id = fleet.type_id(name);
+      if (id < 0) return Status::Error("type speed for \"" + name + "\": the fleet has no such device type");
+      if (!(speed > 0) || speed > 1000) return Status::Error("type speed for " + name + ": must be in (0, 1000]");
+      speed_[static_cast<std::size_t>(id)] = speed;
+    }
     auto c = core::SchedulerCore::create(std::move(fleet), clock_, journal_.get());
     if (!c) return c.status();
     core_ = std::move(*c);
@@ -289,9 +296,11 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       js.done_s = std::min(js.total_s, js.done_s + rate(j) * static_cast<double>(now() - from) / 1000.0);
     js.last_ms = now();
   }
+  // The job's speed: its share of its world's devices (less the splice overhead), times its
+  // device type's speed (SimOptions::planner.type_speed; a trace's durations are at speed 1).
   double rate(int j) const {
     const auto& jv = core_->cluster().jobs[j];
-    double r = static_cast<double>(jv.devices) / static_cast<double>(jv.world);
+    double r = static_cast<double>(jv.devices) / static_cast<double>(jv.world) * speed_[static_cast<std::size_t>(jv.dtype)];
     return jv.devices < jv.world ? r * (1.0 - o_.cost.splice_overhead) : r;
   }
   // Commits the job's progress (its step and the device time since the last report).
@@ -629,6 +638,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::unique_ptr<protocol::Protocol> proto_;
   std::unique_ptr<protocol::Driver> driver_;
   FleetTypes types_;
+  std::vector<double> speed_;  // by device type
   std::vector<JobSim> jobs_;  // by core job id
   EventQueue events_;
   std::mt19937_64 rng_{o_.seed};

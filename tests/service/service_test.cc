@@ -124,6 +124,41 @@ TEST_F(ServiceTest, AJobNamingSeveralDeviceTypesRunsOnOneThatFits) {
   EXPECT_TRUE(l1->log.empty());
 }
 
+// With device type speeds (orrery-core serve --type-speed) a job naming several types is placed
+// on the fastest with room, its own type first otherwise; a speed for a type the fleet lacks is
+// refused when the service opens.
+TEST_F(ServiceTest, TypeSpeedsPlaceAJobOnTheFastestTypeItNames) {
+  auto f = core::Fleet::parse(
+      "region r\ncluster c\nnode n1 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n"
+      "node n2 host_mem_mib=4096\ndevices big count=2 mem_mib=8192\n");
+  ASSERT_TRUE(f.ok()) << f.reason();
+  for (const bool speeds : {false, true}) {
+    SCOPED_TRACE(speeds ? "big twice as fast" : "no speeds");
+    TearDown();
+    SetUp();
+    auto o = opts_;
+    if (speeds) o.type_speed = {{"big", 2.0}};
+    auto opened = Service::open(o, *f, clock_);
+    ASSERT_TRUE(opened.ok()) << opened.reason();
+    auto& s = **opened;
+    ASSERT_TRUE(s.register_node("n1", {"host", 2, 256}, {}, std::make_shared<RecordingLink>()).ok());
+    ASSERT_TRUE(s.register_node("n2", {"big", 2, 8192}, {}, std::make_shared<RecordingLink>()).ok());
+    auto js = spec();
+    js.mem_mib = 100;  // fits both types
+    js.device_type = "host|big";
+    auto id = s.submit(js);
+    ASSERT_TRUE(id.ok()) << id.reason();
+    s.tick();
+    EXPECT_EQ(s.core().state(*id), spec::JobState::kPlaced);
+    EXPECT_EQ(s.core().device_type(*id), speeds ? "big" : "host");
+  }
+  auto o = opts_;
+  o.type_speed = {{"TPU", 2.0}};
+  auto refused = Service::open(o, *f, clock_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.reason(), "type speed for \"TPU\": the fleet has no such device type");
+}
+
 TEST_F(ServiceTest, LostNodeFailsOverFromTheLastCheckpointAndARestartedCoreReconciles) {
   auto s = open(true);
   auto l1 = std::make_shared<RecordingLink>();
