@@ -77,6 +77,15 @@ Decision Decision::submit(std::string name, spec::Tier tier, std::string device_
   return d;
 }
 
+Decision Decision::retype(std::int64_t job, std::string type) {
+  Decision d;
+  d.event = spec::EventKind::kRetype;
+  d.origin = spec::Origin::kPlanner;
+  d.job = job;
+  d.device_type = std::move(type);
+  return d;
+}
+
 std::string Decision::describe() const {
   std::string s = std::string(spec::event_name(event));
   if (event == spec::EventKind::kSubmit) {

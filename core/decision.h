@@ -47,6 +47,8 @@ struct Decision {
   // One line for logs: "Preempt job 2 for job 3" (the origin is not part of it).
   std::string describe() const;
 
+  // A planner's Retype of waiting `job` to device type `type` (a name its spec gives).
+  static Decision retype(std::int64_t job, std::string type);
   // A Submit of a job spec by an operator (the origin that may submit).
   static Decision submit(std::string name, spec::Tier tier, std::string device_type, std::int64_t world,
                          std::int64_t min_devices, std::int64_t max_devices, std::int64_t mem_mib,

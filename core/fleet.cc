@@ -190,18 +190,16 @@ int Fleet::type_id(const std::string& type) const {
 
 Result<std::vector<int>> Fleet::type_ids(std::string_view types) const {
   std::vector<int> ids;
-  for (std::size_t at = 0;;) {
-    const std::size_t bar = types.find('|', at);
-    const std::string name(types.substr(at, bar == std::string_view::npos ? std::string_view::npos : bar - at));
+  for (const std::string_view n : spec::device_type_names(types)) {
+    const std::string name(n);
     if (name.empty()) return Status::Error("device type list \"" + std::string(types) + "\" has an empty name");
     const int id = type_id(name);
     if (id < 0) return Status::Error("the fleet has no device of type '" + name + "'");
     if (std::find(ids.begin(), ids.end(), id) != ids.end())
       return Status::Error("device type '" + name + "' is named twice in \"" + std::string(types) + "\"");
     ids.push_back(id);
-    if (bar == std::string_view::npos) return ids;
-    at = bar + 1;
   }
+  return ids;
 }
 
 const DeviceGroup& Fleet::group_of(int dev) const {

@@ -92,15 +92,13 @@ Result<spec::Params<Concrete>> SchedulerCore::params_for(const Decision& d) cons
   spec::Params<Concrete> p{};
   p.tier = static_cast<std::int64_t>(d.tier);
   p.dtype = 0;
-  if (d.event == spec::EventKind::kSubmit && d.device_type.find('|') == std::string::npos) {
-    p.dtype = fleet_.type_id(d.device_type);
-    if (p.dtype < 0) return Status::Error("the fleet has no device of type '" + d.device_type + "'");
-  } else if (d.event == spec::EventKind::kSubmit) {  // the first of the types the spec allows
+  const bool list = d.event == spec::EventKind::kSubmit && d.device_type.find('|') != std::string::npos;
+  if (list) {  // the first of the types the spec allows
     auto ids = fleet_.type_ids(d.device_type);
     if (!ids) return ids.status();
     p.dtype = ids->front();
-  } else if (d.event == spec::EventKind::kRetype) {  // another one of them (allowed_by_spec)
-    p.dtype = fleet_.type_id(d.device_type);
+  } else if (d.event == spec::EventKind::kSubmit || d.event == spec::EventKind::kRetype) {
+    p.dtype = fleet_.type_id(d.device_type);  // a Retype's: one of them (allowed_by_spec)
     if (p.dtype < 0) return Status::Error("the fleet has no device of type '" + d.device_type + "'");
   }
   p.world = d.world;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace orrery::spec {
 
@@ -58,6 +59,19 @@ inline constexpr std::int64_t kMaxSteps = std::int64_t{1} << 33;
 // Workload arguments: each becomes one argv entry of every worker process (exec's limits).
 inline constexpr std::size_t kMaxArgs = 256;
 inline constexpr std::size_t kMaxArgLength = 4096;
+// Device types one job spec may name ("A|B|...", in order of preference).
+inline constexpr std::size_t kMaxJobDeviceTypes = 16;
+// The names of a job spec's device type list, "A100-80G" or "A100-80G|H100-80G" (empty names
+// included: callers refuse them).
+inline std::vector<std::string_view> device_type_names(std::string_view types) {
+  std::vector<std::string_view> names;
+  for (std::size_t at = 0;;) {
+    const std::size_t bar = types.find('|', at);
+    names.push_back(types.substr(at, bar == std::string_view::npos ? std::string_view::npos : bar - at));
+    if (bar == std::string_view::npos) return names;
+    at = bar + 1;
+  }
+}
 // A user's program (TOML `command`, `env`, `workdir`): argv entries as above; environment
 // variables (names of A-Z a-z 0-9 _ not starting with a digit, values like arguments); a working
 // directory path.

@@ -535,7 +535,12 @@ TEST_F(SchedulerCoreTest, AWaitingJobTakesAnotherTypeItsSpecAllows) {
   t.ok(on(E::kPlace, 1, {0, 1, 2, 3}, 1), S::kPlaced);
   t.ok(ev(E::kStart, 1), S::kRunning);
 
-  // Only a type the spec allows, another than its own; a planner may decide it.
+  // Only a type the spec allows, another than its own; a planner may decide it. A waiting job of
+  // one type (the spec's guard alone would let it move) may not.
+  t.ok(submit("single", Tier::kBasic, 2, 2, 2, 1024, "H100-80G"), S::kSubmitted);  // job 2, stays
+  t.ok(ev(E::kAdmit, 2), S::kQueued);
+  t.rejected(retype(2, "A100-80G"), {"job 2's spec does not allow device type 'A100-80G' (it allows H100-80G)"});
+  t.ok(ev(E::kCancel, 2), S::kCancelled);
   t.rejected(retype(1, "H100-80G"), {"job 1's spec does not allow device type 'H100-80G' (it allows A100-80G)"});
   t.rejected(retype(0, "A100-80G"), {"another type than its own"});
   t.rejected(retype(0, "T4"), {"the fleet has no device of type 'T4'"});
@@ -551,18 +556,18 @@ TEST_F(SchedulerCoreTest, AWaitingJobTakesAnotherTypeItsSpecAllows) {
 
   // A premium job on H100s cuts job 0; the devices are reserved for it. It takes the A100s
   // instead: the reservation goes (job 0 may have its devices back), and it may cut job 1 there.
-  t.ok(submit("prem", Tier::kPremium, 4, 4, 4, 1024, "H100-80G|A100-80G"), S::kSubmitted);  // job 2
-  t.ok(ev(E::kAdmit, 2), S::kQueued);
-  t.rejected(for_job(E::kPreempt, 1, 2), {"beneficiary favoured by rank or fair share"});  // not its type
-  t.ok(for_job(E::kPreempt, 0, 2), S::kCheckpointing);
+  t.ok(submit("prem", Tier::kPremium, 4, 4, 4, 1024, "H100-80G|A100-80G"), S::kSubmitted);  // job 3
+  t.ok(ev(E::kAdmit, 3), S::kQueued);
+  t.rejected(for_job(E::kPreempt, 1, 3), {"beneficiary favoured by rank or fair share"});  // not its type
+  t.ok(for_job(E::kPreempt, 0, 3), S::kCheckpointing);
   t.ok(at_step(E::kCheckpointDone, 0, 0), S::kSuspended);
-  EXPECT_EQ(reserved_for(c.cluster()), (std::vector<std::int64_t>{-1, -1, -1, -1, 2, 2, 2, 2}));
-  t.ok(retype(2, "A100-80G"), S::kQueued);
+  EXPECT_EQ(reserved_for(c.cluster()), (std::vector<std::int64_t>{-1, -1, -1, -1, 3, 3, 3, 3}));
+  t.ok(retype(3, "A100-80G"), S::kQueued);
   EXPECT_EQ(reserved_for(c.cluster()), std::vector<std::int64_t>(8, -1));
   t.ok(on(E::kResume, 0, {4, 5, 6, 7}, 1), S::kRestoring);
-  t.ok(for_job(E::kPreempt, 1, 2), S::kCheckpointing);
+  t.ok(for_job(E::kPreempt, 1, 3), S::kCheckpointing);
   t.ok(at_step(E::kCheckpointDone, 1, 0), S::kSuspended);
-  t.ok(on(E::kPlace, 2, {0, 1, 2, 3}, 1), S::kPlaced);
+  t.ok(on(E::kPlace, 3, {0, 1, 2, 3}, 1), S::kPlaced);
 
   // A suspended job may move too, but not one an operator holds.
   auto op_cut = ev(E::kPreempt, 0);

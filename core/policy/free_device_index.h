@@ -148,6 +148,8 @@ class FreeDeviceIndex {
     return std::find(gl.begin(), gl.end(), level) != gl.end();
   }
   std::size_t tagged_devices() const { return tagged_total_; }
+  // Whether devices are reserved for `job` (live: under its current generation).
+  bool has_reservations(int job) const { return tagged_by_job_.count(job) != 0; }
   // Device dev is of the level (type, memory).
   bool in_level(int level, int dev) const {
     const int node = core_.cluster().node_of(dev);

@@ -71,6 +71,16 @@ Proposal GangPlacer::propose(int job, EventKind event, int want, int avoid_scope
   return p;
 }
 
+bool GangPlacer::fits_on(int job, EventKind event, std::int64_t type) {
+  index_.sync();
+  avoid_scope_ = -1;
+  retry_later_ = false;
+  type_override_ = type;
+  const Proposal p = plan(job, event, -1);
+  type_override_ = -1;
+  return p.kind == Proposal::Kind::kOk;
+}
+
 bool GangPlacer::missed_again(int job, EventKind event) {
   if (job < 0 || static_cast<std::size_t>(job) >= misses_.size()) return false;
   const Miss& m = misses_[static_cast<std::size_t>(job)];
@@ -131,7 +141,7 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
                       std::string(spec::state_name(core_.state(job))) + "; " +
                       std::string(spec::event_name(event)) + " needs it " +
                       std::string(spec::state_name(needs)));
-  level_ = index_.level_for(jv.dtype, jv.mem);
+  level_ = index_.level_for(type_override_ >= 0 ? type_override_ : jv.dtype, jv.mem);
   if (level_ < 0)
     return answer(Proposal::Kind::kInfeasible, "no " + core_.device_type(job) + " device has " +
                                                    std::to_string(jv.mem) +

@@ -64,6 +64,11 @@ class GangPlacer {
   // (defragmentation moves jobs out of it).
   Proposal propose(int job, spec::EventKind event, int want = -1, int avoid_scope = -1);
 
+  // Whether waiting `job` (Place: Queued, Resume: Suspended) would fit now on devices of `type`
+  // rather than its own, by the same rules (a Retype first: the placement is planned, not
+  // proposed, and counts in no statistic).
+  bool fits_on(int job, spec::EventKind event, std::int64_t type);
+
   // Lets `job` (or no longer) be placed across regions. A planner-side attribute, not journaled:
   // whoever runs the planner sets it again after a restart.
   void allow_cross_region(int job, bool allowed = true);
@@ -152,6 +157,7 @@ class GangPlacer {
   // Query state, reused across calls (no allocation per query once warm).
   int job_ = -1;
   int level_ = -1;
+  std::int64_t type_override_ = -1;  // fits_on(): the type planned for, in place of the job's
   std::uint32_t stamp_ = 0;  // adjustments and exclusions of the current count
   std::uint32_t excl_gen_ = 0;   // nodes a fill took whole
   std::uint32_t tag_stamp_ = 0;  // tagged devices usable by the current job

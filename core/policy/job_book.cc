@@ -145,15 +145,14 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
   const auto type = static_cast<std::size_t>(jv.dtype);
   const bool premium = spec::is(spec::Concrete{}, jv.tier, spec::Tier::kPremium);
   if (t.type_full(type, premium) || ctx.cut_pending(j)) return false;
-  // A faster type of its spec with room first (PlannerOptions::type_speed).
+  // A faster type of its spec where it fits now first (PlannerOptions::type_speed).
   if (!t.speed.empty() && place_on_another_type(core, ctx, j, t, /*faster_only=*/true)) {
     ++t.placed;
     return true;
   }
-  if (jv.dtype != static_cast<std::int64_t>(type)) {  // moved to a faster type, and not placed there
-    t.fail(type, premium);
-    return false;
-  }
+  // Moved, and (against the placer's plan: the index and the core disagreed) not placed there:
+  // it waits on that type now, which was charged.
+  if (jv.dtype != static_cast<std::int64_t>(type)) return false;
   const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
   auto p = placer(core).propose(j, ev);
   // A kOk proposal is one the core accepts now: the placer asked it (gang_placer.h).
@@ -166,39 +165,40 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
     return true;
   }
   if (p.kind != Proposal::Kind::kOk) ctx.note(j, p.why);
-  // Room can be made only for a job that fits the fleet at all (on the type it has now).
-  if (blocked && p.kind == Proposal::Kind::kRetryLater && jv.dtype == static_cast<std::int64_t>(type)) blocked(j);
+  // Room can be made only for a job that fits the fleet at all (on the type it has now: a type
+  // it was just moved to fits it, as the placer planned).
+  if (blocked && (p.kind == Proposal::Kind::kRetryLater || jv.dtype != static_cast<std::int64_t>(type))) blocked(j);
   t.fail(type, premium);
   return false;
 }
 
 bool JobBook::place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, bool faster_only) {
   const auto& spec_types = core.job_info(j).types;
-  // Not for a job cuts are under way for: the devices they free, of its type, are reserved for it.
-  if (spec_types.empty() || helped(j)) return false;
+  if (spec_types.empty()) return false;
+  GangPlacer& pl = placer(core);
+  pl.sync();
+  const FreeDeviceIndex& ix = pl.index();
+  // Not for a job devices are being freed for or kept for: they are of its type.
+  if (helped(j) || ix.has_reservations(j)) return false;
   const auto& jv = core.cluster().jobs[j];
   const bool premium = spec::is(spec::Concrete{}, jv.tier, spec::Tier::kPremium);
+  const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
   // The spec's order, or by speed (the fastest first; the spec's order among equals).
   std::vector<std::int32_t> types(spec_types.begin(), spec_types.end());
   auto speed = [&](std::int64_t type) { return t.speed.empty() ? 1.0 : t.speed[static_cast<std::size_t>(type)]; };
   if (!t.speed.empty())
     std::stable_sort(types.begin(), types.end(), [&](std::int32_t a, std::int32_t b) { return speed(a) > speed(b); });
   const double own_speed = speed(jv.dtype);
-  GangPlacer& pl = placer(core);
-  pl.sync();
-  const FreeDeviceIndex& ix = pl.index();
   for (const std::int32_t type : types) {
     if (faster_only && speed(type) <= own_speed) break;
     if (type == jv.dtype || t.type_full(static_cast<std::size_t>(type), premium)) continue;
+    // Free devices enough (O(1)), then whether the gang fits there now, by the placer's own rules:
+    // a move to a type where it would not fit either would only move it back and forth.
     const int level = ix.level_for(type, jv.mem);
-    if (level < 0 || ix.total(level, ix.fleet_scope()) < jv.min_dev) continue;
-    Decision r;
-    r.event = EventKind::kRetype;
-    r.origin = spec::Origin::kPlanner;
-    r.job = j;
-    r.device_type = core.fleet().device_types[static_cast<std::size_t>(type)];
+    if (level < 0 || ix.total(level, ix.fleet_scope()) < jv.min_dev || !pl.fits_on(j, ev, type)) continue;
+    const Decision r = Decision::retype(j, core.fleet().device_types[static_cast<std::size_t>(type)]);
     if (!core.accepts(r) || !ctx.propose(r)) continue;
-    auto p = pl.propose(j, core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume);
+    auto p = pl.propose(j, ev);
     if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) return true;
     t.fail(static_cast<std::size_t>(type), premium);  // it waits on that type now
     return false;
@@ -258,7 +258,8 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
       heap.pop_back();
       const int j = cursor[l]->second;
       if (t.type_full(static_cast<std::size_t>(lane_type[l]), is_premium(j))) continue;  // for its tier
-      // Past j before j is proposed: a proposal changes only its own job's entry.
+      // Past j before j is proposed: a proposal changes only its own job's entry (a Retype files it
+      // under another type, where the placer planned it to fit: it is placed at once).
       ++cursor[l];
       try_place(core, ctx, j, t, blocked);
       if (cursor[l] != lanes[l].jobs->end()) {

@@ -112,6 +112,7 @@ bool OrreryPlanner::move_to_roomiest_type(const SchedulerCore& core, PlanContext
   GangPlacer& pl = book_.placer(core);
   pl.sync();
   const FreeDeviceIndex& ix = pl.index();
+  if (ix.has_reservations(ben)) return false;  // devices of its type are kept for it
   // What a type could give `ben` now: its free devices with memory for a worker, and those jobs
   // of lower ranks hold (what cutting all of them would free).
   auto room = [&](std::int64_t type) {
@@ -128,11 +129,7 @@ bool OrreryPlanner::move_to_roomiest_type(const SchedulerCore& core, PlanContext
       best_room = r;
     }
   if (best == bj.dtype || best_room < bj.min_dev) return false;
-  Decision r;
-  r.event = EventKind::kRetype;
-  r.origin = spec::Origin::kPlanner;
-  r.job = ben;
-  r.device_type = core.fleet().device_types[static_cast<std::size_t>(best)];
+  const Decision r = Decision::retype(ben, core.fleet().device_types[static_cast<std::size_t>(best)]);
   return core.accepts(r) && ctx.propose(r);
 }
 

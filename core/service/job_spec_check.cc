@@ -51,16 +51,13 @@ Status validate_job_spec(const JobSpec& s, std::string* field) {
     return c.fail("tier", "tier: must be premium, standard or basic, got " + std::to_string(tier));
   // One type, or several in order of preference separated by '|' (a planner runs the job on any
   // of them: Retype), each a name.
-  bool types_ok = !s.device_type.empty() && s.device_type.size() <= 16 * (spec::kMaxNameLength + 1);
-  for (std::size_t at = 0; types_ok;) {
-    const std::size_t bar = s.device_type.find('|', at);
-    types_ok = spec::valid_name(std::string_view(s.device_type).substr(at, bar == std::string::npos ? std::string::npos : bar - at));
-    if (bar == std::string::npos) break;
-    at = bar + 1;
-  }
+  const auto names = spec::device_type_names(s.device_type);
+  bool types_ok = names.size() <= spec::kMaxJobDeviceTypes;
+  for (const auto n : names) types_ok = types_ok && spec::valid_name(n);
   if (!types_ok)
-    return c.fail("device_type", "device_type: must be a device type name (" + rule +
-                                     "), or up to 16 of them separated by '|', got " + quote_input(s.device_type));
+    return c.fail("device_type", "device_type: must be a device type name (" + rule + "), or up to " +
+                                     std::to_string(spec::kMaxJobDeviceTypes) + " of them separated by '|', got " +
+                                     quote_input(s.device_type));
   // GuardSubmit: 1 <= min_devices <= max_devices <= world <= kMaxWorld; the runtime runs at most
   // kMaxRunWorld workers of a job.
   if (s.world < 1 || s.world > spec::kMaxRunWorld) return c.in_range("world", s.world, 1, spec::kMaxRunWorld);

@@ -22,22 +22,26 @@ Result<int> Service::submit(const JobSpec& spec) {
                                    " (the fleet has: " + known + ")");
   }
   // A spec no placement on this fleet could ever satisfy (on any of its types) is refused now,
-  // naming the limit, rather than left Queued forever.
+  // naming the limit (of its first type), rather than left Queued forever. Of several types, those
+  // that can never hold it are left out: it is submitted with the first that can.
   core::FitRequest fit;
   fit.world = spec.world;
   fit.min_devices = spec.min_devices;
   fit.max_devices = spec.max_devices;
   fit.mem_mib = spec.mem_mib;
   fit.mode = spec.preemption;
-  Status fits = Status::Ok();
+  Status first_limit = Status::Ok();
+  std::string usable;
   for (int type : *types) {
     fit.dtype = type;
-    fits = core::fits_fleet(core_->fleet(), fit);
-    if (fits.ok()) break;
+    auto fits = core::fits_fleet(core_->fleet(), fit);
+    if (fits.ok()) usable += (usable.empty() ? "" : "|") + core_->fleet().device_types[static_cast<std::size_t>(type)];
+    else if (first_limit.ok()) first_limit = fits;
   }
-  if (!fits) return Status::InvalidArgument("the job can never be placed on this fleet: " + fits.reason());
+  if (usable.empty())
+    return Status::InvalidArgument("the job can never be placed on this fleet: " + first_limit.reason());
   // The whole spec is journaled with the Submit: the journal alone rebuilds every job.
-  core::Decision d = core::Decision::submit(spec.name, spec.tier, spec.device_type, spec.world,
+  core::Decision d = core::Decision::submit(spec.name, spec.tier, usable, spec.world,
                                             spec.min_devices, spec.max_devices, spec.mem_mib,
                                             spec.tenant);
   d.mode = spec.preemption;

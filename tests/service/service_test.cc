@@ -84,14 +84,19 @@ class ServiceTest : public ::testing::Test {
   core::ManualClock clock_{1000};
 };
 
-// A job spec may name several device types in order of preference ("A|B"): it is accepted when it
-// fits the fleet on one of them, and a planner runs it on one with room (Retype).
-TEST_F(ServiceTest, AJobNamingSeveralDeviceTypesRunsOnOneThatFits) {
-  auto f = core::Fleet::parse(
+// Two nodes of two devices: `host` with 256 MiB, `big` with 8 GiB.
+core::Fleet two_type_fleet() {
+  return *core::Fleet::parse(
       "region r\ncluster c\nnode n1 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n"
       "node n2 host_mem_mib=4096\ndevices big count=2 mem_mib=8192\n");
-  ASSERT_TRUE(f.ok()) << f.reason();
-  auto opened = Service::open(opts_, *f, clock_);
+}
+
+// A job spec may name several device types in order of preference ("A|B"): it is accepted when it
+// fits the fleet on one of them, and submitted with those that can hold it (a planner runs it on
+// one with room: Retype, TypeSpeedsPlaceAJobOnTheFastestTypeItNames).
+TEST_F(ServiceTest, AJobNamingSeveralDeviceTypesRunsOnOneThatFits) {
+  const core::Fleet f = two_type_fleet();
+  auto opened = Service::open(opts_, f, clock_);
   ASSERT_TRUE(opened.ok()) << opened.reason();
   auto& s = **opened;
   auto l1 = std::make_shared<RecordingLink>();
@@ -112,13 +117,18 @@ TEST_F(ServiceTest, AJobNamingSeveralDeviceTypesRunsOnOneThatFits) {
   EXPECT_EQ(reason("host|TPU"), "device_type \"host|TPU\": the fleet has no device of type 'TPU' (the fleet has: host, big)");
   EXPECT_NE(reason("host|host").find("device type 'host' is named twice"), std::string::npos);
   EXPECT_NE(reason("host|").find("device_type: must be a device type name"), std::string::npos);
+  std::string seventeen = "host";
+  for (int i = 0; i < 16; ++i) seventeen += "|t" + std::to_string(i);
+  EXPECT_NE(reason(seventeen).find("or up to 16 of them separated by '|'"), std::string::npos);
   EXPECT_NE(reason("host|big", 100000).find("the job can never be placed on this fleet"), std::string::npos);
   EXPECT_NE(reason("host", 1024).find("the job can never be placed on this fleet"), std::string::npos);
   auto id = s.submit(js);
   ASSERT_TRUE(id.ok()) << id.reason();
-  EXPECT_EQ(s.core().device_type(*id), "host");  // its first type, until a planner moves it
-  s.tick();  // admit; no host device holds a worker: moved to the big ones and placed there
+  // No host device has memory for a worker: the type is left out, and the job is submitted with
+  // the big ones (a job whose first type can never hold it would wait for a move to another).
   EXPECT_EQ(s.core().device_type(*id), "big");
+  EXPECT_TRUE(s.core().job_info(*id).types.empty());
+  s.tick();  // admit, place
   EXPECT_EQ(s.core().state(*id), spec::JobState::kPlaced);
   EXPECT_TRUE(l2->saw("launch 0 epoch 1 restore -1 devices 2")) << (l2->log.empty() ? "" : l2->log.back());
   EXPECT_TRUE(l1->log.empty());
@@ -128,17 +138,14 @@ TEST_F(ServiceTest, AJobNamingSeveralDeviceTypesRunsOnOneThatFits) {
 // on the fastest with room, its own type first otherwise; a speed for a type the fleet lacks is
 // refused when the service opens.
 TEST_F(ServiceTest, TypeSpeedsPlaceAJobOnTheFastestTypeItNames) {
-  auto f = core::Fleet::parse(
-      "region r\ncluster c\nnode n1 host_mem_mib=4096\ndevices host count=2 mem_mib=256\n"
-      "node n2 host_mem_mib=4096\ndevices big count=2 mem_mib=8192\n");
-  ASSERT_TRUE(f.ok()) << f.reason();
+  const core::Fleet f = two_type_fleet();
   for (const bool speeds : {false, true}) {
     SCOPED_TRACE(speeds ? "big twice as fast" : "no speeds");
     TearDown();
     SetUp();
     auto o = opts_;
     if (speeds) o.type_speed = {{"big", 2.0}};
-    auto opened = Service::open(o, *f, clock_);
+    auto opened = Service::open(o, f, clock_);
     ASSERT_TRUE(opened.ok()) << opened.reason();
     auto& s = **opened;
     ASSERT_TRUE(s.register_node("n1", {"host", 2, 256}, {}, std::make_shared<RecordingLink>()).ok());
@@ -154,9 +161,52 @@ TEST_F(ServiceTest, TypeSpeedsPlaceAJobOnTheFastestTypeItNames) {
   }
   auto o = opts_;
   o.type_speed = {{"TPU", 2.0}};
-  auto refused = Service::open(o, *f, clock_);
+  auto refused = Service::open(o, f, clock_);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.reason(), "type speed for \"TPU\": the fleet has no such device type");
+}
+
+// The planner runs every tick (orrery-core: every 100 ms), whatever changed. A job naming two types
+// whose gang fits neither (3 free devices on each, a gang of 4) is not moved from one to the other
+// tick after tick: nothing is committed while nothing changes. Every policy.
+TEST_F(ServiceTest, AJobIsNotMovedBetweenTypesWhereItsGangFitsNeither) {
+  const auto f = core::Fleet::parse(
+      "region r\ncluster c\nnode n1 host_mem_mib=4096\ndevices host count=4 mem_mib=256\n"
+      "node n2 host_mem_mib=4096\ndevices big count=4 mem_mib=256\n");
+  ASSERT_TRUE(f.ok()) << f.reason();
+  for (const char* policy : {"orrery", "fifo", "tiresias", "afs"}) {
+    SCOPED_TRACE(policy);
+    TearDown();
+    SetUp();
+    auto o = opts_;
+    o.policy = policy;
+    auto opened = Service::open(o, *f, clock_);
+    ASSERT_TRUE(opened.ok()) << opened.reason();
+    auto& s = **opened;
+    ASSERT_TRUE(s.register_node("n1", {"host", 4, 256}, {}, std::make_shared<RecordingLink>()).ok());
+    ASSERT_TRUE(s.register_node("n2", {"big", 4, 256}, {}, std::make_shared<RecordingLink>()).ok());
+    for (const char* type : {"host", "big"}) {
+      auto one = spec();
+      one.world = one.max_devices = 1;
+      one.device_type = type;
+      ASSERT_TRUE(s.submit(one).ok());
+    }
+    auto gang = spec();
+    gang.world = gang.max_devices = 4;
+    gang.min_devices = 3;  // 3 free devices on each type, but only 4 splits the world
+    gang.device_type = "host|big";
+    auto id = s.submit(gang);
+    ASSERT_TRUE(id.ok()) << id.reason();
+    s.tick();
+    EXPECT_EQ(s.core().state(*id), spec::JobState::kQueued);
+    const auto committed = s.core().committed();
+    for (int i = 0; i < 5; ++i) {
+      clock_.advance(100);
+      s.tick();
+    }
+    EXPECT_EQ(s.core().committed(), committed);
+    EXPECT_EQ(s.core().state(*id), spec::JobState::kQueued);
+  }
 }
 
 TEST_F(ServiceTest, LostNodeFailsOverFromTheLastCheckpointAndARestartedCoreReconciles) {
