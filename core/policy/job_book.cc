@@ -4,6 +4,8 @@
 #include <functional>
 #include <tuple>
 
+#include "core/policy/type_speed.h"
+
 namespace orrery::core::policy {
 
 using spec::EventKind;
@@ -172,14 +174,18 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
   return false;
 }
 
-bool JobBook::place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, bool faster_only) {
-  const auto& spec_types = core.job_info(j).types;
-  if (spec_types.empty()) return false;
+bool JobBook::may_retype(const SchedulerCore& core, int job) {
+  if (core.job_info(job).types.empty() || helped(job)) return false;
   GangPlacer& pl = placer(core);
   pl.sync();
+  return !pl.index().has_reservations(job);
+}
+
+bool JobBook::place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, bool faster_only) {
+  if (!may_retype(core, j)) return false;
+  const auto& spec_types = core.job_info(j).types;
+  GangPlacer& pl = placer(core);
   const FreeDeviceIndex& ix = pl.index();
-  // Not for a job devices are being freed for or kept for: they are of its type.
-  if (helped(j) || ix.has_reservations(j)) return false;
   const auto& jv = core.cluster().jobs[j];
   const bool premium = spec::is(spec::Concrete{}, jv.tier, spec::Tier::kPremium);
   const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
@@ -190,7 +196,10 @@ bool JobBook::place_on_another_type(const SchedulerCore& core, PlanContext& ctx,
     std::stable_sort(types.begin(), types.end(), [&](std::int32_t a, std::int32_t b) { return speed(a) > speed(b); });
   const double own_speed = speed(jv.dtype);
   for (const std::int32_t type : types) {
+    // The faster types first (faster_only), and after the job's own only the others: the faster
+    // ones were tried already (try_place), on the same state.
     if (faster_only && speed(type) <= own_speed) break;
+    if (!faster_only && speed(type) > own_speed) continue;
     if (type == jv.dtype || t.type_full(static_cast<std::size_t>(type), premium)) continue;
     // Free devices enough (O(1)), then whether the gang fits there now, by the placer's own rules:
     // a move to a type where it would not fit either would only move it back and forth.
@@ -211,11 +220,7 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
   const auto types = static_cast<std::int64_t>(core.fleet().device_types.size());
   const int limit = strict ? 1 : o.max_failed_tries_per_type;
   Tries t(static_cast<int>(types), limit, o.premium_round_budget, premium_budget && !strict);
-  if (!o.type_speed.empty()) {
-    t.speed.assign(static_cast<std::size_t>(types), 1.0);
-    for (const auto& [name, speed] : o.type_speed)
-      if (const int id = core.fleet().type_id(name); id >= 0) t.speed[static_cast<std::size_t>(id)] = speed;
-  }
+  if (!o.type_speed.empty()) t.speed = speeds_by_type(core.fleet(), o.type_speed);
   // Class by class, a k-way merge of the class's lanes by their next job: by tenant, the tenant
   // holding fewest devices of the job's tier first (its share when its lane is taken up again),
   // then the planner's order.

@@ -114,6 +114,10 @@ class JobBook {
   int place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o, bool strict,
                     const std::function<void(int)>& blocked, bool premium_budget = false);
 
+  // Whether waiting `job` may be moved to another device type now (Retype): its spec names several,
+  // and no devices are being freed for it or kept for it (they are of its type).
+  bool may_retype(const SchedulerCore& core, int job);
+
   // The gang placer (core/policy/gang_placer.h) over `core`, built on first use and kept: it
   // follows the core's commits through its change feed. One core per book.
   GangPlacer& placer(const SchedulerCore& core) {
@@ -130,8 +134,8 @@ class JobBook {
                  const std::function<void(int)>& blocked);
   // For waiting job j: the first other type its spec allows (in the spec's order, or the fastest
   // first where PlannerOptions::type_speed gives speeds; `faster_only`: only types faster than its
-  // own) with free devices enough for its smallest gang; j is moved there (Retype) and placed if it
-  // fits. True if placed.
+  // own, else only the others) where its gang fits now; j is moved there (Retype) and placed. True
+  // if placed.
   bool place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, bool faster_only);
   std::function<Key(const SchedulerCore&, int)> key_;
   bool by_tenant_;

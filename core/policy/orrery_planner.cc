@@ -105,14 +105,11 @@ void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
 }
 
 bool OrreryPlanner::move_to_roomiest_type(const SchedulerCore& core, PlanContext& ctx, int ben) {
+  if (!book_.may_retype(core, ben)) return false;
   const auto& types = core.job_info(ben).types;
-  if (types.empty() || book_.helped(ben)) return false;
   const auto& bj = core.cluster().jobs[ben];
   const std::int64_t ben_rank = spec::rank(spec::Concrete{}, bj);
-  GangPlacer& pl = book_.placer(core);
-  pl.sync();
-  const FreeDeviceIndex& ix = pl.index();
-  if (ix.has_reservations(ben)) return false;  // devices of its type are kept for it
+  const FreeDeviceIndex& ix = book_.placer(core).index();
   // What a type could give `ben` now: its free devices with memory for a worker, and those jobs
   // of lower ranks hold (what cutting all of them would free).
   auto room = [&](std::int64_t type) {

@@ -30,4 +30,21 @@ Result<std::map<std::string, double>> parse_type_speed(std::string_view text) {
   return out;
 }
 
+Status check_type_speed(const Fleet& fleet, const std::map<std::string, double>& speeds) {
+  for (const auto& [name, speed] : speeds) {
+    if (fleet.type_id(name) < 0)
+      return Status::InvalidArgument("type speed for \"" + name + "\": the fleet has no such device type");
+    if (!(speed > 0) || speed > 1000)
+      return Status::InvalidArgument("type speed for " + name + ": must be in (0, 1000]");
+  }
+  return Status::Ok();
+}
+
+std::vector<double> speeds_by_type(const Fleet& fleet, const std::map<std::string, double>& speeds) {
+  std::vector<double> out(fleet.device_types.size(), 1.0);
+  for (const auto& [name, speed] : speeds)
+    if (const int id = fleet.type_id(name); id >= 0) out[static_cast<std::size_t>(id)] = speed;
+  return out;
+}
+
 }  // namespace orrery::core::policy

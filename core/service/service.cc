@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "core/policy/type_speed.h"
 #include "core/service/service_internal.h"
 
 namespace orrery::service {
@@ -133,9 +134,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
   s->protocol_ = std::make_unique<protocol::Protocol>(*s->core_, timeouts);
   s->driver_ = std::make_unique<protocol::Driver>(*s->core_, *s->protocol_, *s);
   s->placer_ = std::make_unique<core::policy::GangPlacer>(*s->core_);
-  for (const auto& [type, speed] : options.type_speed)
-    if (s->core_->fleet().type_id(type) < 0)
-      return Status::InvalidArgument("type speed for \"" + type + "\": the fleet has no such device type");
+  if (auto st = core::policy::check_type_speed(s->core_->fleet(), options.type_speed); !st) return st;
   core::policy::PlannerOptions planner_options;
   planner_options.type_speed = options.type_speed;
   s->planner_ = core::policy::make_planner(options.policy, planner_options);

@@ -12,6 +12,7 @@
 #include "core/journal.h"
 #include "core/node_bootstrap.h"
 #include "core/protocol/driver.h"
+#include "core/policy/type_speed.h"
 #include "core/protocol/protocol.h"
 #include "core/scheduler_core.h"
 #include "runtime/sim/event_queue.h"
@@ -72,13 +73,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       journal_ = std::move(*j);
     }
     types_ = FleetTypes(w_, fleet);
-    speed_.assign(fleet.device_types.size(), 1.0);
-    for (const auto& [name, speed] : o_.planner.type_speed) {
-      const int id = fleet.type_id(name);
-      if (id < 0) return Status::Error("type speed for \"" + name + "\": the fleet has no such device type");
-      if (!(speed > 0) || speed > 1000) return Status::Error("type speed for " + name + ": must be in (0, 1000]");
-      speed_[static_cast<std::size_t>(id)] = speed;
-    }
+    if (auto st = core::policy::check_type_speed(fleet, o_.planner.type_speed); !st) return st;
+    speed_ = core::policy::speeds_by_type(fleet, o_.planner.type_speed);
     auto c = core::SchedulerCore::create(std::move(fleet), clock_, journal_.get());
     if (!c) return c.status();
     core_ = std::move(*c);
