@@ -85,6 +85,17 @@ struct World {
     must(ev(EventKind::kStart, j));
     return j;
   }
+  // A planner's preemption of running `victim` for waiting `ben`, its cut stored: the victim's
+  // devices are free, reserved for `ben`.
+  void cut_for(int victim, int ben) {
+    Decision pre = ev(EventKind::kPreempt, victim);
+    pre.origin = spec::Origin::kPlanner;
+    pre.beneficiary = ben;
+    must(pre);
+    Decision done = ev(EventKind::kCheckpointDone, victim);
+    done.step = core->cluster().jobs[victim].progress;
+    must(done);
+  }
   // Commits a proposal; it must be one the core accepts.
   void take(const Proposal& p) {
     ASSERT_EQ(p.kind, Proposal::Kind::kOk) << p.why;
@@ -234,6 +245,32 @@ TEST(GangPlacer, NeverAcrossRegionsUnlessAllowed) {
       << "the old scan would have spanned the regions";
 }
 
+TEST(GangPlacer, TheShortfallIsCountedInTheRegionWithTheMostFreeToTheJob) {
+  // Two regions of 8: 5 held in r0 (3 free), 7 in r1 (1 free). A gang of 8 lacks 5 in r0; across
+  // regions it lacks 4 of the fleet's.
+  World w(fleet_text({{{8}}, {{8}}}));
+  GangPlacer placer(*w.core);
+  const int victim = w.fill(range(0, 2), Tier::kBasic);
+  w.fill(range(2, 3));
+  w.fill(range(8, 7));
+  const int k = w.job(8, 8, 8);
+  auto sf = placer.shortfall(k, EventKind::kPlace);
+  EXPECT_EQ(sf.devices, 5);
+  EXPECT_EQ(sf.region, 0);
+  placer.allow_cross_region(k);
+  sf = placer.shortfall(k, EventKind::kPlace);
+  EXPECT_EQ(sf.devices, 4);
+  EXPECT_EQ(sf.region, -1);
+  placer.allow_cross_region(k, false);
+  // Devices reserved for it count as free to it: the victim's 2, cut for k.
+  w.cut_for(victim, k);
+  EXPECT_EQ(placer.shortfall(k, EventKind::kPlace).devices, 3);
+  // A job that fits now lacks nothing; one that fits no region at all is not a shortfall (-1).
+  EXPECT_EQ(placer.shortfall(w.job(3, 3, 3), EventKind::kPlace).devices, 0);
+  EXPECT_EQ(placer.shortfall(w.job(12, 12, 12), EventKind::kPlace).devices, -1);
+  EXPECT_EQ(placer.stats().proposals, 0u) << "a shortfall is no proposal";
+}
+
 TEST(GangPlacer, OneClusterBeforeSpanningClusters) {
   // Region r0: cluster c0 with two nodes of 8, cluster c1 with four nodes of 4 (16 free each).
   World w(fleet_text({{{8, 8}, {4, 4, 4, 4}}}));
@@ -291,13 +328,7 @@ TEST(GangPlacer, ReservationsAreFreeToTheirJobAndToJobsThatOutrankIt) {
   const int ben = w.job(4, 4, 4, Tier::kStandard);
   GangPlacer placer(*w.core);
   EXPECT_EQ(placer.propose(ben, EventKind::kPlace).kind, Proposal::Kind::kRetryLater);
-  Decision pre = World::ev(EventKind::kPreempt, victim);
-  pre.origin = spec::Origin::kPlanner;
-  pre.beneficiary = ben;
-  w.must(pre);
-  Decision done = World::ev(EventKind::kCheckpointDone, victim);
-  done.step = w.core->cluster().jobs[victim].progress;
-  w.must(done);  // devices 0-3 free, reserved for `ben`
+  w.cut_for(victim, ben);  // devices 0-3 free, reserved for `ben`
   const int basic = w.job(4, 4, 4, Tier::kBasic);
   const int premium = w.job(4, 4, 4, Tier::kPremium);
   EXPECT_EQ(placer.propose(basic, EventKind::kPlace).kind, Proposal::Kind::kRetryLater)
@@ -318,13 +349,7 @@ TEST(GangPlacer, VoidReservationsFreeDevicesWithoutACommitTouchingThem) {
   World w(fleet_text({{{4}}}));
   const int victim = w.fill(range(0, 4), Tier::kBasic);
   const int ben = w.job(4, 4, 4, Tier::kStandard);
-  Decision pre = World::ev(EventKind::kPreempt, victim);
-  pre.origin = spec::Origin::kPlanner;
-  pre.beneficiary = ben;
-  w.must(pre);
-  Decision done = World::ev(EventKind::kCheckpointDone, victim);
-  done.step = w.core->cluster().jobs[victim].progress;
-  w.must(done);
+  w.cut_for(victim, ben);
   GangPlacer placer(*w.core);
   const int other = w.job(4, 4, 4, Tier::kStandard);
   EXPECT_EQ(placer.propose(other, EventKind::kPlace).kind, Proposal::Kind::kRetryLater);
@@ -341,18 +366,9 @@ TEST(GangPlacer, DevicesReservedAgainForAnotherJobBetweenTwoCalls) {
   World w(fleet_text({{{4, 4}}}));  // node 1 stays full: room for 8 premium devices, none free
   w.fill(range(4, 4));
   GangPlacer placer(*w.core);
-  auto preempt_for = [&](int victim, int ben) {
-    Decision pre = World::ev(EventKind::kPreempt, victim);
-    pre.origin = spec::Origin::kPlanner;
-    pre.beneficiary = ben;
-    w.must(pre);
-    Decision done = World::ev(EventKind::kCheckpointDone, victim);
-    done.step = w.core->cluster().jobs[victim].progress;
-    w.must(done);
-  };
   const int basic = w.fill(range(0, 4), Tier::kBasic);
   const int standard = w.job(4, 4, 4, Tier::kStandard);
-  preempt_for(basic, standard);  // devices 0-3 reserved for `standard`
+  w.cut_for(basic, standard);  // devices 0-3 reserved for `standard`
   ASSERT_EQ(audited(placer), "");
   // Before the placer looks again: a premium job takes them (it outranks `standard`), runs, and
   // is preempted for a premium job with less service, for which they are reserved now.
@@ -367,7 +383,7 @@ TEST(GangPlacer, DevicesReservedAgainForAnotherJobBetweenTwoCalls) {
   prog.gpu_ms = 1000;
   w.must(prog);
   const int premium2 = w.job(4, 4, 4, Tier::kPremium);
-  preempt_for(premium, premium2);
+  w.cut_for(premium, premium2);
   EXPECT_EQ(placer.propose(standard, EventKind::kPlace).kind, Proposal::Kind::kRetryLater)
       << "reserved for a premium job now";
   auto p = placer.propose(premium2, EventKind::kPlace);
@@ -441,13 +457,7 @@ TEST(GangPlacer, ARememberedRetryLaterEndsWithAReservationForTheJob) {
   EXPECT_EQ(placer.propose(a, EventKind::kPlace).kind, Proposal::Kind::kRetryLater);
   EXPECT_EQ(placer.propose(a, EventKind::kPlace).kind, Proposal::Kind::kRetryLater);
   EXPECT_EQ(placer.stats().misses_remembered, 1u);
-  Decision pre = World::ev(EventKind::kPreempt, victim);
-  pre.origin = spec::Origin::kPlanner;
-  pre.beneficiary = a;
-  w.must(pre);
-  Decision done = World::ev(EventKind::kCheckpointDone, victim);
-  done.step = w.core->cluster().jobs[victim].progress;
-  w.must(done);  // devices 0-3 free, reserved for `a`
+  w.cut_for(victim, a);  // devices 0-3 free, reserved for `a`
   auto p = placer.propose(a, EventKind::kPlace);
   ASSERT_EQ(p.kind, Proposal::Kind::kOk) << p.why;
   EXPECT_EQ(placer.stats().misses_remembered, 1u);

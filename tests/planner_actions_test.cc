@@ -3,7 +3,8 @@
 // the mechanism goes: growth into idle devices, a shrink inside a tier for a job of a lower LAS
 // level, the cost rule that delays a cut until the waiting job has waited what it costs, the
 // starvation cap, the tier order under overload (also beyond the premium reserve), and premium's own
-// round budgets, and another device type for a job whose spec allows several (for every planner).
+// round budgets, and another device type for a job whose spec allows several (for every planner);
+// cuts that free only what a gang lacks beside the free devices (every planner that preempts).
 // (Shrink for a higher tier, preemption of a
 // lower tier and defragmentation by migration: runtime/sim/simulator_test.cc; the cheapest
 // victims: tests/victim_choice_test.cc.) docs/scheduling.md.
@@ -261,6 +262,31 @@ TEST(PlannerActions, AJobThatAllowsSeveralTypesRunsOnTheFastestWithRoom) {
     auto faster_own = quiet();
     faster_own.planner.type_speed = {{own, 2.0}, {other, 1.5}};
     EXPECT_NEAR(run_on(f, w, faster_own, policy).avg_jct_s, 500, 20);
+  }
+}
+
+TEST(PlannerActions, CutsFreeOnlyWhatAGangLacks) {
+  // 8 devices: P (premium) holds `p` of them and two basic jobs one each, all for 20,000 s; S
+  // (standard, a gang of 4, 100 s) arrives at 4,000 s, when the basic jobs have had more than a
+  // GPU-hour. With P on 4 devices, 2 are free: S needs only the 2 basic jobs cut (before, the
+  // victims had to cover its whole gang alone, and it waited for P's end). With P on 5, free and
+  // cuttable devices add up to 3: nothing is cut (a cut that cannot make room would keep devices
+  // reserved for a job that cannot start). Every planner that preempts.
+  for (const char* policy : {"tiresias", "afs", "orrery"}) {
+    SCOPED_TRACE(policy);
+    for (const int p : {4, 5}) {
+      Workload w;
+      w.jobs = {job(0, 20000, p, spec::Tier::kPremium), job(0, 20000, 1, spec::Tier::kBasic),
+                job(0, 20000, 1, spec::Tier::kBasic), job(4000, 100, 4, spec::Tier::kStandard)};
+      auto r = run_on(one_node(8), w, quiet(), policy);
+      if (p == 4) {
+        EXPECT_EQ(r.preemptions, 2);
+        EXPECT_LT(r.tiers[1].max_queue_s, 60);
+      } else {
+        EXPECT_EQ(r.preemptions, 0);
+        EXPECT_GT(r.tiers[1].max_queue_s, 15000);
+      }
+    }
   }
 }
 

@@ -51,6 +51,8 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
   const spec::Concrete d;
   const auto& s = core.cluster();
   const auto& bj = s.jobs[ben];
+  const CutNeed need = cut_need(core, book_, ben);  // what its smallest gang lacks (victims.h)
+  if (need.devices == 0) return;
   // Running jobs of its type that have had at least a threshold more service, the most first.
   std::vector<int> pool;
   int looked = 0;
@@ -58,14 +60,15 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
     for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
       const auto& vj = s.jobs[v];
-      if (vj.attained < bj.attained + o_.las_threshold_gpu_ms || ctx.cut_pending(v) || protected_now(core, book_, v))
+      if (vj.attained < bj.attained + o_.las_threshold_gpu_ms || ctx.cut_pending(v) || protected_now(core, book_, v) ||
+          !in_region(core, book_, v, need.region))
         continue;
       if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
       pool.push_back(v);
     }
   if (pool.empty()) return;
   // A shrink first: the elastic (transparent) job whose last step weighed least, to the largest
-  // count that frees the beneficiary's smallest gang.
+  // count that frees what the beneficiary lacks.
   int shrink = -1;
   std::int64_t shrink_to = 0;
   double least = 2;
@@ -73,7 +76,7 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
     const auto& vj = s.jobs[v];
     if (vj.devices <= vj.min_dev || core.job_info(v).mode != spec::Preemption::kTransparent) continue;
     std::int64_t to = 0;
-    for (std::int64_t c = vj.devices - bj.min_dev; c >= vj.min_dev && to == 0; --c)
+    for (std::int64_t c = vj.devices - need.devices; c >= vj.min_dev && to == 0; --c)
       if (vj.world % c == 0 && vj.world / c <= spec::kSpliceLimit) to = c;
     if (to == 0) continue;
     // The weight of its last step: from the count below its current one to it.
@@ -94,7 +97,7 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
   vc.reserve(pool.size());
   for (int v : pool)
     vc.push_back({v, s.jobs[v].devices, loss_per_device_ms(core, book_, v), mode_rank(core.job_info(v).mode), 0});
-  preempt_for(core, ctx, book_, cheapest_victims(std::move(vc), bj.min_dev), ben);
+  preempt_for(core, ctx, book_, cheapest_victims(std::move(vc), need.devices), ben);
 }
 
 void AfsPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {

@@ -81,6 +81,18 @@ bool GangPlacer::fits_on(int job, EventKind event, std::int64_t type) {
   return p.kind == Proposal::Kind::kOk;
 }
 
+GangPlacer::Shortfall GangPlacer::shortfall(int job, EventKind event) {
+  index_.sync();
+  avoid_scope_ = -1;
+  retry_later_ = false;
+  shortfall_ = {};
+  count_tags_ = true;  // the reservations free to the job counted even where it cannot fit
+  const Proposal p = plan(job, event, -1);
+  count_tags_ = false;
+  if (p.kind == Proposal::Kind::kOk) return {0, -1};
+  return p.kind == Proposal::Kind::kRetryLater ? shortfall_ : Shortfall{};
+}
+
 bool GangPlacer::missed_again(int job, EventKind event) {
   if (job < 0 || static_cast<std::size_t>(job) >= misses_.size()) return false;
   const Miss& m = misses_[static_cast<std::size_t>(job)];
@@ -181,7 +193,7 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
   for (std::int64_t c = lo_count; c <= hi_count && least_need < 0; ++c)
     if (jv.world % c == 0 && jv.world / c <= spec::kSpliceLimit && (!keep_held_ || c > jv.devices))
       least_need = c - (keep_held_ ? jv.devices : 0);
-  const bool tag_walk_skipped = least_need < 0 || least_need > free_bound;
+  const bool tag_walk_skipped = least_need < 0 || (least_need > free_bound && !count_tags_);
   if (!keep_held_ && event != EventKind::kMigrate && !tag_walk_skipped) {
     index_.for_each_tag_group([&](int r, const std::vector<std::pair<int, int>>& groups) {
       if (r != job && !spec::outranks(dom, s, job, r)) return;
@@ -327,6 +339,21 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
       }
     }
     deficit_ = least_need - most;
+    // The shortfall (shortfall(), which never skips the walk): the same, by region.
+    const auto tagged_in = [&](int r) { return tag_walk_skipped ? 0 : region_tagged_[static_cast<std::size_t>(r)]; };
+    std::int64_t best = -1;
+    int where = -1;
+    if (cross) {
+      best = index_.total(level_, index_.fleet_scope());
+      for (int r = 0; r < index_.regions() && !tag_walk_skipped; ++r) best += tagged_in(r);
+    } else {
+      for (int r = 0; r < index_.regions(); ++r)
+        if (const std::int64_t f = index_.total(level_, index_.region_scope(r)) + tagged_in(r); f > best) {
+          best = f;
+          where = r;
+        }
+    }
+    if (least_need > best) shortfall_ = {least_need - best, where};
   } else {
     deficit_ = 0;
   }

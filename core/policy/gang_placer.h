@@ -69,6 +69,19 @@ class GangPlacer {
   // proposed, and counts in no statistic).
   bool fits_on(int job, spec::EventKind event, std::int64_t type);
 
+  // For waiting `job` (Place: Queued, Resume: Suspended): how many more devices of its type its
+  // smallest gang needs than are free to it now (open, or reserved for it or for jobs it
+  // outranks), in the region where the most are (`region`; -1 for a job allowed across regions:
+  // the fleet), planned by the same rules as propose(). 0 where it fits now. -1 where that count
+  // is not what stands in the way: the job cannot be placed at all (kInfeasible), or enough
+  // devices are free in some region and host memory or the topology refused them. Costs a
+  // placement query and a walk over the jobs with live reservations; counts in no statistic.
+  struct Shortfall {
+    std::int64_t devices = -1;
+    int region = -1;
+  };
+  Shortfall shortfall(int job, spec::EventKind event);
+
   // Lets `job` (or no longer) be placed across regions. A planner-side attribute, not journaled:
   // whoever runs the planner sets it again after a restart.
   void allow_cross_region(int job, bool allowed = true);
@@ -158,6 +171,8 @@ class GangPlacer {
   int job_ = -1;
   int level_ = -1;
   std::int64_t type_override_ = -1;  // fits_on(): the type planned for, in place of the job's
+  Shortfall shortfall_;              // plan()'s, where it answers kRetryLater for too few devices
+  bool count_tags_ = false;          // shortfall(): no skipping the walk over the reservations
   std::uint32_t stamp_ = 0;  // adjustments and exclusions of the current count
   std::uint32_t excl_gen_ = 0;   // nodes a fill took whole
   std::uint32_t tag_stamp_ = 0;  // tagged devices usable by the current job

@@ -136,6 +136,11 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // A job its spec lets run on several types looks for room where the most could be made.
   move_to_roomiest_type(core, ctx, ben);
   const auto& bj = s.jobs[ben];
+  // What the cuts must free (victims.h; nothing where it fits now: a Retype above, and the next
+  // placement takes it).
+  const CutNeed cn = cut_need(core, book_, ben);
+  if (cn.devices == 0) return false;
+  const std::int64_t need = cn.devices;
   // Candidates: running jobs whose devices the guard lets go for `ben` (a lower tier; or its own
   // tier by the fair-share rules below).
   int shrink = -1;
@@ -180,7 +185,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   if (!same_tier_possible) {
     std::int64_t lower = 0;
     for (std::int64_t rank = ben_rank + 1; rank < spec::kNumRanks; ++rank) lower += book_.running_devices(bj.dtype, rank);
-    if (lower < bj.min_dev) return nothing_found();
+    if (lower < need) return nothing_found();
   }
   // The beneficiary's device type only (no other frees devices it can use), the lowest rank first.
   std::vector<int> pool;
@@ -189,7 +194,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     if (rank == ben_rank && !same_tier_possible) break;
     for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
-      if (rank == ben_rank && o_.max_same_tier_victims == 1 && s.jobs[v].devices < bj.min_dev) continue;
+      if (rank == ben_rank && o_.max_same_tier_victims == 1 && s.jobs[v].devices < need) continue;
       pool.push_back(v);
     }
   }
@@ -224,6 +229,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
          (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held));
     if ((spec::rank(d, vj) < ben_rank || (same_rank(v) && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (protected_now(core, book_, v)) continue;  // within its min_runtime_ms (victims.h)
+    if (!in_region(core, book_, v, cn.region)) continue;  // devices elsewhere do not add up
     // A job placed past its tier's starvation cap runs at least the cap before its tier may cut it
     // again: else the next newcomer of a lower LAS level would cut it at once, and the cap would
     // bound its waits but not its progress.
@@ -236,13 +242,13 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     // A shrink only of a transparent job (INV-MODE); inside the tier only when it pays (below).
     if (shrink >= 0 || core.job_info(v).mode != spec::Preemption::kTransparent) continue;
     // The largest device count the job may shrink to (a divisor of its world within the splice
-    // limit, at least min_devices) that frees the beneficiary's smallest gang.
+    // limit, at least min_devices) that frees what the beneficiary needs.
     // (By splice factor f, the smallest first: a device count is world / f.)
     // (None where what is left after freeing the gang is below its min_devices.)
     std::int64_t to = 0;
-    if (vj.devices - bj.min_dev < vj.min_dev) continue;
+    if (vj.devices - need < vj.min_dev) continue;
     for (std::int64_t f = 1, c = vj.world; f <= spec::kSpliceLimit && to == 0; c = vj.world / ++f)
-      if (vj.world % f == 0 && c <= vj.devices - bj.min_dev && c >= vj.min_dev) to = c;
+      if (vj.world % f == 0 && c <= vj.devices - need && c >= vj.min_dev) to = c;
     if (to == 0) continue;
     if (same_rank(v) && !pays({v})) {
       shrink_deferred = true;  // it will pay: a preemption inside the tier would cost as much
@@ -269,7 +275,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     for (int v : candidates)
       vc.push_back({v, s.jobs[v].devices, loss_per_device_ms(core, book_, v),
                     mode_rank(core.job_info(v).mode), spec::kNumRanks - 1 - spec::rank(d, s.jobs[v])});
-    return cheapest_victims(std::move(vc), bj.min_dev);
+    return cheapest_victims(std::move(vc), need);
   };
   auto victims = cover();
   // Inside a tier a preemption only reorders equals (fair share): it pays when it delays fewer

@@ -24,15 +24,19 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     if (queue_of(core, ben) != 0 || book_.helped(ben) || searches >= o_.max_cuts_per_round) return;
     ++searches;
     // Second-queue jobs the guard lets go for `ben` (none within its min_runtime_ms), as many as
-    // cover its smallest gang, those that lose least first (victims.h), then the most attained
+    // cover what its smallest gang lacks (victims.h, cut_need), those that lose least first (victims.h), then the most attained
     // service.
+    const CutNeed need = cut_need(core, book_, ben);
+    if (need.devices == 0) return;
     std::vector<int> candidates;
     int looked = 0;
     const auto& bj = core.cluster().jobs[ben];
     for (std::int64_t rank = spec::kNumRanks - 1; rank >= 0 && looked < o_.max_victim_candidates; --rank)
       for (int v : book_.running(bj.dtype, rank)) {
         if (++looked > o_.max_victim_candidates) break;
-        if (queue_of(core, v) != 1 || ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
+        if (queue_of(core, v) != 1 || ctx.cut_pending(v) || protected_now(core, book_, v) ||
+            !in_region(core, book_, v, need.region))
+          continue;
         if (!spec::favoured(d, core.cluster(), ben, v) || !spec::fits_devices_of(d, core.cluster(), ben, v)) continue;
         candidates.push_back(v);
       }
@@ -44,7 +48,7 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     for (int v : candidates)
       vc.push_back({v, core.cluster().jobs[v].devices, loss_per_device_ms(core, book_, v),
                     mode_rank(core.job_info(v).mode), 0});
-    preempt_for(core, ctx, book_, cheapest_victims(std::move(vc), bj.min_dev), ben);
+    preempt_for(core, ctx, book_, cheapest_victims(std::move(vc), need.devices), ben);
   });
 }
 

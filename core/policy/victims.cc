@@ -84,6 +84,21 @@ std::vector<int> cheapest_victims(std::vector<VictimCandidate> cands, std::int64
   return out;
 }
 
+CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben) {
+  const auto& bj = core.cluster().jobs[ben];
+  GangPlacer& placer = book.placer(core);
+  const auto ev = core.state(ben) == spec::JobState::kQueued ? spec::EventKind::kPlace : spec::EventKind::kResume;
+  const auto sf = placer.shortfall(ben, ev);
+  if (sf.devices < 0) return {bj.min_dev, -1};
+  return {sf.devices, sf.devices > 0 && placer.index().regions() > 1 ? sf.region : -1};
+}
+
+bool in_region(const SchedulerCore& core, JobBook& book, int v, int region) {
+  const auto& held = core.cluster().jobs[v].held;
+  if (region < 0 || held.empty()) return true;
+  return book.placer(core).index().region_of(core.cluster().node_of(static_cast<int>(*held.begin()))) == region;
+}
+
 int preempt_for(const SchedulerCore& core, PlanContext& ctx, JobBook& book, const std::vector<int>& victims,
                 int beneficiary) {
   int started = 0;

@@ -5,8 +5,11 @@
 // is placed, and only an operator may release a reservation: a preemption that frees too few
 // devices for the beneficiary would leave them reserved for a job that cannot start, blocking
 // every job it outranks (and two such half-served jobs of equal rank would block each other for
-// good). So the planners preempt only a set of victims whose devices cover the beneficiary's
-// smallest gang, or none.
+// good). So the planners preempt only a set of victims whose devices, with those free to the
+// beneficiary now in one region (cut_need below), cover its smallest gang, or none. The free
+// devices are not reserved: a job that takes them before the cuts end (one that outranks the
+// beneficiary, or one after it in the planner's order) leaves it short, and its next search cuts
+// for what it still lacks (a lower tier's job that took them is cut in turn).
 //
 // What a victim loses (device-milliseconds of work thrown away; docs/policies.md, "What a victim
 // loses"), by its preemption mode (spec::Preemption, core.job_info(v).mode):
@@ -63,6 +66,21 @@ struct VictimCandidate {
 // Where every candidate loses nothing (all transparent) this is the planner's order's shortest
 // covering prefix. O(n log n).
 std::vector<int> cheapest_victims(std::vector<VictimCandidate> candidates, std::int64_t need);
+
+// What cuts for waiting job `ben` must free, and where: its smallest gang less the devices free
+// to it now in the region where most are (GangPlacer::shortfall), from jobs in that region
+// (`region`; -1: anywhere, a one-region fleet or a job allowed across regions). The whole gang,
+// anywhere, where that is not what stands in the way (host memory, topology); 0 where it fits now.
+// Counting the free devices matters where they are many: a gang of 8 with 6 devices free needs
+// 2 cut, not 8 (before, such a gang waited until victims alone covered it).
+struct CutNeed {
+  std::int64_t devices = 0;
+  int region = -1;
+};
+CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben);
+// Whether running job `v` holds its devices in `region` (-1: always): it holds none across
+// regions unless allowed to, so its first device says.
+bool in_region(const SchedulerCore& core, JobBook& book, int v, int region);
 
 // Proposes Preempt of each victim for `beneficiary` (each checked with the core first) and notes
 // the cuts in the book; the number started.
