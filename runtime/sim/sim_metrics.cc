@@ -62,8 +62,12 @@ void ActionLedger::redone(int job, double gpu_s) {
     costs_[static_cast<std::size_t>(open_[i].action)].redone_gpu_s += gpu_s;
 }
 
-void JobStats::completed(spec::Tier tier, int tenant, double jct_s, double queue_s, double sla_queue_s) {
+void JobStats::completed(spec::Tier tier, int tenant, double jct_s, double queue_s, double sla_queue_s, bool gang) {
   const auto t = static_cast<std::size_t>(tier);
+  if (gang) {
+    ++gangs_[t];
+    gang_queue_sum_[t] += queue_s;
+  }
   jct_.push_back(jct_s);
   tier_jct_[t].push_back(jct_s);
   tier_queue_[t].push_back(queue_s);
@@ -87,6 +91,10 @@ JobStats::Summary JobStats::summarize() {
     tr.jobs = static_cast<std::int64_t>(tier_jct_[t].size());
     tr.avg_jct_s = mean(tier_jct_[t]);
     tr.avg_queue_s = mean(tier_queue_[t]);
+    tr.gang_jobs = gangs_[t];
+    const double all_sum = tr.avg_queue_s * static_cast<double>(tr.jobs);
+    tr.avg_queue_gang_s = gangs_[t] ? gang_queue_sum_[t] / static_cast<double>(gangs_[t]) : 0;
+    tr.avg_queue_one_s = tr.jobs > gangs_[t] ? (all_sum - gang_queue_sum_[t]) / static_cast<double>(tr.jobs - gangs_[t]) : 0;
     std::sort(tier_jct_[t].begin(), tier_jct_[t].end());
     std::sort(tier_queue_[t].begin(), tier_queue_[t].end());
     tr.p50_jct_s = quantile(tier_jct_[t], 0.5);

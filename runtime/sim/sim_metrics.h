@@ -51,14 +51,18 @@ class ActionLedger {
 class JobStats {
  public:
   explicit JobStats(std::size_t tenants) : tenant_queue_sum_(tenants, 0.0), tenant_done_(tenants, 0) {}
-  // A completed job: its JCT (arrival to completion) and queueing delay (arrival to first start).
-  void completed(spec::Tier tier, int tenant, double jct_s, double queue_s, double sla_queue_s);
+  // A completed job: its JCT (arrival to completion) and queueing delay (arrival to first start);
+  // `gang`: its smallest gang is more than one device.
+  void completed(spec::Tier tier, int tenant, double jct_s, double queue_s, double sla_queue_s, bool gang);
 
   struct Tier {
     std::int64_t jobs = 0;
     double avg_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
     double avg_queue_s = 0, p99_queue_s = 0, max_queue_s = 0;
     double sla_attainment = 0;
+    // The tier's jobs apart by size: those whose smallest gang is one device and the gangs.
+    std::int64_t gang_jobs = 0;
+    double avg_queue_one_s = 0, avg_queue_gang_s = 0;
   };
   struct Summary {
     double avg_jct_s = 0, p50_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
@@ -71,7 +75,8 @@ class JobStats {
 
  private:
   std::vector<double> jct_, tier_jct_[3], tier_queue_[3];
-  std::array<std::int64_t, 3> sla_ok_{};
+  std::array<std::int64_t, 3> sla_ok_{}, gangs_{};
+  std::array<double, 3> gang_queue_sum_{};
   std::vector<double> tenant_queue_sum_;
   std::vector<std::int64_t> tenant_done_;
 };

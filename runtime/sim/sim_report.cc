@@ -78,6 +78,11 @@ std::string results_table(const std::vector<SimResult>& rs) {
   for (int t = 0; t < 3; ++t) {
     row(std::string(kTiers[t]) + " jobs", [t](const SimResult& r) { return num(static_cast<double>(r.tiers[t].jobs)); });
     row(std::string(kTiers[t]) + " queue avg", [t](const SimResult& r) { return duration(r.tiers[t].avg_queue_s); });
+    row(std::string(kTiers[t]) + " queue avg 1-device / gangs", [t](const SimResult& r) {
+      const auto& x = r.tiers[t];
+      return (x.jobs > x.gang_jobs ? duration(x.avg_queue_one_s) : std::string("-")) + " / " +
+             (x.gang_jobs ? duration(x.avg_queue_gang_s) : std::string("-"));
+    });
     row(std::string(kTiers[t]) + " JCT avg", [t](const SimResult& r) { return duration(r.tiers[t].avg_jct_s); });
     row(std::string(kTiers[t]) + " JCT p99", [t](const SimResult& r) { return duration(r.tiers[t].p99_jct_s); });
     row(std::string(kTiers[t]) + " queue p99", [t](const SimResult& r) { return duration(r.tiers[t].p99_queue_s); });
@@ -169,6 +174,9 @@ std::string results_json(const std::vector<SimResult>& rs) {
     out += ", \"p99_queue_s\": " + per_tier([](const TierResult& t) { return t.p99_queue_s; });
     out += ", \"sla_attainment\": " + per_tier([](const TierResult& t) { return t.sla_attainment; });
     out += ", \"jobs_per_tier\": " + per_tier([](const TierResult& t) { return static_cast<double>(t.jobs); });
+    out += ", \"gangs_per_tier\": " + per_tier([](const TierResult& t) { return static_cast<double>(t.gang_jobs); });
+    out += ", \"avg_queue_s_one_device\": " + per_tier([](const TierResult& t) { return t.avg_queue_one_s; });
+    out += ", \"avg_queue_s_gangs\": " + per_tier([](const TierResult& t) { return t.avg_queue_gang_s; });
     out += ", \"tenant_mean_queue_s\": " + json_num(r.tenant_mean_queue_s);
     out += ", \"tenant_avg_queue_s\": {";
     for (std::size_t t = 0; t < r.tenants.size(); ++t)

@@ -566,7 +566,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       r.avg_run_s += js.total_s;
       const double c = static_cast<double>(js.end_ms - ms(sj.arrival_s)) / 1000.0;
       const double q = static_cast<double>(js.first_start_ms - ms(sj.arrival_s)) / 1000.0;
-      stats.completed(sj.tier, sj.tenant, c, q, o_.sla_queue_s[static_cast<std::size_t>(sj.tier)]);
+      stats.completed(sj.tier, sj.tenant, c, q, o_.sla_queue_s[static_cast<std::size_t>(sj.tier)], sj.min_devices > 1);
     }
     auto sum = stats.summarize();
     if (w_.tenants.size() > 1) {
@@ -586,7 +586,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     r.p99_jct_s = sum.p99_jct_s;
     for (std::size_t t = 0; t < 3; ++t) {
       const auto& a = sum.tiers[t];
-      r.tiers[t] = {a.jobs, a.avg_jct_s, a.p50_jct_s, a.p99_jct_s, a.avg_queue_s, a.p99_queue_s, a.max_queue_s, a.sla_attainment, 0};
+      r.tiers[t] = {a.jobs, a.avg_jct_s, a.p50_jct_s, a.p99_jct_s, a.avg_queue_s, a.p99_queue_s, a.max_queue_s, a.sla_attainment, 0,
+                    a.gang_jobs, a.avg_queue_one_s, a.avg_queue_gang_s};
     }
     r.offered_load = offered_load(w_, devices_, submitted);
     for (std::size_t t = 0; t < 3; ++t) {  // each tier's part of it

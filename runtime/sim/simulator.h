@@ -92,6 +92,11 @@ struct TierResult {
   double max_queue_s = 0;  // the longest wait of a completed job (starvation)
   double sla_attainment = 0;  // of the tier's completed jobs, the share within its queueing target
   double offered_load = 0;    // the tier's jobs' part of SimResult::offered_load
+  // Apart by size (the mix of sizes differs between tiers: in the Alibaba trace standard's jobs
+  // are mostly 8-device gangs, basic's one-device jobs): completed gangs (smallest gang > 1
+  // device), and the average waits of the one-device jobs and of the gangs.
+  std::int64_t gang_jobs = 0;
+  double avg_queue_one_s = 0, avg_queue_gang_s = 0;
 };
 
 struct TenantResult {
