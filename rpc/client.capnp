@@ -51,6 +51,7 @@ struct JobStatus {
   ageMs @12 :Int64;               # since submission; -1 when unknown
   note @13 :Text;                 # why it waits, why it failed, the final weights' digest
   tenant @14 :Text;
+  deviceType @15 :Text;           # the type it runs on, or waits for now (of those its spec names)
 }
 
 struct NodeStatus {

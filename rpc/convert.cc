@@ -138,6 +138,9 @@ Result<service::JobStatus> job_status_from_wire(wire::JobStatus::Reader r) {
   auto tenant = text_from_wire(r.getTenant(), "tenant");
   if (!tenant) return tenant.status();
   s.tenant = *tenant;
+  auto type = text_from_wire(r.getDeviceType(), "device type");
+  if (!type) return type.status();
+  s.device_type = *type;
   return s;
 }
 
@@ -158,6 +161,7 @@ void job_status_to_wire(const service::JobStatus& s, wire::JobStatus::Builder b)
   for (unsigned i = 0; i < s.nodes.size(); ++i) nodes.set(i, s.nodes[i]);
   b.setAgeMs(s.age_ms);
   b.setNote(s.note);
+  b.setDeviceType(s.device_type);
 }
 
 Result<service::NodeStatus> node_status_from_wire(wire::NodeStatus::Reader r) {

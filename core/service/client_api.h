@@ -60,6 +60,8 @@ struct JobStatus {
   std::vector<std::string> nodes;  // nodes of the devices held
   std::int64_t age_ms = 0;    // since submission; -1 when unknown (see kWallClockFloorMs)
   std::string note;           // why it waits, why it failed, final weights' digest when done
+  std::string device_type;    // the type it runs on or waits for now (a planner may move a waiting
+                              // job among the types its spec names)
 };
 
 struct NodeStatus {

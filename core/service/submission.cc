@@ -106,6 +106,7 @@ Result<std::vector<JobStatus>> Service::jobs() {
     for (int n : nodes_of(j)) s.nodes.push_back(core_->fleet().nodes[static_cast<std::size_t>(n)].name);
     s.age_ms = v.submitted_ms >= 0 ? std::max<std::int64_t>(now - v.submitted_ms, 0) : -1;
     s.note = v.note;
+    s.device_type = core_->device_type(j);
     if (jv.spare != 0 && spec::admitted_state(spec::Concrete{}, jv.state))
       s.note = "spare: admitted beyond the premium reserve, no guarantee" +
                (v.note.empty() ? "" : "; " + v.note);

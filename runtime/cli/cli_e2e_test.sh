@@ -60,6 +60,9 @@ for _ in $(seq 600); do
 done
 "$ORRERY" ls
 [ -n "$ok" ] || fail "jobs not all Completed"
+# TYPE (column 13): the device type each job ran on, over the wire from the core (`orrery up`: host).
+types=$("$ORRERY" ls | tail -n +2 | awk '{ print $13 }' | sort -u)
+[ "$types" = "host" ] || fail "TYPE column: expected host for every job, got: $types"
 "$ORRERY" logs train-basic | tail -5
 # The workers' output, kept by the core: rank 0's own lines (orrery-train-mlp's final line), behind
 # the header of its incarnation; every rank's, prefixed; an unknown rank is exit 4.

@@ -500,6 +500,7 @@ TEST(Format, JobsTable) {
   a.nodes = {"node1", "node2"};
   a.age_ms = 125000;
   a.tenant = "vision";
+  a.device_type = "H100-80G";
   service::JobStatus b;
   b.job = 1;
   b.name = "b";
@@ -508,9 +509,9 @@ TEST(Format, JobsTable) {
   b.age_ms = 900;
   b.note = "waiting for 4 devices";
   EXPECT_EQ(format_jobs({a, b}),
-            "JOB  NAME     TIER      STATE    EPOCH  DEV  SPLICE  STEP/STEPS  CKPT  NODES        AGE    TENANT  NOTE\n"
-            "0    train-a  premium   Running  3      2    2       40/200      25    node1,node2  2m05s  vision\n"
-            "1    b        standard  Queued   0      0    -       0/100       -     -            900ms  -       waiting for 4 devices\n");
+            "JOB  NAME     TIER      STATE    EPOCH  DEV  SPLICE  STEP/STEPS  CKPT  NODES        AGE    TENANT  TYPE      NOTE\n"
+            "0    train-a  premium   Running  3      2    2       40/200      25    node1,node2  2m05s  vision  H100-80G\n"
+            "1    b        standard  Queued   0      0    -       0/100       -     -            900ms  -       -         waiting for 4 devices\n");
 }
 
 TEST(Format, NodesTableAndAges) {

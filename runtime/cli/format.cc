@@ -80,7 +80,7 @@ std::string format_age(std::int64_t ms) {
 std::string format_jobs(const std::vector<service::JobStatus>& jobs) {
   std::vector<std::vector<std::string>> rows = {{"JOB", "NAME", "TIER", "STATE", "EPOCH", "DEV",
                                                  "SPLICE", "STEP/STEPS", "CKPT", "NODES", "AGE",
-                                                 "TENANT", "NOTE"}};
+                                                 "TENANT", "TYPE", "NOTE"}};
   for (const auto& j : jobs) {
     std::string nodes;
     for (const auto& n : j.nodes) nodes += (nodes.empty() ? "" : ",") + n;
@@ -92,7 +92,7 @@ std::string format_jobs(const std::vector<service::JobStatus>& jobs) {
                                 : (j.progress > 0 ? std::to_string(j.progress) : "-"),
                     j.checkpoint >= 0 ? std::to_string(j.checkpoint) : "-",
                     nodes.empty() ? "-" : nodes, format_age(j.age_ms),
-                    j.tenant.empty() ? "-" : j.tenant, j.note});
+                    j.tenant.empty() ? "-" : j.tenant, j.device_type.empty() ? "-" : j.device_type, j.note});
   }
   return table(rows);
 }

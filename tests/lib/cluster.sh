@@ -33,8 +33,9 @@ submit() {  # TOML -> job id
   sed -n 's/^submitted job \([0-9]*\) .*/\1/p' <<<"$out"
 }
 # `orrery ls` columns: 1 JOB 2 NAME 3 TIER 4 STATE 5 EPOCH 6 DEV 7 SPLICE 8 STEP/STEPS 9 CKPT 10 NODES
+# 11 AGE 12 TENANT 13 TYPE 14... NOTE
 field() { o ls | awk -v id="$1" -v f="$2" '$1 == id { print $f }'; }
-note() { o ls | awk -v id="$1" '$1 == id' | sed -E 's/^([^ ]+ +){12}//'; }
+note() { o ls | awk -v id="$1" '$1 == id' | sed -E 's/^([^ ]+ +){13}//'; }
 step() { local s; s=$(field "$1" 8); s=${s%%/*}; echo "${s:-0}"; }
 # Waits until job ID is in STATE (a regex on the STATE column); Failed or Cancelled otherwise fail.
 wait_state() {  # ID STATE SECONDS

@@ -128,6 +128,9 @@ TEST_F(ServiceTest, AJobNamingSeveralDeviceTypesRunsOnOneThatFits) {
   // the big ones (a job whose first type can never hold it would wait for a move to another).
   EXPECT_EQ(s.core().device_type(*id), "big");
   EXPECT_TRUE(s.core().job_info(*id).types.empty());
+  auto listed = s.jobs();  // `orrery ls` shows the type (TYPE)
+  ASSERT_TRUE(listed.ok()) << listed.reason();
+  EXPECT_EQ((*listed)[static_cast<std::size_t>(*id)].device_type, "big");
   s.tick();  // admit, place
   EXPECT_EQ(s.core().state(*id), spec::JobState::kPlaced);
   EXPECT_TRUE(l2->saw("launch 0 epoch 1 restore -1 devices 2")) << (l2->log.empty() ? "" : l2->log.back());
