@@ -265,6 +265,8 @@ TEST(GangPlacer, TheShortfallIsCountedInTheRegionWithTheMostFreeToTheJob) {
   // Devices reserved for it count as free to it: the victim's 2, cut for k.
   w.cut_for(victim, k);
   EXPECT_EQ(placer.shortfall(k, EventKind::kPlace).devices, 3);
+  // Not to a basic gang, which k outranks: for it only the 3 open ones count.
+  EXPECT_EQ(placer.shortfall(w.job(8, 8, 8, Tier::kBasic), EventKind::kPlace).devices, 5);
   // A job that fits now lacks nothing; one that fits no region at all is not a shortfall (-1).
   EXPECT_EQ(placer.shortfall(w.job(3, 3, 3), EventKind::kPlace).devices, 0);
   EXPECT_EQ(placer.shortfall(w.job(12, 12, 12), EventKind::kPlace).devices, -1);

@@ -290,5 +290,62 @@ TEST(PlannerActions, CutsFreeOnlyWhatAGangLacks) {
   }
 }
 
+// A fleet of regions (each one cluster) of nodes of H100s: `regions[r]` lists region r's nodes'
+// device counts.
+core::Fleet regions_fleet(const std::vector<std::vector<int>>& regions) {
+  std::string t;
+  int n = 0;
+  for (std::size_t r = 0; r < regions.size(); ++r) {
+    t += "region r" + std::to_string(r) + "\ncluster c0\n";
+    for (int devs : regions[r])
+      t += "node n" + std::to_string(n++) + " host_mem_mib=262144\ndevices H100-80G count=" + std::to_string(devs) +
+           " mem_mib=81920\n";
+  }
+  return *core::Fleet::parse(t);
+}
+
+TEST(PlannerActions, CutsAreCountedInARegionThatCanHoldTheGangAndFallBackToTheWholeGang) {
+  // A gang never spans regions, so free devices count only with victims in the same region.
+  for (const char* policy : {"tiresias", "afs", "orrery"}) {
+    SCOPED_TRACE(policy);
+    {
+      // Region 0 has 4 devices, all free; region 1 two nodes of 8, 14 of them held by a basic
+      // job. A standard gang of 8 cannot use region 0 however free it is: it counts region 1's 2
+      // free devices and cuts the basic job there.
+      Workload w;
+      w.jobs = {job(0, 20000, 14, spec::Tier::kBasic), job(5000, 100, 8, spec::Tier::kStandard)};
+      auto r = run_on(regions_fleet({{4}, {8, 8}}), w, quiet(), policy);
+      EXPECT_EQ(r.preemptions, 1);
+      EXPECT_LT(r.tiers[1].max_queue_s, 60);
+    }
+    {
+      // Two regions of 8: a premium job holds 3 of region 0 (5 free), a basic job all of region
+      // 1. Region 0 has the most free but nothing the gang may cut: it cuts the whole gang's
+      // worth where it can, the basic job in region 1.
+      Workload w;
+      w.jobs = {job(0, 20000, 3, spec::Tier::kPremium), job(0, 20000, 8, spec::Tier::kBasic),
+                job(5000, 100, 8, spec::Tier::kStandard)};
+      auto r = run_on(regions_fleet({{8}, {8}}), w, quiet(), policy);
+      EXPECT_EQ(r.preemptions, 1);
+      EXPECT_LT(r.tiers[1].max_queue_s, 60);
+    }
+  }
+}
+
+TEST(PlannerActions, FreeDevicesAreCountedForOneGangARound) {
+  // 12 devices, 6 held by one-device basic jobs, 6 free; two standard gangs of 8 arrive together.
+  // The first counts the 6 free devices and cuts 2 basic jobs; the second may not count the same
+  // 6 again (it would cut 2 more and keep them reserved, idle, until the first ends): 2 cuts.
+  for (const char* policy : {"tiresias", "afs", "orrery"}) {
+    SCOPED_TRACE(policy);
+    Workload w;
+    for (int i = 0; i < 6; ++i) w.jobs.push_back(job(0, 20000, 1, spec::Tier::kBasic));
+    w.jobs.push_back(job(5020, 100, 8, spec::Tier::kStandard));  // between periodic checkpoints
+    w.jobs.push_back(job(5020, 100, 8, spec::Tier::kStandard));
+    auto r = run_on(one_node(12), w, quiet(), policy);
+    EXPECT_EQ(r.preemptions, 2);
+  }
+}
+
 }  // namespace
 }  // namespace orrery::sim

@@ -60,23 +60,26 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
     for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
       const auto& vj = s.jobs[v];
-      if (vj.attained < bj.attained + o_.las_threshold_gpu_ms || ctx.cut_pending(v) || protected_now(core, book_, v) ||
-          !in_region(core, book_, v, need.region))
+      if (vj.attained < bj.attained + o_.las_threshold_gpu_ms || ctx.cut_pending(v) || protected_now(core, book_, v))
         continue;
       if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
       pool.push_back(v);
     }
   if (pool.empty()) return;
   // A shrink first: the elastic (transparent) job whose last step weighed least, to the largest
-  // count that frees what the beneficiary lacks.
+  // count that frees what the beneficiary lacks (the whole gang from a job outside the region the
+  // free devices were counted in: victims.h).
   int shrink = -1;
   std::int64_t shrink_to = 0;
+  CutNeed::Option shrink_frees;
   double least = 2;
   for (int v : pool) {
     const auto& vj = s.jobs[v];
     if (vj.devices <= vj.min_dev || core.job_info(v).mode != spec::Preemption::kTransparent) continue;
     std::int64_t to = 0;
-    for (std::int64_t c = vj.devices - need.devices; c >= vj.min_dev && to == 0; --c)
+    const CutNeed::Option opt = need.for_victim(core, book_, v);
+    const std::int64_t frees = opt.devices;
+    for (std::int64_t c = vj.devices - frees; c >= vj.min_dev && to == 0; --c)
       if (vj.world % c == 0 && vj.world / c <= spec::kSpliceLimit) to = c;
     if (to == 0) continue;
     // The weight of its last step: from the count below its current one to it.
@@ -88,16 +91,22 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
       least = w;
       shrink = v;
       shrink_to = to;
+      shrink_frees = opt;
     }
   }
-  if (shrink >= 0 && shrink_for(core, ctx, shrink, shrink_to, ben)) return;
+  if (shrink >= 0 && shrink_for(core, ctx, shrink, shrink_to, ben)) {
+    claim_free(core, book_, ben, need, shrink_frees);
+    return;
+  }
   // Else preemptions: the most attained service first (whole gangs covering its need, or none).
   std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) { return s.jobs[a].attained > s.jobs[b].attained; });
   std::vector<VictimCandidate> vc;
   vc.reserve(pool.size());
   for (int v : pool)
     vc.push_back({v, s.jobs[v].devices, loss_per_device_ms(core, book_, v), mode_rank(core.job_info(v).mode), 0});
-  preempt_for(core, ctx, book_, cheapest_victims(std::move(vc), need.devices), ben);
+  CutNeed::Option chosen;
+  if (preempt_for(core, ctx, book_, cover_need(core, book_, vc, need, &chosen), ben) > 0)
+    claim_free(core, book_, ben, need, chosen);
 }
 
 void AfsPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {

@@ -89,7 +89,7 @@ GangPlacer::Shortfall GangPlacer::shortfall(int job, EventKind event) {
   count_tags_ = true;  // the reservations free to the job counted even where it cannot fit
   const Proposal p = plan(job, event, -1);
   count_tags_ = false;
-  if (p.kind == Proposal::Kind::kOk) return {0, -1};
+  if (p.kind == Proposal::Kind::kOk) return {0, -1, {}};
   return p.kind == Proposal::Kind::kRetryLater ? shortfall_ : Shortfall{};
 }
 
@@ -339,21 +339,26 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
       }
     }
     deficit_ = least_need - most;
-    // The shortfall (shortfall(), which never skips the walk): the same, by region.
+    // The shortfall (shortfall(), which never skips the walk): the same, per region that can hold
+    // the gang at all. Where some region has devices enough by count, the count is not what
+    // keeps the gang out (host memory, topology): none.
     const auto tagged_in = [&](int r) { return tag_walk_skipped ? 0 : region_tagged_[static_cast<std::size_t>(r)]; };
-    std::int64_t best = -1;
-    int where = -1;
+    std::vector<std::pair<int, std::int64_t>> lacks;
+    bool enough_somewhere = false;
     if (cross) {
-      best = index_.total(level_, index_.fleet_scope());
-      for (int r = 0; r < index_.regions() && !tag_walk_skipped; ++r) best += tagged_in(r);
+      std::int64_t f = index_.total(level_, index_.fleet_scope());
+      for (int r = 0; r < index_.regions() && !tag_walk_skipped; ++r) f += tagged_in(r);
+      lacks.emplace_back(-1, least_need - f);
     } else {
       for (int r = 0; r < index_.regions(); ++r)
-        if (const std::int64_t f = index_.total(level_, index_.region_scope(r)) + tagged_in(r); f > best) {
-          best = f;
-          where = r;
-        }
+        if (index_.scope_capacity(level_, index_.region_scope(r)) >= least_need)
+          lacks.emplace_back(r, least_need - index_.total(level_, index_.region_scope(r)) - tagged_in(r));
     }
-    if (least_need > best) shortfall_ = {least_need - best, where};
+    for (const auto& [r, lack] : lacks) enough_somewhere = enough_somewhere || lack <= 0;
+    if (!lacks.empty() && !enough_somewhere) {
+      std::stable_sort(lacks.begin(), lacks.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      shortfall_ = {lacks.front().second, lacks.front().first, std::move(lacks)};
+    }
   } else {
     deficit_ = 0;
   }

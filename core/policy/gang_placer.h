@@ -71,20 +71,28 @@ class GangPlacer {
 
   // For waiting `job` (Place: Queued, Resume: Suspended): how many more devices of its type its
   // smallest gang needs than are free to it now (open, or reserved for it or for jobs it
-  // outranks), in the region where the most are (`region`; -1 for a job allowed across regions:
-  // the fleet), planned by the same rules as propose(). 0 where it fits now. -1 where that count
+  // outranks), in the region where the most are among those with devices enough for the gang
+  // (`region`; -1 for a job allowed across regions: the fleet), and in each such region
+  // (`regions`), planned by the same rules as propose(). 0 where it fits now. -1 where that count
   // is not what stands in the way: the job cannot be placed at all (kInfeasible), or enough
   // devices are free in some region and host memory or the topology refused them. Costs a
   // placement query and a walk over the jobs with live reservations; counts in no statistic.
   struct Shortfall {
     std::int64_t devices = -1;
     int region = -1;
+    // Every region with devices enough for the gang, with what it lacks there, the least first
+    // (ties: the lowest region; `devices` and `region` are the first); one entry, region -1, for
+    // a job allowed across regions. Empty where `devices` is not positive.
+    std::vector<std::pair<int, std::int64_t>> regions;
   };
   Shortfall shortfall(int job, spec::EventKind event);
 
   // Lets `job` (or no longer) be placed across regions. A planner-side attribute, not journaled:
   // whoever runs the planner sets it again after a restart.
   void allow_cross_region(int job, bool allowed = true);
+  bool cross_region(int job) const {
+    return job >= 0 && static_cast<std::size_t>(job) < cross_region_.size() && cross_region_[static_cast<std::size_t>(job)];
+  }
 
   // Catches up with the core now (propose() does it anyway).
   void sync() { index_.sync(); }

@@ -220,6 +220,7 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
   const auto types = static_cast<std::int64_t>(core.fleet().device_types.size());
   const int limit = strict ? 1 : o.max_failed_tries_per_type;
   Tries t(static_cast<int>(types), limit, o.premium_round_budget, premium_budget && !strict);
+  claimed_.clear();
   if (!o.type_speed.empty()) t.speed = speeds_by_type(core.fleet(), o.type_speed);
   // Class by class, a k-way merge of the class's lanes by their next job: by tenant, the tenant
   // holding fewest devices of the job's tier first (its share when its lane is taken up again),

@@ -114,6 +114,15 @@ class JobBook {
   int place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o, bool strict,
                     const std::function<void(int)>& blocked, bool premium_budget = false);
 
+  // Free devices of `type` in `region` (-1: the fleet) that a job's cuts counted on, this round
+  // (victims.h, cut_need: they are not counted again for another job's). Cleared at the start of
+  // each place_waiting.
+  void claim_free(std::int64_t type, int region, std::int64_t devices) { claimed_[{type, region}] += devices; }
+  std::int64_t claimed_free(std::int64_t type, int region) const {
+    auto it = claimed_.find({type, region});
+    return it == claimed_.end() ? 0 : it->second;
+  }
+
   // Whether waiting `job` may be moved to another device type now (Retype): its spec names several,
   // and no devices are being freed for it or kept for it (they are of its type).
   bool may_retype(const SchedulerCore& core, int job);
@@ -138,6 +147,7 @@ class JobBook {
   // if placed.
   bool place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, bool faster_only);
   std::function<Key(const SchedulerCore&, int)> key_;
+  std::map<std::pair<std::int64_t, int>, std::int64_t> claimed_;  // claim_free, this round
   bool by_tenant_;
   TenantShares shares_;
   WaitLanes lanes_;

@@ -145,6 +145,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // tier by the fair-share rules below).
   int shrink = -1;
   std::int64_t shrink_to = 0;
+  CutNeed::Option shrink_frees;
   std::vector<int> candidates;
   auto since_ckpt = [&](int v) { return s.jobs[v].progress - std::max<std::int64_t>(s.jobs[v].ckpt, 0); };
   const TenantShares& shares = book_.shares();
@@ -164,7 +165,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   const std::int64_t ben_class = book_.key_of(ben)[0] % kClassesPerTier;
   const std::int64_t top_level = std::clamp<std::int64_t>(o_.las_levels, 1, kClassesPerTier - 1) - 1;
   // Inside the tier only if a rule below can let a job go (and, when at most one job of the tier
-  // may be cut, only one that covers the gang alone).
+  // may be cut, only one that covers, alone, what the gang lacks).
   const bool same_tier_possible = o_.max_same_tier_victims > 0 && (ben_class <= top_level || ben_poor);
   const std::int64_t cap = o_.starvation_cap_ms[static_cast<std::size_t>(bj.tier)];
   // A search that finds no victims for `ben` is not repeated for it for search_backoff_ms: a
@@ -229,7 +230,6 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
          (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held));
     if ((spec::rank(d, vj) < ben_rank || (same_rank(v) && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (protected_now(core, book_, v)) continue;  // within its min_runtime_ms (victims.h)
-    if (!in_region(core, book_, v, cn.region)) continue;  // devices elsewhere do not add up
     // A job placed past its tier's starvation cap runs at least the cap before its tier may cut it
     // again: else the next newcomer of a lower LAS level would cut it at once, and the cap would
     // bound its waits but not its progress.
@@ -242,13 +242,16 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     // A shrink only of a transparent job (INV-MODE); inside the tier only when it pays (below).
     if (shrink >= 0 || core.job_info(v).mode != spec::Preemption::kTransparent) continue;
     // The largest device count the job may shrink to (a divisor of its world within the splice
-    // limit, at least min_devices) that frees what the beneficiary needs.
+    // limit, at least min_devices) that frees what the beneficiary needs (the whole gang from a
+    // job outside the region the free devices were counted in: victims.h).
     // (By splice factor f, the smallest first: a device count is world / f.)
-    // (None where what is left after freeing the gang is below its min_devices.)
+    // (None where what is left after freeing it is below its min_devices.)
     std::int64_t to = 0;
-    if (vj.devices - need < vj.min_dev) continue;
+    const CutNeed::Option opt = cn.for_victim(core, book_, v);
+    const std::int64_t frees = opt.devices;
+    if (vj.devices - frees < vj.min_dev) continue;
     for (std::int64_t f = 1, c = vj.world; f <= spec::kSpliceLimit && to == 0; c = vj.world / ++f)
-      if (vj.world % f == 0 && c <= vj.devices - need && c >= vj.min_dev) to = c;
+      if (vj.world % f == 0 && c <= vj.devices - frees && c >= vj.min_dev) to = c;
     if (to == 0) continue;
     if (same_rank(v) && !pays({v})) {
       shrink_deferred = true;  // it will pay: a preemption inside the tier would cost as much
@@ -256,12 +259,16 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     }
     shrink = v;
     shrink_to = to;
+    shrink_frees = opt;
   }
-  // A shrink (the first candidate, lowest tier first, that can free the whole smallest gang):
+  // A shrink (the first candidate, lowest tier first, that can free what the gang needs):
   // nothing is lost, the job runs on with more workers a device.
-  if (shrink >= 0 && shrink_for(core, ctx, shrink, shrink_to, ben)) return true;
-  // Else preemptions: the victims that lose least (victims.h), as many as cover the
-  // beneficiary's smallest gang (or none), the lowest tier first.
+  if (shrink >= 0 && shrink_for(core, ctx, shrink, shrink_to, ben)) {
+    claim_free(core, book_, ben, cn, shrink_frees);
+    return true;
+  }
+  // Else preemptions: the victims that lose least (victims.h), as many as cover what the
+  // beneficiary's smallest gang needs (or none), the lowest tier first.
   {  // each tie key computed once
     std::vector<std::pair<decltype(tie_key(0)), int>> keyed;
     keyed.reserve(candidates.size());
@@ -269,13 +276,14 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     std::sort(keyed.begin(), keyed.end());
     for (std::size_t i = 0; i < keyed.size(); ++i) candidates[i] = keyed[i].second;
   }
+  CutNeed::Option chosen;
   auto cover = [&] {
     std::vector<VictimCandidate> vc;
     vc.reserve(candidates.size());
     for (int v : candidates)
       vc.push_back({v, s.jobs[v].devices, loss_per_device_ms(core, book_, v),
                     mode_rank(core.job_info(v).mode), spec::kNumRanks - 1 - spec::rank(d, s.jobs[v])});
-    return cheapest_victims(std::move(vc), need);
+    return cover_need(core, book_, vc, cn, &chosen);
   };
   auto victims = cover();
   // Inside a tier a preemption only reorders equals (fair share): it pays when it delays fewer
@@ -290,7 +298,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     victims = cover();
   }
   if (victims.empty() && !waiting_to_pay) return nothing_found();
-  return preempt_for(core, ctx, book_, victims, ben) > 0;
+  if (preempt_for(core, ctx, book_, victims, ben) == 0) return false;
+  claim_free(core, book_, ben, cn, chosen);
+  return true;
 }
 
 bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, int ben) {

@@ -34,9 +34,7 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     for (std::int64_t rank = spec::kNumRanks - 1; rank >= 0 && looked < o_.max_victim_candidates; --rank)
       for (int v : book_.running(bj.dtype, rank)) {
         if (++looked > o_.max_victim_candidates) break;
-        if (queue_of(core, v) != 1 || ctx.cut_pending(v) || protected_now(core, book_, v) ||
-            !in_region(core, book_, v, need.region))
-          continue;
+        if (queue_of(core, v) != 1 || ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
         if (!spec::favoured(d, core.cluster(), ben, v) || !spec::fits_devices_of(d, core.cluster(), ben, v)) continue;
         candidates.push_back(v);
       }
@@ -48,7 +46,9 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     for (int v : candidates)
       vc.push_back({v, core.cluster().jobs[v].devices, loss_per_device_ms(core, book_, v),
                     mode_rank(core.job_info(v).mode), 0});
-    preempt_for(core, ctx, book_, cheapest_victims(std::move(vc), need.devices), ben);
+    CutNeed::Option chosen;
+    if (preempt_for(core, ctx, book_, cover_need(core, book_, vc, need, &chosen), ben) > 0)
+      claim_free(core, book_, ben, need, chosen);
   });
 }
 

@@ -89,14 +89,60 @@ CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben) {
   GangPlacer& placer = book.placer(core);
   const auto ev = core.state(ben) == spec::JobState::kQueued ? spec::EventKind::kPlace : spec::EventKind::kResume;
   const auto sf = placer.shortfall(ben, ev);
-  if (sf.devices < 0) return {bj.min_dev, -1};
-  return {sf.devices, sf.devices > 0 && placer.index().regions() > 1 ? sf.region : -1};
+  CutNeed n;
+  n.whole = n.devices = bj.min_dev;
+  if (sf.devices == 0 && book.claimed_free(bj.dtype, -1) == 0) n.devices = 0;  // it fits now
+  if (sf.devices <= 0) return n;
+  const bool one_region = placer.index().regions() == 1;
+  for (const auto& [r, lack] : sf.regions) {
+    const int region = one_region ? -1 : r;
+    // Free devices other jobs' cuts counted on this round are not free to this one.
+    const std::int64_t d = lack + book.claimed_free(bj.dtype, region);
+    if (d < n.whole) n.options.push_back({region, d});
+  }
+  std::stable_sort(n.options.begin(), n.options.end(), [](const CutNeed::Option& a, const CutNeed::Option& b) { return a.devices < b.devices; });
+  if (!n.options.empty()) {
+    n.devices = n.options.front().devices;
+    n.region = n.options.front().region;
+  }
+  return n;
+}
+
+CutNeed::Option CutNeed::for_victim(const SchedulerCore& core, JobBook& book, int v) const {
+  for (const auto& o : options)
+    if (in_region(core, book, v, o.region)) return o;
+  return {-1, whole};
 }
 
 bool in_region(const SchedulerCore& core, JobBook& book, int v, int region) {
   const auto& held = core.cluster().jobs[v].held;
   if (region < 0 || held.empty()) return true;
-  return book.placer(core).index().region_of(core.cluster().node_of(static_cast<int>(*held.begin()))) == region;
+  const FreeDeviceIndex& ix = book.placer(core).index();
+  auto region_of = [&](auto dev) { return ix.region_of(core.cluster().node_of(static_cast<int>(dev))); };
+  // A job spans no regions unless allowed to: then every device counts.
+  if (!book.placer(core).cross_region(v)) return region_of(*held.begin()) == region;
+  return std::all_of(held.begin(), held.end(), [&](auto dev) { return region_of(dev) == region; });
+}
+
+std::vector<int> cover_need(const SchedulerCore& core, JobBook& book, const std::vector<VictimCandidate>& candidates,
+                            const CutNeed& need, CutNeed::Option* chosen) {
+  for (const auto& o : need.options) {
+    std::vector<VictimCandidate> inside;
+    for (const auto& c : candidates)
+      if (in_region(core, book, c.job, o.region)) inside.push_back(c);
+    auto v = cheapest_victims(std::move(inside), o.devices);
+    if (!v.empty()) {
+      if (chosen) *chosen = o;
+      return v;
+    }
+  }
+  if (chosen) *chosen = {-1, need.whole};
+  return cheapest_victims(candidates, need.whole);
+}
+
+void claim_free(const SchedulerCore& core, JobBook& book, int ben, const CutNeed& need, const CutNeed::Option& chosen) {
+  if (chosen.devices < need.whole)
+    book.claim_free(core.cluster().jobs[ben].dtype, chosen.region, need.whole - chosen.devices);
 }
 
 int preempt_for(const SchedulerCore& core, PlanContext& ctx, JobBook& book, const std::vector<int>& victims,

@@ -6,8 +6,8 @@
 // devices for the beneficiary would leave them reserved for a job that cannot start, blocking
 // every job it outranks (and two such half-served jobs of equal rank would block each other for
 // good). So the planners preempt only a set of victims whose devices, with those free to the
-// beneficiary now in one region (cut_need below), cover its smallest gang, or none. The free
-// devices are not reserved: a job that takes them before the cuts end (one that outranks the
+// beneficiary now in one region (cut_need below; not those another job's cuts counted on in the
+// same round), cover its smallest gang, or none. The free devices are not reserved: a job that takes them before the cuts end (one that outranks the
 // beneficiary, or one after it in the planner's order) leaves it short, and its next search cuts
 // for what it still lacks (a lower tier's job that took them is cut in turn).
 //
@@ -68,19 +68,42 @@ struct VictimCandidate {
 std::vector<int> cheapest_victims(std::vector<VictimCandidate> candidates, std::int64_t need);
 
 // What cuts for waiting job `ben` must free, and where: its smallest gang less the devices free
-// to it now in the region where most are (GangPlacer::shortfall), from jobs in that region
-// (`region`; -1: anywhere, a one-region fleet or a job allowed across regions). The whole gang,
-// anywhere, where that is not what stands in the way (host memory, topology); 0 where it fits now.
-// Counting the free devices matters where they are many: a gang of 8 with 6 devices free needs
-// 2 cut, not 8 (before, such a gang waited until victims alone covered it).
+// to it now in the region where most are (GangPlacer::shortfall), less those other jobs' cuts
+// counted on this round (JobBook::claim_free), from jobs in that region (`region`; -1: anywhere, a
+// one-region fleet or a job allowed across regions). The whole gang (`whole`, its min_devices),
+// anywhere, where the count is not what stands in the way (host memory, topology); 0 where it
+// fits now. Counting the free devices matters where they are many: a gang of 8 with 6 devices
+// free needs 2 cut, not 8 (before, such a gang waited until victims alone covered it).
 struct CutNeed {
-  std::int64_t devices = 0;
+  std::int64_t devices = 0;  // the least of `options`' (the whole gang where there are none)
   int region = -1;
+  std::int64_t whole = 0;
+  // Per region that can hold the gang (-1: the fleet), what cuts there must free, the least
+  // first; only those below the whole gang.
+  struct Option {
+    int region = -1;
+    std::int64_t devices = 0;
+  };
+  std::vector<Option> options;
+  bool counts_free() const { return devices < whole; }
+  // What cutting running job `v` must free with others of its region: its region's option, else
+  // the whole gang anywhere (region -1, `whole`: the fallback below).
+  Option for_victim(const SchedulerCore& core, JobBook& book, int v) const;
 };
 CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben);
-// Whether running job `v` holds its devices in `region` (-1: always): it holds none across
-// regions unless allowed to, so its first device says.
+// Whether running job `v` holds all its devices in `region` (-1: always).
 bool in_region(const SchedulerCore& core, JobBook& book, int v, int region);
+// The victims among `candidates` (cheapest_victims' order and rules) that cover `need`: region by
+// region, the least lacking first, among those in the region what it lacks there; where no region
+// can (each holds too little that may be cut), the whole gang among all of them, as before free
+// devices were counted. `chosen` (may be null): the option taken, region -1 and `whole` devices
+// for the fallback.
+std::vector<int> cover_need(const SchedulerCore& core, JobBook& book, const std::vector<VictimCandidate>& candidates,
+                            const CutNeed& need, CutNeed::Option* chosen);
+// After cuts for `ben` started by option `chosen`: the free devices they counted on (the gang
+// less `chosen.devices`) are not counted again for another job's cuts this round
+// (JobBook::claim_free).
+void claim_free(const SchedulerCore& core, JobBook& book, int ben, const CutNeed& need, const CutNeed::Option& chosen);
 
 // Proposes Preempt of each victim for `beneficiary` (each checked with the core first) and notes
 // the cuts in the book; the number started.

@@ -566,7 +566,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       r.avg_run_s += js.total_s;
       const double c = static_cast<double>(js.end_ms - ms(sj.arrival_s)) / 1000.0;
       const double q = static_cast<double>(js.first_start_ms - ms(sj.arrival_s)) / 1000.0;
-      stats.completed(sj.tier, sj.tenant, c, q, o_.sla_queue_s[static_cast<std::size_t>(sj.tier)], sj.min_devices > 1);
+      stats.completed(sj.tier, sj.tenant, c, q, o_.sla_queue_s[static_cast<std::size_t>(sj.tier)],
+                      core_->cluster().jobs[j].min_dev > 1);  // as submitted (signal and requeue jobs: whole)
     }
     auto sum = stats.summarize();
     if (w_.tenants.size() > 1) {

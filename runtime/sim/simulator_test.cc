@@ -46,11 +46,12 @@ TEST(Simulator, FifoBlocksBehindTheHeadOrreryBackfills) {
   EXPECT_GT(fifo->tiers[1].max_queue_s, 150);
   EXPECT_LT(orrery->tiers[1].max_queue_s, 120);
   EXPECT_GE(fifo->tiers[1].max_queue_s, fifo->tiers[1].p99_queue_s);
-  // The waits apart by size: two gangs (3 and 4 devices) and one one-device job; the small job's
-  // wait is FIFO's ~200 s against orrery's round, and the parts add up to the tier's average.
+  // The waits apart by size: two gangs (3 and 4 devices) and one one-device job. The small job
+  // waits FIFO's ~200 s against orrery's round; the gangs, in both, 0 and ~100 s (~50 s average).
   for (const auto* r : {&*fifo, &*orrery}) {
     EXPECT_EQ(r->tiers[1].gang_jobs, 2);
-    EXPECT_NEAR((r->tiers[1].avg_queue_one_s + 2 * r->tiers[1].avg_queue_gang_s) / 3, r->tiers[1].avg_queue_s, 1e-6);
+    EXPECT_GT(r->tiers[1].avg_queue_gang_s, 40);
+    EXPECT_LT(r->tiers[1].avg_queue_gang_s, 60);
   }
   EXPECT_GT(fifo->tiers[1].avg_queue_one_s, 150);
   EXPECT_LT(orrery->tiers[1].avg_queue_one_s, 10);
