@@ -24,8 +24,8 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     if (queue_of(core, ben) != 0 || book_.helped(ben) || searches >= o_.max_cuts_per_round) return;
     ++searches;
     // Second-queue jobs the guard lets go for `ben` (none within its min_runtime_ms), as many as
-    // cover what its smallest gang lacks (victims.h, cut_need), those that lose least first (victims.h), then the most attained
-    // service.
+    // cover what its smallest gang lacks (victims.h, cut_need), those that lose least first
+    // (victims.h), then the most attained service.
     const CutNeed need = cut_need(core, book_, ben);
     if (need.devices == 0) return;
     std::vector<int> candidates;

@@ -100,7 +100,8 @@ CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben) {
     const std::int64_t d = lack + book.claimed_free(bj.dtype, region);
     if (d < n.whole) n.options.push_back({region, d});
   }
-  std::stable_sort(n.options.begin(), n.options.end(), [](const CutNeed::Option& a, const CutNeed::Option& b) { return a.devices < b.devices; });
+  std::stable_sort(n.options.begin(), n.options.end(),
+                   [](const CutNeed::Option& a, const CutNeed::Option& b) { return a.devices < b.devices; });
   if (!n.options.empty()) {
     n.devices = n.options.front().devices;
     n.region = n.options.front().region;

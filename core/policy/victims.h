@@ -6,10 +6,11 @@
 // devices for the beneficiary would leave them reserved for a job that cannot start, blocking
 // every job it outranks (and two such half-served jobs of equal rank would block each other for
 // good). So the planners preempt only a set of victims whose devices, with those free to the
-// beneficiary now in one region (cut_need below; not those another job's cuts counted on in the
-// same round), cover its smallest gang, or none. The free devices are not reserved: a job that takes them before the cuts end (one that outranks the
-// beneficiary, or one after it in the planner's order) leaves it short, and its next search cuts
-// for what it still lacks (a lower tier's job that took them is cut in turn).
+// beneficiary now in their region (cut_need below; not those another job's cuts counted on in the
+// same round), cover its smallest gang, or none. The free devices are not reserved: a job that
+// takes them before the cuts end (one that outranks the beneficiary, or one after it in the
+// planner's order) leaves it short, and its next search cuts for what it still lacks (a lower
+// tier's job that took them is cut in turn).
 //
 // What a victim loses (device-milliseconds of work thrown away; docs/policies.md, "What a victim
 // loses"), by its preemption mode (spec::Preemption, core.job_info(v).mode):
@@ -67,13 +68,13 @@ struct VictimCandidate {
 // covering prefix. O(n log n).
 std::vector<int> cheapest_victims(std::vector<VictimCandidate> candidates, std::int64_t need);
 
-// What cuts for waiting job `ben` must free, and where: its smallest gang less the devices free
-// to it now in the region where most are (GangPlacer::shortfall), less those other jobs' cuts
-// counted on this round (JobBook::claim_free), from jobs in that region (`region`; -1: anywhere, a
-// one-region fleet or a job allowed across regions). The whole gang (`whole`, its min_devices),
-// anywhere, where the count is not what stands in the way (host memory, topology); 0 where it
-// fits now. Counting the free devices matters where they are many: a gang of 8 with 6 devices
-// free needs 2 cut, not 8 (before, such a gang waited until victims alone covered it).
+// What cuts for waiting job `ben` must free, and where: per region that can hold its smallest
+// gang, the gang less the devices free to it there now (GangPlacer::shortfall) and less those
+// other jobs' cuts counted on this round (JobBook::claim_free), from jobs in that region (region
+// -1: anywhere, a one-region fleet or a job allowed across regions). The whole gang (`whole`, its
+// min_devices), anywhere, where the count is not what stands in the way (host memory, topology);
+// 0 where it fits now. Counting the free devices matters where they are many: a gang of 8 with 6
+// devices free needs 2 cut, not 8 (before, such a gang waited until victims alone covered it).
 struct CutNeed {
   std::int64_t devices = 0;  // the least of `options`' (the whole gang where there are none)
   int region = -1;
