@@ -35,7 +35,11 @@ submit() {  # TOML -> job id
 # `orrery ls` columns: 1 JOB 2 NAME 3 TIER 4 STATE 5 EPOCH 6 DEV 7 SPLICE 8 STEP/STEPS 9 CKPT 10 NODES
 # 11 AGE 12 TENANT 13 TYPE 14... NOTE
 field() { o ls | awk -v id="$1" -v f="$2" '$1 == id { print $f }'; }
-note() { o ls | awk -v id="$1" '$1 == id' | sed -E 's/^([^ ]+ +){13}//'; }
+# NOTE: what follows the 13th column, "" when the job has none (every other column is never
+# empty: "-" stands for nothing).
+note() {
+  o ls | awk -v id="$1" '$1 == id { if (NF <= 13) { print ""; next } s = $0; for (i = 0; i < 13; ++i) sub(/^[^ ]+ +/, "", s); print s }'
+}
 step() { local s; s=$(field "$1" 8); s=${s%%/*}; echo "${s:-0}"; }
 # Waits until job ID is in STATE (a regex on the STATE column); Failed or Cancelled otherwise fail.
 wait_state() {  # ID STATE SECONDS
