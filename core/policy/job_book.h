@@ -60,6 +60,12 @@ class JobBook {
     auto it = running_devices_.find({dtype, rank});
     return it == running_devices_.end() ? 0 : it->second;
   }
+  // The same, summed over the ranks below `rank` (those a job of that rank outranks).
+  std::int64_t running_devices_below(std::int64_t dtype, std::int64_t rank) const {
+    std::int64_t n = 0;
+    for (std::int64_t r = rank + 1; r < spec::kNumRanks; ++r) n += running_devices(dtype, r);
+    return n;
+  }
 
   // A preemption of `victim` was started for the waiting job `beneficiary`: no other one
   // is started for it until that cut is over (the victim is no longer Checkpointing).

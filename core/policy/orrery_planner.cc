@@ -115,9 +115,7 @@ bool OrreryPlanner::move_to_roomiest_type(const SchedulerCore& core, PlanContext
   auto room = [&](std::int64_t type) {
     const int level = ix.level_for(type, bj.mem);
     if (level < 0) return std::int64_t{-1};
-    std::int64_t r = ix.total(level, ix.fleet_scope());
-    for (std::int64_t rank = ben_rank + 1; rank < spec::kNumRanks; ++rank) r += book_.running_devices(type, rank);
-    return r;
+    return ix.total(level, ix.fleet_scope()) + book_.running_devices_below(type, ben_rank);
   };
   std::int64_t best = bj.dtype, best_room = room(bj.dtype);
   for (const std::int32_t t : types)
@@ -183,11 +181,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // lower tier to one admitted within it, and its equal only to the other spare ones.
   const std::int64_t ben_rank = spec::rank(d, bj);
   auto same_rank = [&](int v) { return spec::rank(d, s.jobs[v]) == ben_rank; };
-  if (!same_tier_possible) {
-    std::int64_t lower = 0;
-    for (std::int64_t rank = ben_rank + 1; rank < spec::kNumRanks; ++rank) lower += book_.running_devices(bj.dtype, rank);
-    if (lower < need) return nothing_found();
-  }
+  if (!same_tier_possible && book_.running_devices_below(bj.dtype, ben_rank) < need) return nothing_found();
   // The beneficiary's device type only (no other frees devices it can use), the lowest rank first.
   std::vector<int> pool;
   int looked = 0;

@@ -84,6 +84,24 @@ std::vector<int> cheapest_victims(std::vector<VictimCandidate> cands, std::int64
   return out;
 }
 
+namespace {
+
+// The region holding every device running job `v` holds: -1 when it holds none, -2 when they span
+// regions (a job allowed across them; one that is not spans none, so its first device says).
+int job_region(const SchedulerCore& core, JobBook& book, int v) {
+  const auto& held = core.cluster().jobs[v].held;
+  if (held.empty()) return -1;
+  const FreeDeviceIndex& ix = book.placer(core).index();
+  auto region_of = [&](auto dev) { return ix.region_of(core.cluster().node_of(static_cast<int>(dev))); };
+  const int r = region_of(*held.begin());
+  if (!book.placer(core).cross_region(v)) return r;
+  return std::all_of(held.begin(), held.end(), [&](auto dev) { return region_of(dev) == r; }) ? r : -2;
+}
+
+bool region_matches(int job_region, int region) { return region < 0 || job_region == -1 || job_region == region; }
+
+}  // namespace
+
 CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben) {
   const auto& bj = core.cluster().jobs[ben];
   GangPlacer& placer = book.placer(core);
@@ -110,27 +128,23 @@ CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben) {
 }
 
 CutNeed::Option CutNeed::for_victim(const SchedulerCore& core, JobBook& book, int v) const {
+  const int r = options.empty() ? -1 : job_region(core, book, v);
   for (const auto& o : options)
-    if (in_region(core, book, v, o.region)) return o;
+    if (region_matches(r, o.region)) return o;
   return {-1, whole};
-}
-
-bool in_region(const SchedulerCore& core, JobBook& book, int v, int region) {
-  const auto& held = core.cluster().jobs[v].held;
-  if (region < 0 || held.empty()) return true;
-  const FreeDeviceIndex& ix = book.placer(core).index();
-  auto region_of = [&](auto dev) { return ix.region_of(core.cluster().node_of(static_cast<int>(dev))); };
-  // A job spans no regions unless allowed to: then every device counts.
-  if (!book.placer(core).cross_region(v)) return region_of(*held.begin()) == region;
-  return std::all_of(held.begin(), held.end(), [&](auto dev) { return region_of(dev) == region; });
 }
 
 std::vector<int> cover_need(const SchedulerCore& core, JobBook& book, const std::vector<VictimCandidate>& candidates,
                             const CutNeed& need, CutNeed::Option* chosen) {
+  std::vector<int> where;  // each candidate's region, once (not per option)
+  if (std::any_of(need.options.begin(), need.options.end(), [](const CutNeed::Option& o) { return o.region >= 0; })) {
+    where.reserve(candidates.size());
+    for (const auto& c : candidates) where.push_back(job_region(core, book, c.job));
+  }
   for (const auto& o : need.options) {
     std::vector<VictimCandidate> inside;
-    for (const auto& c : candidates)
-      if (in_region(core, book, c.job, o.region)) inside.push_back(c);
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      if (o.region < 0 || region_matches(where[i], o.region)) inside.push_back(candidates[i]);
     auto v = cheapest_victims(std::move(inside), o.devices);
     if (!v.empty()) {
       if (chosen) *chosen = o;

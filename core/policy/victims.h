@@ -92,8 +92,6 @@ struct CutNeed {
   Option for_victim(const SchedulerCore& core, JobBook& book, int v) const;
 };
 CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben);
-// Whether running job `v` holds all its devices in `region` (-1: always).
-bool in_region(const SchedulerCore& core, JobBook& book, int v, int region);
 // The victims among `candidates` (cheapest_victims' order and rules) that cover `need`: region by
 // region, the least lacking first, among those in the region what it lacks there; where no region
 // can (each holds too little that may be cut), the whole gang among all of them, as before free
