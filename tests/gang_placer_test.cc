@@ -514,6 +514,38 @@ TEST(GangPlacer, HostMemoryForSplicedWorkers) {
       << "node a has the devices but not the host memory, node b neither";
 }
 
+TEST(GangPlacer, AGangNoNodesHostMemoryCouldEverHoldIsInfeasible) {
+  // 8 workers of 30,000 MiB on 2 devices swap 3 x 30,000 MiB a device: neither node's host memory
+  // holds one device's worth, on any state of the fleet. On 4 devices (splice 2) node b holds
+  // two; node a none: 4 devices nowhere.
+  World w(
+      "premium_reserve 0\nregion r\ncluster c\n"
+      "node a host_mem_mib=20000\ndevices H100 count=4 mem_mib=81920\n"
+      "node b host_mem_mib=100000\ndevices H100 count=2 mem_mib=81920\n");
+  GangPlacer placer(*w.core);
+  const int j = w.job(8, 2, 4, Tier::kStandard, "H100", 30000);
+  auto p = placer.propose(j, EventKind::kPlace);
+  EXPECT_EQ(p.kind, Proposal::Kind::kInfeasible) << p.why;
+  EXPECT_NE(p.why.find("host memory"), std::string::npos) << p.why;
+  // 16,000 MiB a worker: 2 devices at 3 x 16,000 fit node b; busy, that is "later", not "never".
+  const int k = w.job(8, 2, 2, Tier::kStandard, "H100", 16000);
+  w.fill({4, 5}, Tier::kStandard, "H100");
+  EXPECT_EQ(placer.propose(k, EventKind::kPlace).kind, Proposal::Kind::kRetryLater);
+}
+
+TEST(GangPlacer, AGangAllowedAcrossRegionsIsCountedAcrossThem) {
+  // 3 devices a region: 6 fit only across both; allowed to cross, that is not "never".
+  World w(
+      "premium_reserve 0\nregion r1\ncluster c1\nnode a host_mem_mib=1048576\ndevices H100 count=3 mem_mib=81920\n"
+      "region r2\ncluster c2\nnode b host_mem_mib=1048576\ndevices H100 count=3 mem_mib=81920\n");
+  GangPlacer placer(*w.core);
+  const int j = w.job(6, 6, 6, Tier::kStandard, "H100");
+  EXPECT_EQ(placer.propose(j, EventKind::kPlace).kind, Proposal::Kind::kInfeasible);
+  placer.allow_cross_region(j);
+  w.fill({0}, Tier::kStandard, "H100");
+  EXPECT_EQ(placer.propose(j, EventKind::kPlace).kind, Proposal::Kind::kRetryLater);
+}
+
 // ---- Resize and migration -------------------------------------------------------------------
 
 TEST(GangPlacer, ResizeUpKeepsItsDevicesAndGrowsNearThem) {

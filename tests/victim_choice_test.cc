@@ -197,6 +197,35 @@ TEST(VictimChoice, OnlyProtectedCandidatesMeansNoPreemptionNorShrink) {
   EXPECT_EQ(w.core->state(r), JobState::kRunning);
 }
 
+// A job no state of the fleet could ever hold (here: host memory for its spliced-out workers; the
+// service refuses such a spec at submission, core/fleet_fit.h, but a job may reach the core
+// directly) is answered "never" by the placer: no planner cuts for it, and the jobs behind it run.
+// (When it was answered "retry later", a premium job like it had basic jobs cut for it, and the
+// devices kept for it stopped every lower job: 646 of 20,000 synthetic jobs waited forever.)
+TEST(VictimChoice, NothingIsCutForAJobNoNodeCouldEverHold) {
+  // 64 GiB of host memory: 16 workers of 20,000 MiB on 2 devices swap 7 x 20,000 MiB a device, on
+  // 4 devices 3 x 20,000: one device's worth; no count in range fits, even on an empty node.
+  const std::string fleet =
+      "premium_reserve 4\nregion r\ncluster c\nnode n0 host_mem_mib=65536\n"
+      "devices H100-80G count=4 mem_mib=81920\n";
+  for (const char* policy : {"orrery", "tiresias", "afs"}) {
+    World w(fleet, policy);
+    const int running = w.submit(Preemption::kTransparent, Tier::kBasic, 2);
+    w.round();
+    ASSERT_EQ(w.core->state(running), JobState::kRunning) << policy;
+    w.clock.advance(600'000);
+    const int never = w.core->num_jobs();
+    w.must(Decision::submit("never", Tier::kPremium, "H100-80G", 16, 2, 4, 20000));
+    const int next = w.submit(Preemption::kTransparent, Tier::kBasic, 1);
+    w.round();
+    EXPECT_TRUE(w.preempted().empty()) << policy;
+    EXPECT_TRUE(w.of(EventKind::kResizeDown).empty()) << policy;
+    EXPECT_EQ(w.core->state(running), JobState::kRunning) << policy;
+    EXPECT_EQ(w.core->state(next), JobState::kRunning) << policy << ": the job behind it runs";
+    EXPECT_EQ(w.core->state(never), JobState::kQueued) << policy;
+  }
+}
+
 TEST(VictimChoice, NoDefragmentingMigrationWithinMinRuntime) {
   // Two regions of one 4-device node. A (2 devices) on n0, B (3) and C (1, protected for 10
   // minutes) on n1; when B ends, D (4) finds 5 devices free but no region with 4: moving C to n0

@@ -24,7 +24,7 @@ Proposal answer(Proposal::Kind kind, std::string why) {
 
 }  // namespace
 
-GangPlacer::GangPlacer(const SchedulerCore& core) : core_(core), index_(core) {
+GangPlacer::GangPlacer(const SchedulerCore& core) : core_(core), index_(core), fit_(core.fleet()) {
   const auto n = static_cast<std::size_t>(index_.nodes());
   adj_stamp_.assign(n, 0);
   excl_stamp_.assign(n, 0);
@@ -317,6 +317,26 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
     return answer(Proposal::Kind::kInfeasible,
                   "more " + core_.device_type(job) + " devices than " +
                       (cross ? std::string("the fleet") : std::string("one region")) + " has");
+  }
+  // A Place or Resume that no state of the fleet could take: the capacity above counts devices,
+  // not the host memory each node has for spliced-out workers (the rule orrery-core's submission
+  // applies, core/fleet_fit.h; a job reaches here past it only on a type it was moved to, or
+  // submitted to the core directly). Waiting for it would hold a type's devices for nothing.
+  if (!keep_held_ && event != EventKind::kMigrate) {
+    core::FitRequest fit;
+    fit.dtype = static_cast<int>(type_override_ >= 0 ? type_override_ : jv.dtype);
+    fit.world = jv.world;
+    fit.min_devices = jv.min_dev;
+    fit.max_devices = jv.max_dev;
+    fit.mem_mib = jv.mem;
+    fit.mode = static_cast<spec::Preemption>(jv.mode);
+    fit.across_regions = cross;
+    if (static_cast<std::size_t>(job) >= fit_memo_.size()) fit_memo_.resize(static_cast<std::size_t>(job) + 1);
+    FitMemo& memo = fit_memo_[static_cast<std::size_t>(job)];
+    if (memo.type != fit.dtype || memo.cross != cross)  // its spec is fixed at submission
+      memo = {fit.dtype, cross, fit_.limit(fit) == core::FitLimit::kNone};
+    if (std::string why; !memo.fits && fit_.limit(fit, &why) != core::FitLimit::kNone)
+      return answer(Proposal::Kind::kInfeasible, why);
   }
   retry_later_ = true;  // too few free devices: an answer propose() may remember
   // By how many at least: the fewest a count needs, less the most any scope the job may span had

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "core/decision.h"
+#include "core/fleet_fit.h"
 #include "core/policy/free_device_index.h"
 #include "core/policy/gang_placement.h"
 #include "core/scheduler_core.h"
@@ -171,6 +172,13 @@ class GangPlacer {
 
   const SchedulerCore& core_;
   FreeDeviceIndex index_;
+  core::FleetFit fit_;  // whether a job could ever be placed (host memory: the capacity above is not)
+  struct FitMemo {
+    int type = -1;  // the type it was asked for (-1: not yet)
+    bool cross = false;
+    bool fits = false;
+  };
+  std::vector<FitMemo> fit_memo_;  // per job: fit_'s answer for its type (plan(), on a miss)
   std::vector<char> cross_region_;  // by job
   std::vector<Miss> misses_;        // by job
   Stats stats_;

@@ -16,26 +16,26 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: the job's device type choic
 }  // namespace
 
 FleetTypes::FleetTypes(const Workload& w, const core::Fleet& fleet)
-    : count_(fleet.device_types.size(), 0), mem_(fleet.device_types.size(), 0),
-      fleet_type_(fleet_type_ids(w, fleet)) {
-  for (const auto& g : fleet.groups) {
-    const auto t = static_cast<std::size_t>(g.type);
-    count_[t] += g.count;
-    mem_[t] = std::max(mem_[t], g.mem_mib);
-  }
+    : count_(fleet.device_types.size(), 0), fleet_type_(fleet_type_ids(w, fleet)), fit_(fleet) {
+  for (const auto& g : fleet.groups) count_[static_cast<std::size_t>(g.type)] += g.count;
 }
 
-std::vector<std::pair<int, std::int64_t>> FleetTypes::holding(const Workload& w, int job, bool* allowed) const {
+std::vector<std::pair<int, std::int64_t>> FleetTypes::holding(const Workload& w, int job, core::FitLimit* closest) const {
   const auto& sj = w.jobs[static_cast<std::size_t>(job)];
   std::vector<std::pair<int, std::int64_t>> ok;
+  core::FitRequest r;
+  r.world = sj.world;
+  r.min_devices = sj.min_devices;
+  r.max_devices = sj.max_devices;
+  r.mem_mib = sj.mem_mib;  // as a transparent job (runs_whole() decides whether it may be another)
   auto consider = [&](int t) {
     if (t < 0) return;
-    if (allowed) *allowed = true;
-    const auto i = static_cast<std::size_t>(t);
-    if (count_[i] < sj.min_devices || mem_[i] < sj.mem_mib) return;
     for (auto& [u, c] : ok)
       if (u == t) return;
-    ok.emplace_back(t, count_[i]);
+    r.dtype = t;
+    const auto l = fit_.limit(r);
+    if (closest && (*closest == core::FitLimit::kNone || l > *closest)) *closest = l;
+    if (l == core::FitLimit::kNone) ok.emplace_back(t, count_[static_cast<std::size_t>(t)]);
   };
   if (sj.device_types == 0) {
     for (int t = 0; t < static_cast<int>(count_.size()); ++t) consider(t);
@@ -56,19 +56,35 @@ std::vector<int> FleetTypes::allowed(const Workload& w, int job, int first) cons
 }
 
 FleetTypes::Choice FleetTypes::choose(const Workload& w, int job) const {
-  bool allowed = false;  // the fleet has a type the job allows, whatever its count
-  const auto ok = holding(w, job, &allowed);
+  auto closest = core::FitLimit::kNone;
+  const auto ok = holding(w, job, &closest);
   std::int64_t total = 0;
   for (const auto& [t, c] : ok) total += c;
-  if (total == 0)
-    return {-1, allowed ? "fewer devices of an allowed type than its min_devices, or too little memory"
-                        : "its gpu_spec allows no device type the fleet has"};
+  if (total == 0) {
+    switch (closest) {
+      case core::FitLimit::kNone: return {-1, "its gpu_spec allows no device type the fleet has"};
+      case core::FitLimit::kDeviceMemory: return {-1, "no device of an allowed type has the memory for a worker"};
+      case core::FitLimit::kSplit: return {-1, "its world splits evenly over no device count in its range"};
+      case core::FitLimit::kRegionDevices: return {-1, "more devices of an allowed type than one region has"};
+      case core::FitLimit::kHostMemory: return {-1, "no region's nodes have the host memory for its spliced-out workers"};
+    }
+  }
   auto pick = static_cast<std::int64_t>(mix(static_cast<std::uint64_t>(job)) % static_cast<std::uint64_t>(total));
   for (auto& [t, c] : ok) {
     if (pick < c) return {t, nullptr};
     pick -= c;
   }
   return {ok.back().first, nullptr};
+}
+
+bool FleetTypes::runs_whole(const Workload& w, int job, int type) const {
+  const auto& sj = w.jobs[static_cast<std::size_t>(job)];
+  core::FitRequest r;
+  r.dtype = type;
+  r.world = r.min_devices = r.max_devices = sj.world;
+  r.mem_mib = sj.mem_mib;
+  r.mode = spec::Preemption::kSignal;
+  return fit_.limit(r) == core::FitLimit::kNone;
 }
 
 CountedJobs schedulable_jobs(const Workload& w, const core::Fleet& fleet) {

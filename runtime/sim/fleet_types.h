@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/fleet.h"
+#include "core/fleet_fit.h"
 #include "runtime/sim/offered_load.h"
 #include "runtime/sim/workload.h"
 
@@ -22,22 +23,28 @@ class FleetTypes {
     int type = -1;              // the fleet's device type id, -1 when none can hold the job
     const char* why = nullptr;  // when none: the reason it is counted unschedulable
   };
-  // Job `w` of the workload: of the types it allows, one that can ever hold it (enough devices
-  // and memory), chosen in proportion to their device counts by the job's index (the same for
+  // Job `w` of the workload: of the types it allows, one that can ever hold it (core::FleetFit,
+  // the rule orrery-core's submission applies: devices with the memory, within one region, with
+  // host memory for its spliced-out workers), chosen in proportion to their device counts by the job's index (the same for
   // every policy).
   Choice choose(const Workload& w, int job) const;
   // Every type that can ever hold job `w` (of those it allows), `first` (its choice) first, then
   // the others by device count, the most first: the job spec names them all ("A|B|C"), and a
   // planner may move it, while it waits, to any of them (Retype).
   std::vector<int> allowed(const Workload& w, int job, int first) const;
+  // Whether job `w` fits the fleet on `type` whole, one worker per device (as a signal or requeue
+  // program runs), by the same rule.
+  bool runs_whole(const Workload& w, int job, int type) const;
   std::int64_t count(int type) const { return count_[static_cast<std::size_t>(type)]; }
 
  private:
-  std::vector<std::int64_t> count_, mem_;  // per fleet type: devices, largest memory (MiB)
-  std::vector<int> fleet_type_;            // per workload type: the fleet's id, -1 when absent
-  // The types that can ever hold job `w` (enough devices and memory) with their device counts, in
-  // the fleet's order; *allowed (if given) set when the fleet has a type the job allows at all.
-  std::vector<std::pair<int, std::int64_t>> holding(const Workload& w, int job, bool* allowed) const;
+  std::vector<std::int64_t> count_;  // per fleet type: devices
+  std::vector<int> fleet_type_;      // per workload type: the fleet's id, -1 when absent
+  core::FleetFit fit_;
+  // The types that can ever hold job `w` (fit_) with their device counts, in the fleet's order;
+  // *closest (if given): of the limits the types it allows break, the one nearest to fitting
+  // (kNone when the fleet has no type it allows at all).
+  std::vector<std::pair<int, std::int64_t>> holding(const Workload& w, int job, core::FitLimit* closest) const;
 };
 
 // The jobs the simulator submits on `fleet` (those counted in the offered load): a device type can

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "runtime/sim/weights.h"
 #include "spec/vocabulary.h"
 
 namespace orrery::sim {
@@ -23,28 +24,7 @@ inline constexpr ModeWeights kAllTransparent = {1, 0, 0};
 
 // "T:S:R" (three non-negative integers, not all zero), e.g. "60:30:10" or "0:0:1".
 inline Result<ModeWeights> parse_mode_weights(std::string_view text) {
-  ModeWeights w{};
-  std::size_t i = 0;
-  std::uint64_t sum = 0;
-  for (std::size_t k = 0; k < w.size(); ++k) {
-    const std::size_t start = i;
-    std::uint64_t v = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && v <= 1'000'000'000)
-      v = v * 10 + static_cast<std::uint64_t>(text[i++] - '0');
-    if (i == start || v > 1'000'000'000)
-      return Status::Error("--modes \"" + std::string(text) +
-                           "\": want three weights transparent:signal:requeue, each an integer up to 1e9 (e.g. 60:30:10)");
-    w[k] = static_cast<std::uint32_t>(v);
-    sum += v;
-    if (k + 1 < w.size()) {
-      if (i >= text.size() || text[i] != ':')
-        return Status::Error("--modes \"" + std::string(text) + "\": want transparent:signal:requeue (e.g. 60:30:10)");
-      ++i;
-    }
-  }
-  if (i != text.size()) return Status::Error("--modes \"" + std::string(text) + "\": trailing characters");
-  if (sum == 0) return Status::Error("--modes \"" + std::string(text) + "\": the weights are all zero");
-  return w;
+  return parse_weights3(text, "--modes", "transparent:signal:requeue", "60:30:10");
 }
 
 // The mode of the workload's job `index` under `weights` and `seed`.

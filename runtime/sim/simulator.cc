@@ -405,7 +405,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     if (type < 0) return unschedulable(why);
     // Signal and requeue programs run one worker per device, on exactly their world (SimOptions).
     auto mode = draw_mode(o_.modes, o_.seed, static_cast<std::uint64_t>(w));
-    if (mode != spec::Preemption::kTransparent && types_.count(type) < sj.world)
+    if (mode != spec::Preemption::kTransparent && !types_.runs_whole(w_, w, type))
       mode = spec::Preemption::kTransparent;
     const bool whole = mode != spec::Preemption::kTransparent;
     // A workload of one tenant submits without one (the core's default tenant).

@@ -72,16 +72,27 @@ TEST(Simulator, JobsTheFleetCannotTakeAreCountedWithTheirReason) {
   auto wide = job(0, 10, 8, spec::Tier::kStandard);  // 8 devices on a fleet of 4
   auto h100 = job(0, 10, 1, spec::Tier::kStandard);
   h100.device_types = 1u << 0;
-  w.jobs = {job(0, 10, 1, spec::Tier::kStandard), t4, wide, h100};
-  for (const char* p : {"fifo", "orrery"}) {
+  auto big = job(0, 10, 1, spec::Tier::kStandard);
+  big.mem_mib = 100000;  // more than an H100 has
+  // 32 workers on 4 devices swap 7 x 80,000 MiB a device, 2.24 million MiB for the 4, where the
+  // node has 2 TiB (2,097,152 MiB); on more devices than 4, no node. A premium job like it,
+  // submitted, stopped every job behind it for good (the planner cut for it and kept the devices;
+  // the placer had it as "retry later").
+  auto spliced = job(0, 10, 32, spec::Tier::kPremium, /*min_dev=*/4);
+  spliced.mem_mib = 80000;
+  w.jobs = {job(0, 10, 1, spec::Tier::kStandard), t4, wide, h100, big, spliced, job(1, 10, 4, spec::Tier::kBasic)};
+  for (const char* p : {"fifo", "tiresias", "afs", "orrery"}) {
     auto r = simulate(one_node(4), w, p, quiet());
     ASSERT_TRUE(r.ok()) << r.reason();
-    EXPECT_EQ(r->completed, 2) << p;
-    EXPECT_EQ(r->unschedulable, 2) << p;
+    EXPECT_EQ(r->completed, 3) << p;
+    EXPECT_EQ(r->unfinished, 0) << p;
+    EXPECT_EQ(r->unschedulable, 4) << p;
     EXPECT_EQ(r->unschedulable_why,
               (std::map<std::string, std::int64_t>{
                   {"its gpu_spec allows no device type the fleet has", 1},
-                  {"fewer devices of an allowed type than its min_devices, or too little memory", 1}}))
+                  {"more devices of an allowed type than one region has", 1},
+                  {"no device of an allowed type has the memory for a worker", 1},
+                  {"no region's nodes have the host memory for its spliced-out workers", 1}}))
         << p;
   }
 }
