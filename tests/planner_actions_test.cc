@@ -220,6 +220,27 @@ TEST(PlannerActions, AJobThatAllowsSeveralTypesIsPlacedOnAnotherWithRoom) {
   }
 }
 
+TEST(PlannerActions, AJobThatAllowsSeveralTypesIsOfferedTheOthersWhenItsOwnRanOutOfTries) {
+  // X (premium, pinned) holds all 4 devices of Y's first type for 1,000 s; P1 and P2 (standard,
+  // pinned there too) wait ahead of Y and use up the type's 2 tries a round. Y (basic, 2 devices,
+  // either type) is never tried on its own type, and is offered the other, empty one: it runs at
+  // once. (Before, it waited behind P1 and P2 for X to end.) Every planner that backfills.
+  const auto f = two_types();
+  Workload w;
+  w.device_types = {"A100-80G", "H100-80G"};
+  w.jobs = {job(0, 1000, 4, spec::Tier::kPremium), job(5, 100, 4, spec::Tier::kStandard),
+            job(5, 100, 4, spec::Tier::kStandard), job(10, 100, 2, spec::Tier::kBasic)};
+  w.jobs[3].device_types = 3;
+  for (int j = 0; j < 3; ++j) w.jobs[static_cast<std::size_t>(j)].device_types = first_choice_bit(w, f, 3);
+  auto o = quiet();
+  o.planner.max_failed_tries_per_type = 2;
+  for (const char* policy : {"tiresias", "afs", "orrery"}) {
+    SCOPED_TRACE(policy);
+    auto r = run_on(f, w, o, policy);
+    EXPECT_LT(r.tiers[2].max_queue_s, 30);
+  }
+}
+
 TEST(PlannerActions, AJobThatAllowsSeveralTypesCutsWhereALowerTierHoldsDevices) {
   // Y's first type is full of a premium job, which it may not cut; the other type is full of a
   // basic job. Y (premium, either type) moves there and cuts the basic job; pinned to its first

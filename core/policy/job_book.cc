@@ -40,6 +40,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
     case Where::kSubmitted: submitted_.erase(job); break;
     case Where::kWaiting:  // under the type it was filed with (a Retype changes the job's)
       lanes_.remove(lane_class(key_of_[i]), wait_type_[i], tenant, {key_of_[i], job});
+      if (!core.job_info(job).types.empty()) movable_[wait_type_[i]].erase({key_of_[i], job});
       --waiting_by_type_[wait_type_[i]];
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, -1);
       break;
@@ -76,6 +77,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
       key_of_[i] = key_(core, job);
       wait_type_[i] = jv.dtype;
       lanes_.add(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
+      if (!core.job_info(job).types.empty()) movable_[jv.dtype].insert({key_of_[i], job});
       ++waiting_by_type_[jv.dtype];
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, 1);
       w = Where::kWaiting;
@@ -272,6 +274,30 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
         heap.push_back({share(cursor[l]->second, lanes[l].tenant), *cursor[l], l});
         std::push_heap(heap.begin(), heap.end(), std::greater<>());
       }
+    }
+  }
+  // Jobs whose spec names several types, waiting on a type that ran out of tries this round: the
+  // walk above passed them over with their type, and a job behind a congested type's queue would
+  // never be offered the others, however much room they have (a basic job waited 135 days so on
+  // a variant of the Alibaba trace). The first ones, in order, up to a type's budget of tries,
+  // are offered the other types now (nothing is cut for them here).
+  if (!strict && !t.over()) {
+    std::vector<int> offer;
+    for (const auto& [type, jobs] : movable_) {
+      int n = 0;
+      for (const auto& [key, j] : jobs) {
+        if (n >= limit) break;
+        const auto& jv = core.cluster().jobs[j];
+        const bool premium = spec::is(spec::Concrete{}, jv.tier, spec::Tier::kPremium);
+        if (!t.type_full(static_cast<std::size_t>(type), premium) || ctx.cut_pending(j)) continue;  // tried above
+        offer.push_back(j);
+        ++n;
+      }
+    }
+    // (Collected first: a Retype files the job under another type, in the sets walked above.)
+    for (int j : offer) {
+      if (t.over()) break;
+      if (is_waiting(j) && place_on_another_type(core, ctx, j, t, /*faster_only=*/false)) ++t.placed;
     }
   }
   return t.placed;

@@ -171,6 +171,9 @@ class JobBook {
   std::vector<std::int64_t> run_devices_;  // devices counted in running_devices_ for the job
   std::vector<std::int64_t> run_rank_;     // the rank it is filed under in running_by_
   std::vector<std::int64_t> wait_type_;    // the device type it is filed under while waiting
+  // Waiting jobs whose spec names several device types, by the type they wait on, in order: the
+  // ones place_waiting offers the other types when their own ran out of tries in a round.
+  std::map<std::int64_t, std::set<WaitEntry>> movable_;
   std::map<std::pair<std::int64_t, std::int64_t>, JobIdSet> running_by_;  // (dtype, rank)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
   std::vector<int> helped_;     // by beneficiary: how many of those cuts are for it
