@@ -1,5 +1,3 @@
-#include <cstdlib>
-#include <cstdio>
 #include "runtime/sim/simulator.h"
 
 #include <sys/resource.h>
@@ -568,8 +566,6 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       r.avg_run_s += js.total_s;
       const double c = static_cast<double>(js.end_ms - ms(sj.arrival_s)) / 1000.0;
       const double q = static_cast<double>(js.first_start_ms - ms(sj.arrival_s)) / 1000.0;
-      if (std::getenv("ORRERY_DBG_JOBS"))
-        std::fprintf(stderr, "JOB %d tier %d spare %d min %d world %d dtype %d ntypes %d arrival %.1f wait %.1f jct %.1f run %.1f\n", j, (int)sj.tier, (int)core_->cluster().jobs[j].spare, (int)core_->cluster().jobs[j].min_dev, (int)sj.world, (int)core_->cluster().jobs[j].dtype, (int)core_->job_info(j).types.size(), sj.arrival_s, q, c, js.total_s);
       stats.completed(sj.tier, sj.tenant, c, q, o_.sla_queue_s[static_cast<std::size_t>(sj.tier)],
                       core_->cluster().jobs[j].min_dev > 1);  // as submitted (signal and requeue jobs: whole)
     }
