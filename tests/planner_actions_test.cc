@@ -141,6 +141,28 @@ TEST(PlannerActions, TiersHoldUnderOverload) {
   EXPECT_GT(t->tiers[0].avg_queue_s, t->tiers[2].avg_queue_s);
 }
 
+TEST(PlannerActions, NoJobWaitsPastTheOverdueCapWhateverItsTier) {
+  // 4 devices; a premium job of 4 devices and 500 s arrives every 400 s for 10,000 s: premium
+  // alone asks more than the fleet has, and its queue only grows. A basic job of 1 device and
+  // 100 s arrives at 10 s. By the tiers alone it waits for the premium backlog to end (past
+  // 12,000 s). With an overdue cap of 1,000 s it is placed first once a premium job ends after
+  // that, and runs its 100 s uncut (a quantum of 200 s): its wait stays within the cap and one
+  // premium job's run.
+  Workload w;
+  for (int i = 0; i < 25; ++i) w.jobs.push_back(job(400.0 * i, 500, 4, spec::Tier::kPremium));
+  w.jobs.insert(w.jobs.begin() + 1, job(10, 100, 1, spec::Tier::kBasic));  // in arrival order
+  auto o = quiet();
+  o.planner.overdue_cap_ms = 1'000'000;
+  o.planner.overdue_quantum_ms = 200'000;
+  auto capped = run(w, o);
+  EXPECT_GE(capped.tiers[2].max_queue_s, 1000);
+  EXPECT_LT(capped.tiers[2].max_queue_s, 1000 + 500 + 30);
+  EXPECT_LT(capped.tiers[2].avg_jct_s, 1000 + 500 + 30 + 100 + 10);  // not cut within its quantum
+  o.planner.overdue_cap_ms = 0;
+  auto tiers_only = run(w, o);
+  EXPECT_GT(tiers_only.tiers[2].max_queue_s, 12000);
+}
+
 TEST(PlannerActions, PremiumBeyondTheReserveRunsAheadOfTheLowerTiers) {
   // The same backlog with a premium reserve of 2 of the 4 devices: the premium jobs beyond it are
   // admitted spare (INV-ADMIT) and still go ahead of standard and basic. (Before spare admission

@@ -68,6 +68,63 @@ void OrreryPlanner::promote_starving(const SchedulerCore& core, PlanContext& ctx
   }
 }
 
+void OrreryPlanner::track_wait(const SchedulerCore& core, int job) {
+  if (job < 0 || o_.overdue_cap_ms <= 0) return;
+  const auto i = static_cast<std::size_t>(job);
+  if (i >= by_wait_since_.size()) by_wait_since_.resize(i + 1, -1);
+  // Placed while overdue (this round's place_overdue found it so): protected for a quantum.
+  const auto st = core.state(job);
+  if (st == spec::JobState::kPlaced || st == spec::JobState::kRestoring) {
+    if (overdue_now_.count(job) != 0) overdue_placed_.insert(job);
+  } else if (st != spec::JobState::kRunning) {
+    overdue_placed_.erase(job);
+  }
+  const std::int64_t since = book_.is_waiting(job) ? book_.waiting_since(job) : -1;
+  if (by_wait_since_[i] == since) return;
+  if (by_wait_since_[i] >= 0) by_wait_.erase({by_wait_since_[i], job});
+  by_wait_since_[i] = since;
+  if (since >= 0) by_wait_.insert({since, job});
+}
+
+void OrreryPlanner::place_overdue(const SchedulerCore& core, PlanContext& ctx) {
+  overdue_now_.clear();
+  if (o_.overdue_cap_ms <= 0) return;
+  const std::int64_t now = core.now_ms();
+  std::vector<int> overdue;
+  for (const auto& [since, job] : by_wait_) {
+    if (now - since < o_.overdue_cap_ms || static_cast<int>(overdue.size()) >= o_.max_cuts_per_round) break;
+    overdue.push_back(job);
+  }
+  if (overdue.empty()) {
+    if (!by_wait_.empty()) ctx.replan_at(by_wait_.begin()->first + o_.overdue_cap_ms);
+    return;
+  }
+  overdue_now_.insert(overdue.begin(), overdue.end());
+  std::set<std::int64_t> searched;  // types where room is sought already, for an older job
+  GangPlacer& placer = book_.placer(core);
+  for (int j : overdue) {
+    if (!book_.is_waiting(j) || ctx.cut_pending(j)) continue;
+    const auto ev = core.state(j) == spec::JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
+    auto p = placer.propose(j, ev);
+    if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) continue;
+    if (p.kind == Proposal::Kind::kInfeasible) continue;  // never: nothing to cut for it
+    ctx.note(j, "overdue (waited " + std::to_string((now - book_.waiting_since(j)) / 1000) + " s): " + p.why);
+    // Room for the oldest overdue job of a type that does not fit: the usual cuts (lower tiers
+    // only, INV-TIER), before any later job's.
+    if (!searched.insert(core.cluster().jobs[j].dtype).second || book_.helped(j)) continue;
+    if (static_cast<std::size_t>(j) < next_search_.size() && now < next_search_[static_cast<std::size_t>(j)]) continue;
+    free_for(core, ctx, j);
+  }
+}
+
+bool OrreryPlanner::in_overdue_quantum(const SchedulerCore& core, int v) {
+  auto it = overdue_placed_.find(v);
+  if (it == overdue_placed_.end()) return false;
+  if (core.now_ms() - book_.running_since(v) < o_.overdue_quantum_ms) return true;
+  overdue_placed_.erase(it);
+  return false;
+}
+
 double OrreryPlanner::cut_cost_s(const SchedulerCore& core, int v) const {
   const auto& vj = core.cluster().jobs[v];
   const double gib = static_cast<double>(vj.world) * static_cast<double>(vj.mem) / 1024.0;
@@ -78,6 +135,7 @@ double OrreryPlanner::cut_cost_s(const SchedulerCore& core, int v) const {
 void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.admit_all(core, ctx);
   promote_starving(core, ctx);
+  place_overdue(core, ctx);
   int searches = 0, premium_searches = 0;  // each a walk over the running jobs: bounded per round
   // Devices the premium searches past max_cuts_per_round may be for, this round.
   std::int64_t burst_devices = static_cast<std::int64_t>(o_.premium_burst_share * static_cast<double>(core.fleet().num_devices()));
@@ -224,6 +282,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
          (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held));
     if ((spec::rank(d, vj) < ben_rank || (same_rank(v) && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (protected_now(core, book_, v)) continue;  // within its min_runtime_ms (victims.h)
+    // Placed overdue: a higher tier does not cut it before it has run its quantum (its own tier
+    // by the rules above, as any job of it).
+    if (spec::rank(d, vj) > ben_rank && in_overdue_quantum(core, v)) continue;
     // A job placed past its tier's starvation cap runs at least the cap before its tier may cut it
     // again: else the next newcomer of a lower LAS level would cut it at once, and the cap would
     // bound its waits but not its progress.

@@ -52,6 +52,7 @@ class OrreryPlanner final : public Planner {
     else if (st == spec::JobState::kQueued || st == spec::JobState::kSuspended || st == spec::JobState::kCompleted ||
              st == spec::JobState::kFailed || st == spec::JobState::kCancelled)
       quantum_.erase(job);
+    track_wait(core, job);
     if (!moving_for_.empty() && core.state(job) != spec::JobState::kQueued &&
         core.state(job) != spec::JobState::kSuspended)
       moving_for_.erase(job);
@@ -78,6 +79,20 @@ class OrreryPlanner final : public Planner {
   std::array<std::set<std::pair<std::int64_t, int>>, spec::kNumTiers> aging_;
   std::vector<std::int64_t> aging_since_;  // the entry in aging_, -1: none
   std::set<int> quantum_;  // jobs placed past their cap, until their quantum is over
+  // Starvation across tiers (PlannerOptions::overdue_cap_ms).
+  // Keeps by_wait_ in step with the book: every waiting job, by when it started waiting.
+  void track_wait(const SchedulerCore& core, int job);
+  // Places the overdue jobs (at most max_cuts_per_round), the longest waiting first, before the
+  // round's other placements; room is sought (free_for) for the oldest of each type that does not
+  // fit. Asks for a round when the next waiting job will be overdue.
+  void place_overdue(const SchedulerCore& core, PlanContext& ctx);
+  // Whether running `v` was placed overdue and has not yet run its quantum (not to be cut by a
+  // higher tier).
+  bool in_overdue_quantum(const SchedulerCore& core, int v);
+  std::set<std::pair<std::int64_t, int>> by_wait_;
+  std::vector<std::int64_t> by_wait_since_;  // the entry in by_wait_, -1: none
+  std::set<int> overdue_placed_;  // placed overdue: not cut by a higher tier within the quantum
+  std::set<int> overdue_now_;     // this round's overdue jobs (place_overdue)
   std::vector<std::int64_t> next_search_;  // by job: no victim search for it before this time
   // Frees devices for the waiting job `ben` by a shrink or a preemption; true if one started.
   bool free_for(const SchedulerCore& core, PlanContext& ctx, int ben);

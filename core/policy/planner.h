@@ -101,6 +101,18 @@ struct PlannerOptions {
   // default: caps of 30 min and 4 h for standard and basic made average JCT and the tails worse on
   // every synthetic workload measured (docs/scheduling.md).
   std::array<std::int64_t, 3> starvation_cap_ms = {300'000, 0, 0};
+  // orrery: the bound on any job's wait, whatever its tier (milliseconds since it started waiting;
+  // <= 0: none). A job that has waited this long is overdue: overdue jobs are placed before every
+  // other waiting job, the longest waiting first, and room is made for the oldest of each device
+  // type by the usual cuts (lower tiers only: INV-TIER). Placed, an overdue job is not cut or
+  // shrunk by a higher tier before it has run overdue_quantum_ms (its own tier's rules are those
+  // of any job). Without it the tiers' order bounds nothing on a device type whose higher tiers
+  // alone ask more than it has: a lower tier's job there waited until their demand ended (135
+  // days on a variant of the trace; docs/scheduling.md, "Starvation across tiers").
+  // 72 h: 24 h bounded the trace variant's waits as well, but cost the 1M-job synthetic run's
+  // standard tier (p99 wait 417 s -> 33 h) as its overloaded basic gangs went first.
+  std::int64_t overdue_cap_ms = 259'200'000;   // 72 h
+  std::int64_t overdue_quantum_ms = 3'600'000;  // 1 h
   // orrery: the rate (GiB/s) at which a job's state (world x memory per worker) is cut and restored
   // again: what a preemption or shrink costs its victim's devices, weighed against what the waiting
   // job has waited before a cut inside a tier is made. The default is what the runtime measured
