@@ -126,6 +126,19 @@ std::string GangPlacer::retry_later_why(bool cross) const {
          std::string(cross || index_.regions() == 1 ? "" : " in any one region");
 }
 
+core::FitRequest GangPlacer::fit_request(int job, bool cross) const {
+  const auto& jv = core_.cluster().jobs[static_cast<std::size_t>(job)];
+  core::FitRequest fit;
+  fit.dtype = static_cast<int>(type_override_ >= 0 ? type_override_ : jv.dtype);
+  fit.world = jv.world;
+  fit.min_devices = jv.min_dev;
+  fit.max_devices = jv.max_dev;
+  fit.mem_mib = jv.mem;
+  fit.mode = static_cast<spec::Preemption>(jv.mode);
+  fit.across_regions = cross;
+  return fit;
+}
+
 std::string GangPlacer::check(const Decision& d) const {
   auto st = core_.check(d);
   return st.ok() ? std::string() : st.reason();
@@ -162,6 +175,16 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
   keep_held_ = event == EventKind::kResizeUp;
   const bool cross = static_cast<std::size_t>(job) < cross_region_.size() &&
                      cross_region_[static_cast<std::size_t>(job)];
+  // A job found before never to fit (below, after the walk) is answered so at once.
+  if ((event == EventKind::kPlace || event == EventKind::kResume) && static_cast<std::size_t>(job) < fit_memo_.size()) {
+    const FitMemo& m = fit_memo_[static_cast<std::size_t>(job)];
+    const core::FitRequest fit = fit_request(job, cross);
+    if (m.type == fit.dtype && m.cross == cross && !m.fits) {
+      std::string why;
+      fit_.limit(fit, &why);
+      return answer(Proposal::Kind::kInfeasible, why);
+    }
+  }
 
   // Where the job's devices are: kept by a resize (and its anchor), given back by a migration.
   for (int n : held_nodes_) held_on_[static_cast<std::size_t>(n)] = 0;
@@ -323,14 +346,7 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
   // applies, core/fleet_fit.h; a job reaches here past it only on a type it was moved to, or
   // submitted to the core directly). Waiting for it would hold a type's devices for nothing.
   if (!keep_held_ && event != EventKind::kMigrate) {
-    core::FitRequest fit;
-    fit.dtype = static_cast<int>(type_override_ >= 0 ? type_override_ : jv.dtype);
-    fit.world = jv.world;
-    fit.min_devices = jv.min_dev;
-    fit.max_devices = jv.max_dev;
-    fit.mem_mib = jv.mem;
-    fit.mode = static_cast<spec::Preemption>(jv.mode);
-    fit.across_regions = cross;
+    const core::FitRequest fit = fit_request(job, cross);
     if (static_cast<std::size_t>(job) >= fit_memo_.size()) fit_memo_.resize(static_cast<std::size_t>(job) + 1);
     FitMemo& memo = fit_memo_[static_cast<std::size_t>(job)];
     if (memo.type != fit.dtype || memo.cross != cross)  // its spec is fixed at submission

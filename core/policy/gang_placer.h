@@ -117,6 +117,8 @@ class GangPlacer {
   Proposal plan(int job, spec::EventKind event, int want);
   // Why the core would refuse the decision now (SchedulerCore::check), or "".
   std::string check(const Decision& d) const;
+  // The FleetFit question for `job` on the type planned for (type_override_ or its own).
+  core::FitRequest fit_request(int job, bool cross) const;
 
   // ---- one query (job, level, device count) ----
   void begin_query();

@@ -149,6 +149,8 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
   const auto type = static_cast<std::size_t>(jv.dtype);
   const bool premium = spec::is(spec::Concrete{}, jv.tier, spec::Tier::kPremium);
   if (t.type_full(type, premium) || ctx.cut_pending(j)) return false;
+  if (static_cast<std::size_t>(j) >= tried_in_.size()) tried_in_.resize(static_cast<std::size_t>(j) + 1, 0);
+  tried_in_[static_cast<std::size_t>(j)] = round_;  // its other types are offered below if they can be
   // A faster type of its spec where it fits now first (PlannerOptions::type_speed).
   if (!t.speed.empty() && place_on_another_type(core, ctx, j, t, /*faster_only=*/true)) {
     ++t.placed;
@@ -222,7 +224,12 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
   const auto types = static_cast<std::int64_t>(core.fleet().device_types.size());
   const int limit = strict ? 1 : o.max_failed_tries_per_type;
   Tries t(static_cast<int>(types), limit, o.premium_round_budget, premium_budget && !strict);
-  claimed_.clear();
+  if (!round_begun_) claimed_.clear();  // else begin_round() cleared them, before earlier cuts
+  round_begun_ = false;
+  if (++round_ == 0) {  // wrapped: no stale mark may equal a round again
+    std::fill(tried_in_.begin(), tried_in_.end(), 0);
+    round_ = 1;
+  }
   if (!o.type_speed.empty()) t.speed = speeds_by_type(core.fleet(), o.type_speed);
   // Class by class, a k-way merge of the class's lanes by their next job: by tenant, the tenant
   // holding fewest devices of the job's tier first (its share when its lane is taken up again),
@@ -279,25 +286,38 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
   // Jobs whose spec names several types, waiting on a type that ran out of tries this round: the
   // walk above passed them over with their type, and a job behind a congested type's queue would
   // never be offered the others, however much room they have (a basic job waited 135 days so on
-  // a variant of the Alibaba trace). The first ones, in order, up to a type's budget of tries,
-  // are offered the other types now (nothing is cut for them here).
+  // a variant of the Alibaba trace). The first ones the walk did not try, in order, up to a
+  // type's budget of tries, are offered the other types now (nothing is cut for them here). A
+  // type's set is looked at only when the type is full for a tier, and at most 4 x its budget of
+  // entries (those the walk tried, or that may not move now, are passed over).
   if (!strict && !t.over()) {
-    std::vector<int> offer;
+    std::vector<std::pair<WaitEntry, int>> offer;
     for (const auto& [type, jobs] : movable_) {
-      int n = 0;
-      for (const auto& [key, j] : jobs) {
-        if (n >= limit) break;
+      const auto ty = static_cast<std::size_t>(type);
+      if (!t.type_full(ty, false) && !t.type_full(ty, true)) continue;  // every job of it was tried
+      int n = 0, looked = 0;
+      for (const auto& e : jobs) {
+        if (n >= limit || ++looked > 4 * limit) break;
+        const int j = e.second;
         const auto& jv = core.cluster().jobs[j];
         const bool premium = spec::is(spec::Concrete{}, jv.tier, spec::Tier::kPremium);
-        if (!t.type_full(static_cast<std::size_t>(type), premium) || ctx.cut_pending(j)) continue;  // tried above
-        offer.push_back(j);
+        if (!t.type_full(ty, premium) || ctx.cut_pending(j)) continue;  // tried above, in the walk
+        if (static_cast<std::size_t>(j) < tried_in_.size() && tried_in_[static_cast<std::size_t>(j)] == round_) continue;
+        if (!may_retype(core, j)) continue;
+        offer.emplace_back(e, j);
         ++n;
       }
     }
-    // (Collected first: a Retype files the job under another type, in the sets walked above.)
-    for (int j : offer) {
+    // In the planner's order across types. (Collected first: a Retype files the job under
+    // another type, in the sets walked above.)
+    std::sort(offer.begin(), offer.end());
+    for (const auto& [e, j] : offer) {
       if (t.over()) break;
-      if (is_waiting(j) && place_on_another_type(core, ctx, j, t, /*faster_only=*/false)) ++t.placed;
+      if (!is_waiting(j)) continue;
+      // Never tried this round: the faster types first too (PlannerOptions::type_speed).
+      if ((!t.speed.empty() && place_on_another_type(core, ctx, j, t, /*faster_only=*/true)) ||
+          (is_waiting(j) && place_on_another_type(core, ctx, j, t, /*faster_only=*/false)))
+        ++t.placed;
     }
   }
   return t.placed;

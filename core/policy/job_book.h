@@ -120,9 +120,17 @@ class JobBook {
   int place_waiting(const SchedulerCore& core, PlanContext& ctx, const PlannerOptions& o, bool strict,
                     const std::function<void(int)>& blocked, bool premium_budget = false);
 
+  // A round begins before the next place_waiting: the free devices cuts count on (claim_free) are
+  // forgotten now rather than there, so that cuts a planner makes before place_waiting (orrery's
+  // overdue jobs) are counted for the rest of the round. Without it place_waiting forgets them.
+  void begin_round() {
+    claimed_.clear();
+    round_begun_ = true;
+  }
+
   // Free devices of `type` in `region` (-1: the fleet) that a job's cuts counted on, this round
   // (victims.h, cut_need: they are not counted again for another job's). Cleared at the start of
-  // each place_waiting.
+  // each place_waiting, or by begin_round() before it.
   void claim_free(std::int64_t type, int region, std::int64_t devices) { claimed_[{type, region}] += devices; }
   std::int64_t claimed_free(std::int64_t type, int region) const {
     auto it = claimed_.find({type, region});
@@ -174,6 +182,9 @@ class JobBook {
   // Waiting jobs whose spec names several device types, by the type they wait on, in order: the
   // ones place_waiting offers the other types when their own ran out of tries in a round.
   std::map<std::int64_t, std::set<WaitEntry>> movable_;
+  bool round_begun_ = false;           // begin_round() since the last place_waiting
+  std::uint32_t round_ = 0;            // place_waiting calls, the current one's number
+  std::vector<std::uint32_t> tried_in_;  // by job: the round try_place last tried it in
   std::map<std::pair<std::int64_t, std::int64_t>, JobIdSet> running_by_;  // (dtype, rank)
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
   std::vector<int> helped_;     // by beneficiary: how many of those cuts are for it

@@ -73,10 +73,13 @@ void OrreryPlanner::track_wait(const SchedulerCore& core, int job) {
   const auto i = static_cast<std::size_t>(job);
   if (i >= by_wait_since_.size()) by_wait_since_.resize(i + 1, -1);
   // Placed while overdue (this round's place_overdue found it so): protected for a quantum.
+  // It keeps it through its own moves (a grow, a migration, a periodic checkpoint); it loses it
+  // when it stops running.
   const auto st = core.state(job);
   if (st == spec::JobState::kPlaced || st == spec::JobState::kRestoring) {
     if (overdue_now_.count(job) != 0) overdue_placed_.insert(job);
-  } else if (st != spec::JobState::kRunning) {
+  } else if (st == spec::JobState::kQueued || st == spec::JobState::kSuspended || st == spec::JobState::kCompleted ||
+             st == spec::JobState::kFailed || st == spec::JobState::kCancelled) {
     overdue_placed_.erase(job);
   }
   const std::int64_t since = book_.is_waiting(job) ? book_.waiting_since(job) : -1;
@@ -90,15 +93,20 @@ void OrreryPlanner::place_overdue(const SchedulerCore& core, PlanContext& ctx) {
   overdue_now_.clear();
   if (o_.overdue_cap_ms <= 0) return;
   const std::int64_t now = core.now_ms();
+  // The oldest overdue jobs, up to 4 x max_cuts_per_round: each is offered a placement (a miss
+  // costs the placer O(1) while nothing changed); older ones that cannot be placed do not keep
+  // younger ones from their turn.
   std::vector<int> overdue;
+  const int most = 4 * std::max(o_.max_cuts_per_round, 1);
   for (const auto& [since, job] : by_wait_) {
-    if (now - since < o_.overdue_cap_ms || static_cast<int>(overdue.size()) >= o_.max_cuts_per_round) break;
+    if (now - since < o_.overdue_cap_ms) {
+      ctx.replan_at(since + o_.overdue_cap_ms);  // when the next one will be overdue
+      break;
+    }
+    if (static_cast<int>(overdue.size()) >= most) break;
     overdue.push_back(job);
   }
-  if (overdue.empty()) {
-    if (!by_wait_.empty()) ctx.replan_at(by_wait_.begin()->first + o_.overdue_cap_ms);
-    return;
-  }
+  if (overdue.empty()) return;
   overdue_now_.insert(overdue.begin(), overdue.end());
   std::set<std::int64_t> searched;  // types where room is sought already, for an older job
   GangPlacer& placer = book_.placer(core);
@@ -109,8 +117,10 @@ void OrreryPlanner::place_overdue(const SchedulerCore& core, PlanContext& ctx) {
     if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) continue;
     if (p.kind == Proposal::Kind::kInfeasible) continue;  // never: nothing to cut for it
     ctx.note(j, "overdue (waited " + std::to_string((now - book_.waiting_since(j)) / 1000) + " s): " + p.why);
-    // Room for the oldest overdue job of a type that does not fit: the usual cuts (lower tiers
-    // only, INV-TIER), before any later job's.
+    // Room for the oldest overdue job of a type that does not fit: the usual cuts (of lower tiers,
+    // INV-TIER, and inside its own by its tier's rules), before any later job's; at most
+    // max_cuts_per_round searches.
+    if (static_cast<int>(searched.size()) >= o_.max_cuts_per_round) continue;
     if (!searched.insert(core.cluster().jobs[j].dtype).second || book_.helped(j)) continue;
     if (static_cast<std::size_t>(j) < next_search_.size() && now < next_search_[static_cast<std::size_t>(j)]) continue;
     free_for(core, ctx, j);
@@ -135,6 +145,7 @@ double OrreryPlanner::cut_cost_s(const SchedulerCore& core, int v) const {
 void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.admit_all(core, ctx);
   promote_starving(core, ctx);
+  book_.begin_round();  // the cuts for overdue jobs count in the round's claims (JobBook::claim_free)
   place_overdue(core, ctx);
   int searches = 0, premium_searches = 0;  // each a walk over the running jobs: bounded per round
   // Devices the premium searches past max_cuts_per_round may be for, this round.
@@ -410,6 +421,8 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
     for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
       if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
+      // Placed overdue: not moved for a higher tier within its quantum.
+      if (spec::rank(spec::Concrete{}, s.jobs[v]) > spec::rank(spec::Concrete{}, bj) && in_overdue_quantum(core, v)) continue;
       std::int64_t frees = 0;
       bool inside = true;
       for (auto dev : s.jobs[v].held) {

@@ -127,6 +127,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
     if (auto st = s->core_->sync(); !st) return st;
     s->recovery_summary_ = "new journal " + path;
   }
+  s->fit_ = std::make_unique<core::FleetFit>(s->core_->fleet());
   protocol::Timeouts timeouts;
   timeouts.cut_ms = options.cut_timeout_ms;
   timeouts.launch_ms = options.launch_timeout_ms;

@@ -46,6 +46,7 @@
 #include "core/policy/planner.h"
 #include "core/protocol/driver.h"
 #include "core/protocol/protocol.h"
+#include "core/fleet_fit.h"
 #include "core/scheduler_core.h"
 #include "core/service/checkpoint_store.h"
 #include "core/service/client_api.h"
@@ -204,6 +205,9 @@ class Service final : public ClientApi, public protocol::CommitListener {
   const core::Clock& clock_;
   std::unique_ptr<core::JournalWriter> journal_;
   std::unique_ptr<core::SchedulerCore> core_;
+  // Whether a job could ever be placed on core_'s fleet (fixed for its life): built once, asked
+  // at every submission.
+  std::unique_ptr<core::FleetFit> fit_;
   std::unique_ptr<protocol::Protocol> protocol_;
   std::unique_ptr<protocol::Driver> driver_;
   // Gang placement over core_, following its commits (core/policy/gang_placer.h).

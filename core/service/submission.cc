@@ -34,7 +34,7 @@ Result<int> Service::submit(const JobSpec& spec) {
   std::string usable;
   for (int type : *types) {
     fit.dtype = type;
-    auto fits = core::fits_fleet(core_->fleet(), fit);
+    auto fits = fit_->fits(fit);
     if (fits.ok()) usable += (usable.empty() ? "" : "|") + core_->fleet().device_types[static_cast<std::size_t>(type)];
     else if (first_limit.ok()) first_limit = fits;
   }

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -147,6 +148,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--repair-s", o.cost.repair_s, "a failed node is back after (default 3600 s)")->check(CLI::NonNegativeNumber);
   app.add_flag("--no-defrag", no_defrag, "orrery: no defragmentation by migration (to compare)");
+  double overdue_cap_h = static_cast<double>(o.planner.overdue_cap_ms) / 3.6e6;
+  app.add_option("--overdue-cap-h", overdue_cap_h,
+                 "orrery: a job that has waited this many hours, whatever its tier, is placed first (default 72; "
+                 "0: no such bound, to compare; docs/policies.md)")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--modes", modes,
                  "preemption modes drawn per job (seeded), weights transparent:signal:requeue, e.g. 60:30:10 "
                  "(default: all transparent). Signal and requeue jobs run one worker per device; a requeue "
@@ -163,6 +169,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (no_defrag) o.planner.migration_gib_per_s = 0;
+  o.planner.overdue_cap_ms = static_cast<std::int64_t>(std::llround(overdue_cap_h * 3.6e6));
   if (!type_speed.empty()) {
     auto sp = core::policy::parse_type_speed(type_speed);
     if (!sp) {

@@ -413,7 +413,8 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     const bool several = sj.device_types == 0 || (sj.device_types & (sj.device_types - 1)) != 0;
     if (several && !o_.pin_types)
       for (int t : types_.allowed(w_, w, type))
-        if (t != type) types += "|" + core_->fleet().device_types[static_cast<std::size_t>(t)];
+        if (t != type && (!whole || types_.runs_whole(w_, w, t)))  // a whole job: types it runs on whole
+          types += "|" + core_->fleet().device_types[static_cast<std::size_t>(t)];
     Decision d = Decision::submit("j" + std::to_string(w), sj.tier, types, sj.world,
                                   whole ? sj.world : sj.min_devices, whole ? sj.world : sj.max_devices, sj.mem_mib,
                                   w_.tenants.size() > 1 ? w_.tenants[static_cast<std::size_t>(sj.tenant)] : "");
