@@ -104,9 +104,9 @@ struct PlannerOptions {
   // orrery: the bound on any job's wait, whatever its tier (milliseconds since it started waiting;
   // <= 0: none). A job that has waited this long is overdue: overdue jobs are placed before every
   // other waiting job, the longest waiting first, and room is made for the oldest of each device
-  // type by the usual cuts (lower tiers only: INV-TIER). Placed, an overdue job is not cut or
-  // shrunk by a higher tier before it has run overdue_quantum_ms (its own tier's rules are those
-  // of any job). Without it the tiers' order bounds nothing on a device type whose higher tiers
+  // type by the usual cuts (a lower tier's jobs, INV-TIER, and inside its own tier by its rules).
+  // Placed, an overdue job is not cut, shrunk or moved by a higher tier before it has run
+  // overdue_quantum_ms (its own tier's rules are those of any job). Without it the tiers' order bounds nothing on a device type whose higher tiers
   // alone ask more than it has: a lower tier's job there waited until their demand ended (135
   // days on a variant of the trace; docs/scheduling.md, "Starvation across tiers").
   // 72 h: 24 h bounded the trace variant's waits as well, but cost the 1M-job synthetic run's
