@@ -24,27 +24,28 @@ struct FitRequest {
   bool across_regions = false;
 };
 
-// The rule, with what it needs of the fleet computed once: ok when some device count c in
-// [min, max] with world = c * splice (splice within the spec's limit, 1 for a signal or requeue
-// job) fits the fleet: c devices of the type with room for a worker, within one region (where the
-// planners place a gang; anywhere if across_regions), on nodes whose host memory holds the spliced-out workers. (A premium
-// job larger than the premium reserve is admitted spare: spec::EffectAdmit.) Otherwise
-// kInvalidArgument with the limit that no count satisfies.
-//
-// Cost of fits(): O(log levels + splits x regions) where no node's host memory limits the split
-// (every unspliced job, and a spliced one whose region's fullest node can hold all its swapped-out
-// workers on its smallest host memory); else O(nodes of the region with such devices). The
-// fleet's nodes and devices are fixed for its lifetime (design.md), so a FleetFit never goes stale;
-// it keeps no reference to the fleet.
 // The limit a request breaks, the first in this order that no count in range passes.
 enum class FitLimit {
   kNone,            // it fits
   kDeviceMemory,    // no device of the type has the memory for a worker
   kSplit,           // the world splits evenly over no device count in range (within the splice limit)
   kRegionDevices,   // every split needs more devices of the type than one region has
-  kHostMemory,      // some region has the devices, but its nodes lack host memory for the swapped-out workers
+  kHostMemory,      // a region has the devices, but its nodes lack host memory for the workers
+                    // swapped out
 };
 
+// The rule, with what it needs of the fleet computed once: ok when some device count c in
+// [min, max] with world = c * splice (splice within the spec's limit, 1 for a signal or requeue
+// job) fits the fleet: c devices of the type with room for a worker, within one region (where the
+// planners place a gang; anywhere if across_regions), on nodes whose host memory holds the
+// spliced-out workers. (A premium job larger than the premium reserve is admitted spare:
+// spec::EffectAdmit.) Otherwise kInvalidArgument with the limit that no count satisfies.
+//
+// Cost of fits(): O(log levels + splits x regions) where no node's host memory limits the split
+// (every unspliced job, and a spliced one whose region's fullest node can hold all its swapped-out
+// workers on its smallest host memory); else O(nodes of the region with such devices). The
+// fleet's nodes and devices are fixed for its lifetime (design.md), so a FleetFit never goes stale;
+// it keeps no reference to the fleet.
 class FleetFit {
  public:
   FleetFit() = default;  // fits nothing

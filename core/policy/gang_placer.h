@@ -117,8 +117,10 @@ class GangPlacer {
   Proposal plan(int job, spec::EventKind event, int want);
   // Why the core would refuse the decision now (SchedulerCore::check), or "".
   std::string check(const Decision& d) const;
-  // The FleetFit question for `job` on the type planned for (type_override_ or its own).
-  core::FitRequest fit_request(int job, bool cross) const;
+  // Whether `job` could never be placed on the type planned for (type_override_ or its own), by
+  // fit_, with why: remembered per job (fit_memo_). `ask`: ask fit_ where nothing is remembered
+  // for that type (else: false).
+  bool never_fits(int job, bool cross, bool ask, std::string* why);
 
   // ---- one query (job, level, device count) ----
   void begin_query();

@@ -122,8 +122,7 @@ void OrreryPlanner::place_overdue(const SchedulerCore& core, PlanContext& ctx) {
     // max_cuts_per_round searches.
     if (static_cast<int>(searched.size()) >= o_.max_cuts_per_round) continue;
     if (!searched.insert(core.cluster().jobs[j].dtype).second || book_.helped(j)) continue;
-    if (static_cast<std::size_t>(j) < next_search_.size() && now < next_search_[static_cast<std::size_t>(j)]) continue;
-    free_for(core, ctx, j);
+    if (!backed_off(core, j)) free_for(core, ctx, j);
   }
 }
 
@@ -166,9 +165,7 @@ void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
       ++searches;
     }
     if (defragment_for(core, ctx, ben)) return;  // cheap where there is no fragmentation to undo
-    if (static_cast<std::size_t>(ben) < next_search_.size() && core.now_ms() < next_search_[static_cast<std::size_t>(ben)])
-      return;
-    free_for(core, ctx, ben);
+    if (!backed_off(core, ben)) free_for(core, ctx, ben);
   }, /*premium_budget=*/true);
   grow(core, ctx);
 }
@@ -422,7 +419,8 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
       if (++looked > o_.max_victim_candidates) break;
       if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
       // Placed overdue: not moved for a higher tier within its quantum.
-      if (spec::rank(spec::Concrete{}, s.jobs[v]) > spec::rank(spec::Concrete{}, bj) && in_overdue_quantum(core, v)) continue;
+      if (spec::rank(spec::Concrete{}, s.jobs[v]) > spec::rank(spec::Concrete{}, bj) && in_overdue_quantum(core, v))
+        continue;
       std::int64_t frees = 0;
       bool inside = true;
       for (auto dev : s.jobs[v].held) {

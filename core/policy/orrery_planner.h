@@ -82,9 +82,10 @@ class OrreryPlanner final : public Planner {
   // Starvation across tiers (PlannerOptions::overdue_cap_ms).
   // Keeps by_wait_ in step with the book: every waiting job, by when it started waiting.
   void track_wait(const SchedulerCore& core, int job);
-  // Places the overdue jobs (at most max_cuts_per_round), the longest waiting first, before the
-  // round's other placements; room is sought (free_for) for the oldest of each type that does not
-  // fit. Asks for a round when the next waiting job will be overdue.
+  // Places the overdue jobs (up to 4 x max_cuts_per_round of the oldest), the longest waiting
+  // first, before the round's other placements; room is sought (free_for, at most
+  // max_cuts_per_round searches) for the oldest of each type that does not fit. Asks for a round
+  // when the next waiting job will be overdue.
   void place_overdue(const SchedulerCore& core, PlanContext& ctx);
   // Whether running `v` was placed overdue and has not yet run its quantum (not to be cut by a
   // higher tier).
@@ -94,6 +95,11 @@ class OrreryPlanner final : public Planner {
   std::set<int> overdue_placed_;  // placed overdue: not cut by a higher tier within the quantum
   std::set<int> overdue_now_;     // this round's overdue jobs (place_overdue)
   std::vector<std::int64_t> next_search_;  // by job: no victim search for it before this time
+  // Whether a victim search for `job` found nothing less than search_backoff_ms ago.
+  bool backed_off(const SchedulerCore& core, int job) const {
+    return static_cast<std::size_t>(job) < next_search_.size() &&
+           core.now_ms() < next_search_[static_cast<std::size_t>(job)];
+  }
   // Frees devices for the waiting job `ben` by a shrink or a preemption; true if one started.
   bool free_for(const SchedulerCore& core, PlanContext& ctx, int ben);
   // Moves waiting `ben` (Retype) to the device type its spec allows where the most devices are

@@ -106,9 +106,10 @@ struct PlannerOptions {
   // other waiting job, the longest waiting first, and room is made for the oldest of each device
   // type by the usual cuts (a lower tier's jobs, INV-TIER, and inside its own tier by its rules).
   // Placed, an overdue job is not cut, shrunk or moved by a higher tier before it has run
-  // overdue_quantum_ms (its own tier's rules are those of any job). Without it the tiers' order bounds nothing on a device type whose higher tiers
-  // alone ask more than it has: a lower tier's job there waited until their demand ended (135
-  // days on a variant of the trace; docs/scheduling.md, "Starvation across tiers").
+  // overdue_quantum_ms (its own tier's rules are those of any job). Without it the tiers' order
+  // bounds nothing on a device type whose higher tiers alone ask more than it has: a lower tier's
+  // job there waited until their demand ended (135 days on a variant of the trace;
+  // docs/scheduling.md, "Starvation across tiers").
   // 72 h: 24 h bounded the trace variant's waits as well, but cost the 1M-job synthetic run's
   // standard tier (p99 wait 417 s -> 33 h) as its overloaded basic gangs went first.
   std::int64_t overdue_cap_ms = 259'200'000;   // 72 h
