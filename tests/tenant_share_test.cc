@@ -4,6 +4,8 @@
 // with a single tenant. The planner's proposals are committed as orrery-core would: placements at
 // once, a preemption as its cut (the victim Checkpointing).
 #include <gtest/gtest.h>
+#include <cstdint>
+#include <map>
 
 #include <memory>
 #include <set>
@@ -190,16 +192,53 @@ TEST(WaitLanes, LanesByTierTypeAndTenant) {
   l.add(0, 1, 2, {{0, 0, 9}, 9});
   l.add(1, 1, 5, {{1, 0, 4}, 4});
   EXPECT_EQ(l.size(), 4);
-  auto lanes = l.lanes(0, 1);
-  ASSERT_EQ(lanes.size(), 2u);
-  EXPECT_EQ(lanes[0].tenant, 2);
-  EXPECT_EQ(lanes[1].tenant, 5);
-  EXPECT_EQ(lanes[1].jobs->begin()->second, 3);  // in order inside a lane
+  auto by_tenant = [&](std::int64_t cls, std::int64_t type) {
+    std::map<int, std::vector<int>> out;
+    for (const auto& lane : l.lanes(cls, type))
+      for (const auto& e : *lane.jobs) out[lane.tenant].push_back(e.second);
+    return out;
+  };
+  // In order inside a lane; the lanes in no set order.
+  EXPECT_EQ(by_tenant(0, 1), (std::map<int, std::vector<int>>{{2, {9}}, {5, {3, 7}}}));
+  EXPECT_EQ(by_tenant(1, 1), (std::map<int, std::vector<int>>{{5, {4}}}));
   EXPECT_TRUE(l.lanes(0, 0).empty());
   EXPECT_TRUE(l.lanes(2, 7).empty());
   l.remove(0, 1, 2, {{0, 0, 9}, 9});
-  EXPECT_EQ(l.lanes(0, 1).size(), 1u);
+  EXPECT_EQ(by_tenant(0, 1), (std::map<int, std::vector<int>>{{5, {3, 7}}}));
   EXPECT_EQ(l.size(), 3);
+  l.remove(0, 1, 2, {{0, 0, 9}, 9});  // not there: nothing changes
+  EXPECT_EQ(l.size(), 3);
+}
+
+TEST(WaitLanes, LanesThatEmptyAndRefillInAnyOrderAreListedOnceEach) {
+  // Against a plain model: tenants' lanes empty and fill again in a scrambled order, and the
+  // non-empty lanes listed are always exactly the tenants with jobs, each once, with its jobs.
+  WaitLanes l;
+  std::map<int, std::set<int>> model;
+  std::uint64_t x = 12345;
+  auto next = [&] { x = x * 6364136223846793005ULL + 1442695040888963407ULL; return x >> 33; };
+  for (int step = 0; step < 4000; ++step) {
+    const int tenant = static_cast<int>(next() % 12), job = static_cast<int>(next() % 40);
+    const WaitEntry e{{0, job, 0}, tenant * 100 + job};
+    if (next() % 2 == 0) {
+      l.add(0, 3, tenant, e);
+      model[tenant].insert(e.second);
+    } else {
+      l.remove(0, 3, tenant, e);
+      model[tenant].erase(e.second);
+      if (model[tenant].empty()) model.erase(tenant);
+    }
+    std::map<int, std::set<int>> seen;
+    std::int64_t n = 0;
+    for (const auto& lane : l.lanes(0, 3)) {
+      ASSERT_FALSE(lane.jobs->empty());
+      ASSERT_EQ(seen.count(lane.tenant), 0u) << "a lane listed twice";
+      for (const auto& entry : *lane.jobs) seen[lane.tenant].insert(entry.second);
+      n += static_cast<std::int64_t>(lane.jobs->size());
+    }
+    ASSERT_EQ(seen, model) << "at step " << step;
+    ASSERT_EQ(l.size(), n);
+  }
 }
 
 }  // namespace

@@ -7,25 +7,34 @@ void WaitLanes::add(std::int64_t cls, std::int64_t dtype, int tenant, const Wait
   if (slots_.size() <= t) slots_.resize(t + 1);
   if (slots_[t].size() <= d) slots_[t].resize(d + 1);
   Slot& s = slots_[t][d];
-  if (s.by_tenant[tenant].insert(e).second) ++size_;
-  s.nonempty.insert(tenant);
+  TenantLane& lane = s.by_tenant[tenant];
+  const bool was_empty = lane.jobs.empty();
+  if (!lane.jobs.insert(e).second) return;
+  ++size_;
+  if (was_empty) {
+    lane.at = s.nonempty.size();
+    s.nonempty.push_back({tenant, &lane.jobs});
+  }
 }
 
 void WaitLanes::remove(std::int64_t cls, std::int64_t dtype, int tenant, const WaitEntry& e) {
   Slot& s = slots_[static_cast<std::size_t>(cls)][static_cast<std::size_t>(dtype)];
-  auto& jobs = s.by_tenant[tenant];
-  if (jobs.erase(e) != 0) --size_;
-  if (jobs.empty()) s.nonempty.erase(tenant);
+  TenantLane& lane = s.by_tenant[tenant];
+  if (lane.jobs.erase(e) == 0) return;
+  --size_;
+  if (!lane.jobs.empty()) return;
+  // Out of the non-empty lanes: the last one takes its place.
+  const Lane last = s.nonempty.back();
+  s.nonempty[lane.at] = last;
+  s.by_tenant.find(last.tenant)->second.at = lane.at;
+  s.nonempty.pop_back();
 }
 
-std::vector<WaitLanes::Lane> WaitLanes::lanes(std::int64_t cls, std::int64_t dtype) const {
-  std::vector<Lane> out;
+const std::vector<WaitLanes::Lane>& WaitLanes::lanes(std::int64_t cls, std::int64_t dtype) const {
+  static const std::vector<Lane> none;
   const auto t = static_cast<std::size_t>(cls), d = static_cast<std::size_t>(dtype);
-  if (t >= slots_.size() || d >= slots_[t].size()) return out;
-  const Slot& s = slots_[t][d];
-  out.reserve(s.nonempty.size());
-  for (int tenant : s.nonempty) out.push_back({tenant, &s.by_tenant.at(tenant)});
-  return out;
+  if (t >= slots_.size() || d >= slots_[t].size()) return none;
+  return slots_[t][d].nonempty;
 }
 
 }  // namespace orrery::core::policy

@@ -31,13 +31,18 @@ class WaitLanes {
     int tenant;
     const std::set<WaitEntry>* jobs;  // valid while the book lives (lanes are never dropped)
   };
-  // The non-empty lanes of a class and device type, by tenant.
-  std::vector<Lane> lanes(std::int64_t cls, std::int64_t dtype) const;
+  // The non-empty lanes of a class and device type, in no set order (a round merges them by
+  // their next job, whose key is unique). Valid until the next add or remove.
+  const std::vector<Lane>& lanes(std::int64_t cls, std::int64_t dtype) const;
 
  private:
+  struct TenantLane {
+    std::set<WaitEntry> jobs;
+    std::size_t at = 0;  // its place in Slot::nonempty while it has jobs
+  };
   struct Slot {
-    std::map<int, std::set<WaitEntry>> by_tenant;
-    std::set<int> nonempty;
+    std::map<int, TenantLane> by_tenant;  // nodes never move: Lane::jobs stays valid
+    std::vector<Lane> nonempty;           // kept as it changes: a round reads it as it is
   };
   std::vector<std::vector<Slot>> slots_;  // [class][dtype], grown on demand
   std::int64_t size_ = 0;
