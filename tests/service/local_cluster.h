@@ -151,6 +151,34 @@ class LocalCluster {
     return all;
   }
   std::string metrics() { return http_get(metrics_port_, "/metrics"); }
+  // Waits for the job to complete while it makes progress: false when it ends otherwise, or when
+  // neither its state nor its step changes for `stall_ms`. A fixed deadline failed jobs that were
+  // only slow on a loaded machine (the test's own timeout still bounds the whole wait).
+  bool completes(int id, int stall_ms = 20000) {
+    std::optional<std::pair<spec::JobState, std::int64_t>> seen;
+    auto last_change = std::chrono::steady_clock::now();
+    for (;;) {
+      auto j = job(id);
+      if (j && j->state == spec::JobState::kCompleted) return true;
+      if (j && (j->state == spec::JobState::kFailed || j->state == spec::JobState::kCancelled)) return false;
+      const auto now = std::chrono::steady_clock::now();
+      if (j && (!seen || *seen != std::pair(j->state, j->progress))) {
+        seen = std::pair(j->state, j->progress);
+        last_change = now;
+      } else if (now - last_change > std::chrono::milliseconds(stall_ms)) {
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  // What a failed wait on a job prints: its state, progress and note, then its timeline.
+  std::string describe(int id) {
+    auto r = job(id);
+    if (!r) return "job " + std::to_string(id) + ": not known to the core, or the core not reachable";
+    return "job " + std::to_string(id) + ": " + std::string(spec::state_name(r->state)) + ", step " +
+           std::to_string(r->progress) + ", checkpoint " + std::to_string(r->checkpoint) + ", note '" + r->note +
+           "'\n" + timeline(id);
+  }
 
   // The digest of the uninterrupted reference run of the MLP workload.
   std::string reference_digest(int world, int steps) const {

@@ -53,6 +53,8 @@ class Cluster : public ::testing::Test {
   }
   std::string metrics() { return cluster_->metrics(); }
   std::string timeline(int id) { return cluster_->timeline(id); }
+  std::string describe(int id) { return cluster_->describe(id); }
+  bool completes(int id) { return cluster_->completes(id); }
   std::string reference_digest(int world, int steps) { return cluster_->reference_digest(world, steps); }
   static std::string digest_of(const std::string& note) { return LocalCluster::digest_of(note); }
   static service::JobSpec mlp_job(const std::string& name, int steps, int every,
@@ -73,10 +75,7 @@ TEST_F(Cluster, SubmitRunsToCompletionWithTheReferenceResult) {
   auto spec = mlp_job("train", 200, 50, {"--step-delay-us=5000"});
   int id = submit(spec);
   ASSERT_GE(id, 0);
-  ASSERT_TRUE(eventually(30000, [&] {
-    auto j = job(id);
-    return j && j->state == spec::JobState::kCompleted;
-  })) << job(id)->note;
+  ASSERT_TRUE(completes(id)) << describe(id);
   auto j = *job(id);
   EXPECT_EQ(j.progress, 200);
   EXPECT_GE(j.checkpoint, 50);  // periodic checkpoints committed (shards in the store)
@@ -213,10 +212,7 @@ TEST_F(Cluster, NodeKilledJobResumesElsewhereFromItsLastCheckpoint) {
               static_cast<long long>(ms));
   auto moved = *job(id);
   EXPECT_GE(moved.checkpoint, before.checkpoint);
-  ASSERT_TRUE(eventually(40000, [&] {
-    auto j = job(id);
-    return j && j->state == spec::JobState::kCompleted;
-  })) << job(id)->note;
+  ASSERT_TRUE(completes(id)) << describe(id);
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
   std::string all = timeline(id);
   EXPECT_NE(all.find("NodeLoss"), std::string::npos) << all;
@@ -243,10 +239,7 @@ TEST_F(Cluster, CoreKilledRecoversAndReconcilesRunningJobs) {
   auto after = *job(id);
   EXPECT_EQ(after.epoch, before.epoch);  // adopted, not restarted
   EXPECT_GE(after.progress, before.progress);
-  ASSERT_TRUE(eventually(40000, [&] {
-    auto j = job(id);
-    return j && j->state == spec::JobState::kCompleted;
-  })) << job(id)->note;
+  ASSERT_TRUE(completes(id)) << describe(id);
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
   EXPECT_EQ(job(id)->epoch, before.epoch);
   // The result survives another restart (DATA/jobs/job-J.result).
@@ -275,15 +268,9 @@ TEST_F(Cluster, PremiumJobPreemptsBasicJobWhichResumesLaterBitIdentical) {
   ASSERT_TRUE(eventually(10000, [&] {
     auto j = job(b);
     return j && j->state == spec::JobState::kSuspended;
-  })) << job(b)->note << " / premium: " << job(p)->note;
-  ASSERT_TRUE(eventually(30000, [&] {
-    auto j = job(p);
-    return j && j->state == spec::JobState::kCompleted;
-  })) << job(p)->note;
-  ASSERT_TRUE(eventually(40000, [&] {
-    auto j = job(b);
-    return j && j->state == spec::JobState::kCompleted;
-  })) << job(b)->note;
+  })) << describe(b) << "premium: " << describe(p);
+  ASSERT_TRUE(completes(p)) << describe(p);
+  ASSERT_TRUE(completes(b)) << describe(b);
   EXPECT_EQ(digest_of(job(p)->note), reference_digest(2, 300));
   EXPECT_EQ(digest_of(job(b)->note), reference_digest(2, steps));
   std::string all = timeline(b);
@@ -309,11 +296,8 @@ TEST_F(Cluster, DrainMigratesJobsOffTheNodeBitIdentical) {
   ASSERT_TRUE(eventually(10000, [&] {
     auto j = job(id);
     return j && j->nodes == std::vector<std::string>{"n2"};
-  })) << job(id)->note;
-  ASSERT_TRUE(eventually(40000, [&] {
-    auto j = job(id);
-    return j && j->state == spec::JobState::kCompleted;
-  })) << job(id)->note;
+  })) << describe(id);
+  ASSERT_TRUE(completes(id)) << describe(id);
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(2, steps));
   for (auto& n : nodes())
     if (n.name == "n1") { EXPECT_EQ(n.state, spec::NodeState::kDraining); }
@@ -350,20 +334,14 @@ TEST_F(Cluster, ResizeDownForAWaitingJobThenBackUpKeepsTheResult) {
     auto j = job(id);
     return j && j->devices == 1 && j->splice == 2;  // both ranks spliced on one device
   })) << job(id)->note;
-  ASSERT_TRUE(eventually(30000, [&] {
-    auto j = job(s);
-    return j && j->state == spec::JobState::kCompleted;
-  })) << job(s)->note;
+  ASSERT_TRUE(completes(s)) << describe(s);
   EXPECT_EQ(digest_of(job(s)->note), reference_digest(1, 200));
   // Nothing waits any more: the planner grows the elastic job back.
   ASSERT_TRUE(eventually(10000, [&] {
     auto j = job(id);
     return j && (j->devices == 2 || j->state == spec::JobState::kCompleted);
   })) << job(id)->note;
-  ASSERT_TRUE(eventually(40000, [&] {
-    auto j = job(id);
-    return j && j->state == spec::JobState::kCompleted;
-  })) << job(id)->note;
+  ASSERT_TRUE(completes(id)) << describe(id);
   std::string all = timeline(id);
   // Each resize is a cut and a new incarnation from it (one epoch scheme): two of them.
   EXPECT_EQ(job(id)->epoch, before.epoch + 2) << all;
@@ -382,10 +360,7 @@ TEST_F(Cluster, JobSpanningTwoNodesMeetsInATcpCollective) {
   wide.min_devices = 4;
   wide.max_devices = 4;
   int id = submit(wide);
-  ASSERT_TRUE(eventually(40000, [&] {
-    auto j = job(id);
-    return j && j->state == spec::JobState::kCompleted;
-  })) << job(id)->note;
+  ASSERT_TRUE(completes(id)) << describe(id);
   EXPECT_EQ(digest_of(job(id)->note), reference_digest(4, 400));
   EXPECT_GE(job(id)->checkpoint, 100);
 }
