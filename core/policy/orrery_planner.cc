@@ -387,6 +387,7 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
   // scope a gang may span) has enough.
   const std::int64_t need = bj.min_dev;
   const std::int64_t free_all = ix.total(level, ix.fleet_scope());
+  if (free_all < need) return false;  // too few free anywhere (the common case on a full fleet)
   int r = -1;
   std::int64_t free_r = -1;
   for (int k = 0; k < ix.regions(); ++k)
