@@ -42,6 +42,9 @@ class AfsPlanner final : public Planner {
   explicit AfsPlanner(const PlannerOptions& o);
   std::string_view name() const override { return "afs"; }
   void job_changed(const SchedulerCore& core, int job) override { book_.update(core, job); }
+  void job_recovered(const SchedulerCore& core, int job, std::int64_t since_ms) override {
+    book_.update(core, job, since_ms);
+  }
   void plan(const SchedulerCore& core, PlanContext& ctx) override;
 
   // The model's throughput of a job of `world` workers on `c` devices, and the weight of a step

@@ -11,7 +11,15 @@ namespace orrery::core::policy {
 using spec::EventKind;
 using spec::JobState;
 
-void JobBook::update(const SchedulerCore& core, int job) {
+namespace {
+
+std::int64_t entered(const SchedulerCore& core, std::int64_t since_ms) {
+  return since_ms < 0 ? core.now_ms() : std::min(since_ms, core.now_ms());
+}
+
+}  // namespace
+
+void JobBook::update(const SchedulerCore& core, int job, std::int64_t since_ms) {
   if (job < 0) return;
   const auto i = static_cast<std::size_t>(job);
   if (i >= where_.size()) {
@@ -73,7 +81,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
       // planner places it, resumes it or frees devices for it meanwhile.
       if (jv.hold != 0) break;
       // Already waiting (a re-file): unchanged.
-      if (was != Where::kWaiting) wait_since_[i] = core.now_ms();
+      if (was != Where::kWaiting) wait_since_[i] = entered(core, since_ms);
       key_of_[i] = key_(core, job);
       wait_type_[i] = jv.dtype;
       lanes_.add(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
@@ -85,7 +93,7 @@ void JobBook::update(const SchedulerCore& core, int job) {
     case JobState::kRunning:
       if (run_epoch_[i] != jv.epoch) {  // a new incarnation: it starts now
         run_epoch_[i] = jv.epoch;
-        run_since_[i] = core.now_ms();
+        run_since_[i] = entered(core, since_ms);
       }
       running_.insert(job);
       run_rank_[i] = spec::rank(spec::Concrete{}, jv);

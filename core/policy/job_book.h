@@ -35,8 +35,10 @@ class JobBook {
   explicit JobBook(std::function<Key(const SchedulerCore&, int)> key, bool by_tenant = false)
       : key_(std::move(key)), by_tenant_(by_tenant) {}
 
-  // Files `job` under its current state.
-  void update(const SchedulerCore& core, int job);
+  // Files `job` under its current state, which it entered at `since_ms` (-1: now, the time of the
+  // commit that changed it; a core recovered from its journal gives the journal's time, so a wait
+  // or a run does not start over with orrery-core; never later than now).
+  void update(const SchedulerCore& core, int job, std::int64_t since_ms = -1);
 
   const std::set<int>& submitted() const { return submitted_; }
   std::int64_t waiting() const { return lanes_.size(); }  // jobs waiting

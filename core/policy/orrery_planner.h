@@ -42,9 +42,24 @@ class OrreryPlanner final : public Planner {
  public:
   explicit OrreryPlanner(const PlannerOptions& o);
   std::string_view name() const override { return "orrery"; }
-  void job_changed(const SchedulerCore& core, int job) override {
+  void job_changed(const SchedulerCore& core, int job) override { changed(core, job, -1); }
+  void job_recovered(const SchedulerCore& core, int job, std::int64_t since_ms) override {
+    changed(core, job, since_ms);
+  }
+  void plan(const SchedulerCore& core, PlanContext& ctx) override;
+
+  // A tier's classes: 0 for the jobs past its starvation cap, then one per LAS level.
+  static constexpr std::int64_t kClassesPerTier = 5;
+  // The LAS level of `attained` GPU-ms (0 .. las_levels - 1).
+  std::int64_t las_level(std::int64_t attained) const;
+  // Whether waiting `job` has waited its tier's starvation cap or longer.
+  bool starving(const SchedulerCore& core, int job) const;
+
+ private:
+  // job_changed, and job_recovered with when the job entered its state (-1: now).
+  void changed(const SchedulerCore& core, int job, std::int64_t since_ms) {
     const bool was_starving = book_.is_waiting(job) && book_.key_of(job)[0] % kClassesPerTier == 0;
-    book_.update(core, job);
+    book_.update(core, job, since_ms);
     track_age(core, job);
     const auto st = core.state(job);
     if ((st == spec::JobState::kPlaced || st == spec::JobState::kRestoring) && was_starving)
@@ -57,16 +72,6 @@ class OrreryPlanner final : public Planner {
         core.state(job) != spec::JobState::kSuspended)
       moving_for_.erase(job);
   }
-  void plan(const SchedulerCore& core, PlanContext& ctx) override;
-
-  // A tier's classes: 0 for the jobs past its starvation cap, then one per LAS level.
-  static constexpr std::int64_t kClassesPerTier = 5;
-  // The LAS level of `attained` GPU-ms (0 .. las_levels - 1).
-  std::int64_t las_level(std::int64_t attained) const;
-  // Whether waiting `job` has waited its tier's starvation cap or longer.
-  bool starving(const SchedulerCore& core, int job) const;
-
- private:
   JobBook::Key key(const SchedulerCore& core, int job) const;
   // Keeps aging_ in step with the book: waiting jobs not yet past their cap, by when they started.
   void track_age(const SchedulerCore& core, int job);

@@ -7,6 +7,7 @@
 // Run by the caller:
 //   - job_changed(core, job) after every commit that changed a job's state or held devices,
 //     whoever decided it (runtime reports, operators, the planner's own proposals);
+//   - job_recovered(core, job, since_ms) instead, for each job of a core rebuilt from its journal;
 //   - plan(core, ctx) once per scheduling round. The planner proposes through ctx one decision at
 //     a time and sees the state the core is in after each.
 //
@@ -131,6 +132,11 @@ class Planner {
   virtual ~Planner() = default;
   virtual std::string_view name() const = 0;
   virtual void job_changed(const SchedulerCore& core, int job) = 0;
+  // A job of a core recovered from its journal (orrery-core restarted): `since_ms` is when it
+  // entered its present state by the journal's times (-1: unknown; then now). A waiting job's wait
+  // (its starvation and overdue clocks) and a running job's run (its protection against cuts)
+  // count from then, not from the restart.
+  virtual void job_recovered(const SchedulerCore& core, int job, std::int64_t since_ms) = 0;
   virtual void plan(const SchedulerCore& core, PlanContext& ctx) = 0;
 };
 

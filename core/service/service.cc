@@ -105,14 +105,17 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
           auto& log = self->view(cm.job).log;  // `orrery logs JOB` from the journal's timeline on
           log.push_back(e.text);
           if (log.size() > 1000) log.pop_front();
+          // The journaled times are this clock's unless they are boot-relative (an older
+          // orrery-core's, client_api.h) and this clock's are not: then they say nothing here.
+          const bool same_clock = cm.time_ms >= kWallClockFloorMs || self->clock_.now_ms() < kWallClockFloorMs;
           if (d.event == EventKind::kSubmit) {
             self->remember_spec(cm.job, d);
-            // The Submit's journaled time is when the job was submitted, for its age after a
-            // restart; unless the journal's times are boot-relative (an older orrery-core's,
-            // client_api.h) and this clock's are not: then its age is unknown.
-            if (cm.time_ms >= kWallClockFloorMs || self->clock_.now_ms() < kWallClockFloorMs)
-              self->view(cm.job).submitted_ms = cm.time_ms;
+            // The Submit's time is when the job was submitted, for its age after a restart.
+            if (same_clock) self->view(cm.job).submitted_ms = cm.time_ms;
           }
+          // When the job entered its state (or was released by an operator): the planner's clocks
+          // of its wait and its run start there, not at the restart (Planner::job_recovered).
+          if (cm.from != cm.to || d.event == EventKind::kRelease) self->view(cm.job).since_ms = same_clock ? cm.time_ms : -1;
         });
     if (!core) return core.status();
     s->core_ = std::move(*core);
@@ -140,7 +143,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
   planner_options.type_speed = options.type_speed;
   s->planner_ = core::policy::make_planner(options.policy, planner_options);
   if (!s->planner_) return Status::InvalidArgument("unknown policy \"" + options.policy + "\"");
-  for (int j = 0; j < s->core_->num_jobs(); ++j) s->planner_->job_changed(*s->core_, j);
+  for (int j = 0; j < s->core_->num_jobs(); ++j) s->planner_->job_recovered(*s->core_, j, s->view(j).since_ms);
   s->conns_.resize(s->core_->fleet().nodes.size());
   for (auto& c : s->conns_) c = std::make_unique<NodeConn>();
   s->started_ms_ = clock.now_ms();

@@ -516,6 +516,46 @@ TEST_F(ServiceTest, AJobFromABootRelativeJournalHasNoAge) {
   EXPECT_EQ(s->jobs()->at(0).age_ms, 700);
 }
 
+// A waiting job's wait counts from when it started waiting, by the journal, not from a restart of
+// the core: the overdue bound (PlannerOptions::overdue_cap_ms, 72 h: an overdue job goes before
+// every other waiting job, whatever its tier) holds across restarts.
+TEST_F(ServiceTest, ARestartedCoreCountsAWaitingJobsWaitFromTheJournal) {
+  const std::int64_t hour = 3'600'000;
+  auto s = open(true);
+  auto l1 = std::make_shared<RecordingLink>();
+  auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
+  ASSERT_TRUE(n1.ok()) << n1.reason();
+  ASSERT_TRUE(s->submit(spec()).ok());  // job 0, standard: runs on n1's two devices
+  s->tick();
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 0)).ok());
+  auto basic = spec();
+  basic.tier = spec::Tier::kBasic;
+  ASSERT_TRUE(s->submit(basic).ok());  // job 1 waits for them
+  s->tick();
+  ASSERT_EQ(s->core().state(1), spec::JobState::kQueued);
+
+  // The core is down at 71 h of the wait; a standard job comes after the restart.
+  s.reset();
+  clock_.advance(71 * hour);
+  s = open(false);
+  ASSERT_TRUE(s);
+  auto l1b = std::make_shared<RecordingLink>();
+  auto n1b = s->register_node("n1", {"host", 2, 256}, {{0, 1}}, l1b);
+  ASSERT_TRUE(n1b.ok()) << n1b.reason();
+  ASSERT_TRUE(s->submit(spec()).ok());  // job 2, standard
+  s->tick();
+  ASSERT_EQ(s->core().state(2), spec::JobState::kQueued);
+
+  // At 72 h the devices free up: the basic job, overdue by the journal's times, goes first (by its
+  // wait since the restart, one hour, the standard job would).
+  clock_.advance(hour + 1000);
+  ASSERT_TRUE(s->heartbeat(*n1b).ok());
+  ASSERT_TRUE(s->report(*n1b, rep(NodeReport::Kind::kCompleted, 0, 1, 1000)).ok());
+  s->tick();
+  EXPECT_EQ(s->core().state(1), spec::JobState::kPlaced) << s->jobs()->at(1).note;
+  EXPECT_EQ(s->core().state(2), spec::JobState::kQueued);
+}
+
 }  // namespace
 }  // namespace orrery::service
 
