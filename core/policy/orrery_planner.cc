@@ -279,24 +279,25 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   };
   for (int v : pool) {
     const auto& vj = s.jobs[v];
+    const std::int64_t v_rank = spec::rank(d, vj);  // (the book files by rank, but it may change meanwhile)
     // A lower tier, or a job of the same tier that has had a longer turn: a higher LAS level than
     // `ben`'s (Tiresias' queues); for `ben` past its tier's starvation cap, any job with more
     // attained service that has run at least the cap since it started (a quantum: two starving
     // jobs do not take turns faster); or (fair share) a job of a tenant above the tier's split.
     const bool same_tier_turn =
-        same_rank(v) &&
+        v_rank == ben_rank &&
         ((ben_class > 0 && 1 + las_level(vj.attained) > ben_class) ||
          (ben_class == 0 && vj.attained > bj.attained && core.now_ms() - book_.running_since(v) >= cap) ||
          (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held));
-    if ((spec::rank(d, vj) < ben_rank || (same_rank(v) && !same_tier_turn)) || ctx.cut_pending(v)) continue;
+    if ((v_rank < ben_rank || (v_rank == ben_rank && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (protected_now(core, book_, v)) continue;  // within its min_runtime_ms (victims.h)
     // Placed overdue: a higher tier does not cut it before it has run its quantum (its own tier
     // by the rules above, as any job of it).
-    if (spec::rank(d, vj) > ben_rank && in_overdue_quantum(core, v)) continue;
+    if (v_rank > ben_rank && in_overdue_quantum(core, v)) continue;
     // A job placed past its tier's starvation cap runs at least the cap before its tier may cut it
     // again: else the next newcomer of a lower LAS level would cut it at once, and the cap would
     // bound its waits but not its progress.
-    if (same_rank(v) && quantum_.count(v) != 0) {
+    if (v_rank == ben_rank && quantum_.count(v) != 0) {
       if (core.now_ms() - book_.running_since(v) < o_.starvation_cap_ms[static_cast<std::size_t>(vj.tier)]) continue;
       quantum_.erase(v);
     }
