@@ -23,7 +23,8 @@
 //   - a core restart: the process dies, the journal keeps the groups written so far (the durable
 //     prefix) and sometimes a torn piece or whole records of the group being written; a new core
 //     is rebuilt by SchedulerCore::recover from what JournalWriter::open and read_journal find, the
-//     protocol by Protocol::recover(now), the planner by job_changed on every job, and every agent
+//     protocol by Protocol::recover(now), the planner by job_recovered on every job (with when it
+//     entered its state, by the journal: core/policy/entered_times.h), and every agent
 //     that is up reconnects (as above) and registers again with what it runs. Reports in the
 //     network survive the restart.
 //
@@ -98,6 +99,7 @@
 #include "core/fleet.h"
 #include "core/journal.h"
 #include "core/node_bootstrap.h"
+#include "core/policy/entered_times.h"
 #include "core/policy/planner.h"
 #include "core/protocol/driver.h"
 #include "core/protocol/protocol.h"
@@ -424,7 +426,8 @@ class Harness final : public core::policy::PlanContext, public protocol::CommitL
     driver_ = std::make_unique<protocol::Driver>(*core_, *proto_, *this);
     planner_ = core::policy::make_planner(planner_name_);
     if (!planner_) throw std::runtime_error("no planner " + planner_name_);
-    for (int j = 0; j < core_->num_jobs(); ++j) planner_->job_changed(*core_, j);
+    // After a restart each job with when it entered its state, by the journal (as orrery-core).
+    for (int j = 0; j < core_->num_jobs(); ++j) planner_->job_recovered(*core_, j, entered_.since(j));
   }
 
   static std::vector<int> nodes_of(const core::SchedulerCore& core, int job) {
@@ -915,9 +918,13 @@ class Harness final : public core::policy::PlanContext, public protocol::CommitL
     auto contents = core::read_journal(path_);
     if (!contents) fail("restart", "cannot read the journal: " + contents.reason());
     log_.clear();
+    entered_ = {};
     auto c = core::SchedulerCore::recover(
         contents->records, clock_, journal_.get(),
-        [&](const core::SchedulerCore& core, const core::Committed& cm, const core::Decision& d) { record(cm, d, core); });
+        [&](const core::SchedulerCore& core, const core::Committed& cm, const core::Decision& d) {
+          record(cm, d, core);
+          entered_.replayed(core, cm, d, /*same_clock=*/true);
+        });
     if (!c) fail("restart", "recover: " + c.reason());
     core_ = std::move(*c);
     trace("   restarted: " + std::to_string(core_->committed()) + " decisions recovered (durable was " +
@@ -983,6 +990,7 @@ class Harness final : public core::policy::PlanContext, public protocol::CommitL
   std::unique_ptr<protocol::Protocol> proto_;
   std::unique_ptr<protocol::Driver> driver_;
   std::unique_ptr<core::policy::Planner> planner_;
+  core::policy::EnteredTimes entered_;  // filled at a restart, from the replayed journal
 
   std::map<int, std::vector<Entry>> log_;  // job -> its decisions in the journal, in seq order
   std::map<int, std::int64_t> since_;      // job -> when it entered its in-flight state (or restart)

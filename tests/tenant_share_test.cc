@@ -241,5 +241,18 @@ TEST(WaitLanes, LanesThatEmptyAndRefillInAnyOrderAreListedOnceEach) {
   }
 }
 
+TEST(WaitLanes, LanesStayValidWhenOtherClassesAndTypesAreAdded) {
+  // Slots are moved when the book grows to a new class or type: the lanes listed before still
+  // point at the jobs.
+  WaitLanes l;
+  l.add(0, 3, 7, {{0, 1, 0}, 1});
+  l.add(0, 3, 8, {{0, 2, 0}, 2});
+  for (int k = 0; k < 40; ++k) l.add(k % 5, 4 + k, 1, {{0, 0, k}, 100 + k});  // grows both levels
+  std::map<int, int> seen;
+  for (const auto& lane : l.lanes(0, 3)) seen[lane.tenant] = lane.jobs->begin()->second;
+  EXPECT_EQ(seen, (std::map<int, int>{{7, 1}, {8, 2}}));
+  EXPECT_EQ(l.size(), 42);
+}
+
 }  // namespace
 }  // namespace orrery::core::policy

@@ -100,10 +100,11 @@ class JobBook {
     return it == waiting_by_type_.end() ? 0 : it->second;
   }
   // When a running job's current incarnation started running (the core's clock, when the book
-  // first saw it Running under its current epoch: a periodic checkpoint or an aborted cut does
-  // not restart it). What a victim loses and min_runtime_ms are measured from here
-  // (core/policy/victims.h). A book rebuilt after a core restart sees its running jobs start then:
-  // they look younger than they are, which errs towards not evicting them.
+  // first saw it Running under its current epoch: a periodic checkpoint does not restart it; an
+  // aborted cut restarts the job in place, a new epoch). What a victim loses and min_runtime_ms
+  // are measured from here (core/policy/victims.h). A book rebuilt after a core restart takes the
+  // journal's time of the job's last change of state (Planner::job_recovered), no earlier than
+  // its start: a job may look younger than it is, which errs towards not evicting it.
   std::int64_t running_since(int job) const { return run_since_[static_cast<std::size_t>(job)]; }
 
   // Admits every submitted job, in id order (a premium job beyond the reserve spare).

@@ -21,6 +21,12 @@ using WaitEntry = std::pair<OrderKey, int>;
 
 class WaitLanes {
  public:
+  // Not copyable: a lane's jobs are pointed to (Lane::jobs) from inside the book.
+  WaitLanes() = default;
+  WaitLanes(const WaitLanes&) = delete;
+  WaitLanes& operator=(const WaitLanes&) = delete;
+  WaitLanes(WaitLanes&&) noexcept = default;
+  WaitLanes& operator=(WaitLanes&&) noexcept = default;
   void add(std::int64_t cls, std::int64_t dtype, int tenant, const WaitEntry& e);
   void remove(std::int64_t cls, std::int64_t dtype, int tenant, const WaitEntry& e);
   std::int64_t size() const { return size_; }
@@ -43,6 +49,12 @@ class WaitLanes {
   struct Slot {
     std::map<int, TenantLane> by_tenant;  // nodes never move: Lane::jobs stays valid
     std::vector<Lane> nonempty;           // kept as it changes: a round reads it as it is
+    // Moved, never copied, when slots_ grows (a copy's lanes would point into the original).
+    Slot() = default;
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    Slot(Slot&&) noexcept = default;
+    Slot& operator=(Slot&&) noexcept = default;
   };
   std::vector<std::vector<Slot>> slots_;  // [class][dtype], grown on demand
   std::int64_t size_ = 0;

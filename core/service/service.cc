@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "core/policy/entered_times.h"
 #include "core/policy/type_speed.h"
 #include "core/service/service_internal.h"
 
@@ -89,11 +90,12 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
   auto journal = core::JournalWriter::open(path, options.journal);
   if (!journal) return journal.status();
   s->journal_ = std::move(*journal);
+  core::policy::EnteredTimes entered;  // the planner's clocks of each job's wait and run go on
   if (exists) {
     Service* self = s.get();
     auto core = core::SchedulerCore::recover(
         records, clock, s->journal_.get(),
-        [self](const core::SchedulerCore& c, const core::Committed& cm, const core::Decision& d) {
+        [self, &entered](const core::SchedulerCore& c, const core::Committed& cm, const core::Decision& d) {
           ClusterEvent e;
           e.seq = cm.seq;
           e.time_ms = cm.time_ms;
@@ -113,9 +115,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
             // The Submit's time is when the job was submitted, for its age after a restart.
             if (same_clock) self->view(cm.job).submitted_ms = cm.time_ms;
           }
-          // When the job entered its state (or was released by an operator): the planner's clocks
-          // of its wait and its run start there, not at the restart (Planner::job_recovered).
-          if (cm.from != cm.to || d.event == EventKind::kRelease) self->view(cm.job).since_ms = same_clock ? cm.time_ms : -1;
+          entered.replayed(c, cm, d, same_clock);  // for Planner::job_recovered
         });
     if (!core) return core.status();
     s->core_ = std::move(*core);
@@ -143,7 +143,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
   planner_options.type_speed = options.type_speed;
   s->planner_ = core::policy::make_planner(options.policy, planner_options);
   if (!s->planner_) return Status::InvalidArgument("unknown policy \"" + options.policy + "\"");
-  for (int j = 0; j < s->core_->num_jobs(); ++j) s->planner_->job_recovered(*s->core_, j, s->view(j).since_ms);
+  for (int j = 0; j < s->core_->num_jobs(); ++j) s->planner_->job_recovered(*s->core_, j, entered.since(j));
   s->conns_.resize(s->core_->fleet().nodes.size());
   for (auto& c : s->conns_) c = std::make_unique<NodeConn>();
   s->started_ms_ = clock.now_ms();

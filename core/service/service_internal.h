@@ -17,7 +17,6 @@ struct Service::JobView {
   JobSpec spec;
   bool have_spec = false;
   std::int64_t submitted_ms = -1;  // by the service's clock; -1: unknown
-  std::int64_t since_ms = -1;      // when it entered its state, from the journal; -1: unknown
   std::string note;
   std::deque<std::string> log;
 };

@@ -151,12 +151,15 @@ class LocalCluster {
     return all;
   }
   std::string metrics() { return http_get(metrics_port_, "/metrics"); }
-  // Waits for the job to complete while it makes progress: false when it ends otherwise, or when
-  // neither its state nor its step changes for `stall_ms`. A fixed deadline failed jobs that were
-  // only slow on a loaded machine (the test's own timeout still bounds the whole wait).
-  bool completes(int id, int stall_ms = 20000) {
+  // Waits for the job to complete while it makes progress: false when it ends otherwise, when
+  // neither its state nor its step changes for `stall_ms`, or after `max_ms` in all (a job cut
+  // and resumed for ever changes all the time; below ctest's 120 s, so that the test fails with
+  // its message and cleans up). A fixed 30-40 s deadline failed jobs that were only slow on a
+  // loaded machine.
+  bool completes(int id, int stall_ms = 20000, int max_ms = 90000) {
     std::optional<std::pair<spec::JobState, std::int64_t>> seen;
-    auto last_change = std::chrono::steady_clock::now();
+    const auto start = std::chrono::steady_clock::now();
+    auto last_change = start;
     for (;;) {
       auto j = job(id);
       if (j && j->state == spec::JobState::kCompleted) return true;
@@ -168,6 +171,7 @@ class LocalCluster {
       } else if (now - last_change > std::chrono::milliseconds(stall_ms)) {
         return false;
       }
+      if (now - start > std::chrono::milliseconds(max_ms)) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
