@@ -556,6 +556,45 @@ TEST_F(ServiceTest, ARestartedCoreCountsAWaitingJobsWaitFromTheJournal) {
   EXPECT_EQ(s->core().state(2), spec::JobState::kQueued);
 }
 
+// A running job's start counts from its start, by the journal, not from a restart of the core: its
+// min_runtime_ms (no eviction within it) ends when it would have without the restart.
+TEST_F(ServiceTest, ARestartedCoreCountsARunningJobsProtectionFromItsStart) {
+  const std::int64_t minute = 60'000;
+  auto s = open(true);
+  auto l1 = std::make_shared<RecordingLink>();
+  auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
+  ASSERT_TRUE(n1.ok()) << n1.reason();
+  auto basic = spec();
+  basic.tier = spec::Tier::kBasic;
+  basic.min_runtime_ms = 120 * minute;
+  basic.min_devices = 2;  // rigid: preempted, not shrunk
+  ASSERT_TRUE(s->submit(basic).ok());  // job 0 runs on n1's two devices
+  s->tick();
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 0)).ok());
+  ASSERT_EQ(s->core().state(0), spec::JobState::kRunning);
+
+  s.reset();  // the core restarts 90 minutes into the run
+  clock_.advance(90 * minute);
+  s = open(false);
+  ASSERT_TRUE(s);
+  auto l1b = std::make_shared<RecordingLink>();
+  auto n1b = s->register_node("n1", {"host", 2, 256}, {{0, 1}}, l1b);
+  ASSERT_TRUE(n1b.ok()) << n1b.reason();
+  auto premium = spec();
+  premium.tier = spec::Tier::kPremium;
+  premium.min_devices = 2;
+  ASSERT_TRUE(s->submit(premium).ok());  // job 1 needs job 0's devices
+  s->tick();
+  s->tick();
+  EXPECT_EQ(s->core().state(0), spec::JobState::kRunning);  // protected: 90 of its 120 minutes
+
+  // 121 minutes after its start (31 after the restart): no longer protected, cut for job 1.
+  clock_.advance(31 * minute);
+  ASSERT_TRUE(s->heartbeat(*n1b).ok());
+  s->tick();
+  EXPECT_EQ(s->core().state(0), spec::JobState::kCheckpointing) << s->jobs()->at(1).note;
+}
+
 }  // namespace
 }  // namespace orrery::service
 
