@@ -427,7 +427,7 @@ class Harness final : public core::policy::PlanContext, public protocol::CommitL
     planner_ = core::policy::make_planner(planner_name_);
     if (!planner_) throw std::runtime_error("no planner " + planner_name_);
     // After a restart each job with when it entered its state, by the journal (as orrery-core).
-    for (int j = 0; j < core_->num_jobs(); ++j) planner_->job_recovered(*core_, j, entered_.since(j));
+    for (int j = 0; j < core_->num_jobs(); ++j) planner_->job_recovered(*core_, j, entered_.since(j), entered_.waited(j));
   }
 
   static std::vector<int> nodes_of(const core::SchedulerCore& core, int job) {

@@ -43,6 +43,7 @@ class EnteredTimesTest : public ::testing::Test {
 };
 
 TEST_F(EnteredTimesTest, AChangeOfStateOrTheReleaseOfAHoldSetsTheTimeAndNothingElse) {
+  // And each placement or resume, how long the job waited before it.
   EXPECT_EQ(times_.since(0), -1);  // unknown job
   commit(Decision::submit("j", spec::Tier::kStandard, "host", 2, 2, 2, 128), 1000);
   EXPECT_EQ(times_.since(0), 1000);
@@ -51,7 +52,9 @@ TEST_F(EnteredTimesTest, AChangeOfStateOrTheReleaseOfAHoldSetsTheTimeAndNothingE
   auto place = ev(EventKind::kPlace, spec::Origin::kPlanner);
   place.devices = {0, 1};
   place.splice = 1;
+  EXPECT_EQ(times_.waited(0), -1);  // never placed
   commit(place, 3000);
+  EXPECT_EQ(times_.waited(0), 1000);  // Queued at 2000, placed at 3000
   commit(ev(EventKind::kStart, spec::Origin::kRuntime), 4000);
   EXPECT_EQ(times_.since(0), 4000);  // Running at 4000
   auto progress = ev(EventKind::kProgress, spec::Origin::kRuntime);
@@ -77,6 +80,7 @@ TEST_F(EnteredTimesTest, AChangeOfStateOrTheReleaseOfAHoldSetsTheTimeAndNothingE
   resume.splice = 1;
   commit(resume, 10000, /*same_clock=*/false);
   EXPECT_EQ(times_.since(0), -1);
+  EXPECT_EQ(times_.waited(0), -1);
 }
 
 }  // namespace

@@ -68,6 +68,17 @@ void OrreryPlanner::promote_starving(const SchedulerCore& core, PlanContext& ctx
   }
 }
 
+void OrreryPlanner::job_recovered(const SchedulerCore& core, int job, std::int64_t since_ms, std::int64_t waited_ms) {
+  changed(core, job, since_ms);
+  // A job that holds devices keeps the quanta of its placement (the journal has the wait before
+  // it): placed overdue, it is not cut by a higher tier within overdue_quantum_ms of its start;
+  // placed past its tier's starvation cap, not inside its tier within the cap.
+  if (waited_ms < 0 || core.cluster().jobs[job].devices == 0) return;
+  if (o_.overdue_cap_ms > 0 && waited_ms >= o_.overdue_cap_ms) overdue_placed_.insert(job);
+  const std::int64_t cap = o_.starvation_cap_ms[static_cast<std::size_t>(core.cluster().jobs[job].tier)];
+  if (cap > 0 && waited_ms >= cap) quantum_.insert(job);
+}
+
 void OrreryPlanner::track_wait(const SchedulerCore& core, int job) {
   if (job < 0 || o_.overdue_cap_ms <= 0) return;
   const auto i = static_cast<std::size_t>(job);

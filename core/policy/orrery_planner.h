@@ -43,9 +43,7 @@ class OrreryPlanner final : public Planner {
   explicit OrreryPlanner(const PlannerOptions& o);
   std::string_view name() const override { return "orrery"; }
   void job_changed(const SchedulerCore& core, int job) override { changed(core, job, -1); }
-  void job_recovered(const SchedulerCore& core, int job, std::int64_t since_ms) override {
-    changed(core, job, since_ms);
-  }
+  void job_recovered(const SchedulerCore& core, int job, std::int64_t since_ms, std::int64_t waited_ms) override;
   void plan(const SchedulerCore& core, PlanContext& ctx) override;
 
   // A tier's classes: 0 for the jobs past its starvation cap, then one per LAS level.

@@ -7,7 +7,8 @@
 // Run by the caller:
 //   - job_changed(core, job) after every commit that changed a job's state or held devices,
 //     whoever decided it (runtime reports, operators, the planner's own proposals);
-//   - job_recovered(core, job, since_ms) instead, for each job of a core rebuilt from its journal;
+//   - job_recovered(core, job, since_ms, waited_ms) instead, for each job of a core rebuilt from
+//     its journal;
 //   - plan(core, ctx) once per scheduling round. The planner proposes through ctx one decision at
 //     a time and sees the state the core is in after each.
 //
@@ -135,8 +136,10 @@ class Planner {
   // A job of a core recovered from its journal (orrery-core restarted): `since_ms` is when it
   // entered its present state by the journal's times (-1: unknown; then now). A waiting job's wait
   // (its starvation and overdue clocks) and a running job's run (its protection against cuts)
-  // count from then, not from the restart.
-  virtual void job_recovered(const SchedulerCore& core, int job, std::int64_t since_ms) = 0;
+  // count from then, not from the restart. `waited_ms`: how long it waited before it was last
+  // placed or resumed (-1: unknown), for the protections a job placed after a long wait has
+  // (orrery's quanta). core/policy/entered_times.h computes both from the replay.
+  virtual void job_recovered(const SchedulerCore& core, int job, std::int64_t since_ms, std::int64_t waited_ms) = 0;
   virtual void plan(const SchedulerCore& core, PlanContext& ctx) = 0;
 };
 

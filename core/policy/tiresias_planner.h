@@ -17,7 +17,7 @@ class TiresiasPlanner final : public Planner {
   explicit TiresiasPlanner(const PlannerOptions& o);
   std::string_view name() const override { return "tiresias"; }
   void job_changed(const SchedulerCore& core, int job) override { book_.update(core, job); }
-  void job_recovered(const SchedulerCore& core, int job, std::int64_t since_ms) override {
+  void job_recovered(const SchedulerCore& core, int job, std::int64_t since_ms, std::int64_t /*waited_ms*/) override {
     book_.update(core, job, since_ms);
   }
   void plan(const SchedulerCore& core, PlanContext& ctx) override;

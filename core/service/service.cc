@@ -143,7 +143,7 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
   planner_options.type_speed = options.type_speed;
   s->planner_ = core::policy::make_planner(options.policy, planner_options);
   if (!s->planner_) return Status::InvalidArgument("unknown policy \"" + options.policy + "\"");
-  for (int j = 0; j < s->core_->num_jobs(); ++j) s->planner_->job_recovered(*s->core_, j, entered.since(j));
+  for (int j = 0; j < s->core_->num_jobs(); ++j) s->planner_->job_recovered(*s->core_, j, entered.since(j), entered.waited(j));
   s->conns_.resize(s->core_->fleet().nodes.size());
   for (auto& c : s->conns_) c = std::make_unique<NodeConn>();
   s->started_ms_ = clock.now_ms();

@@ -595,6 +595,52 @@ TEST_F(ServiceTest, ARestartedCoreCountsARunningJobsProtectionFromItsStart) {
   EXPECT_EQ(s->core().state(0), spec::JobState::kCheckpointing) << s->jobs()->at(1).note;
 }
 
+// A job placed overdue keeps its quantum (overdue_quantum_ms, 1 h: no higher tier cuts it) across a
+// restart of the core: the journal has the wait before its placement.
+TEST_F(ServiceTest, AJobPlacedOverdueKeepsItsQuantumAcrossARestart) {
+  const std::int64_t minute = 60'000, hour = 60 * minute;
+  auto s = open(true);
+  auto l1 = std::make_shared<RecordingLink>();
+  auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
+  ASSERT_TRUE(n1.ok()) << n1.reason();
+  auto standard = spec();
+  standard.min_devices = 2;
+  ASSERT_TRUE(s->submit(standard).ok());  // job 0 runs on n1's two devices
+  s->tick();
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 0)).ok());
+  auto basic = spec();
+  basic.tier = spec::Tier::kBasic;
+  basic.min_devices = 2;
+  ASSERT_TRUE(s->submit(basic).ok());  // job 1 waits 72 h for them
+  s->tick();
+  clock_.advance(72 * hour + 1000);
+  ASSERT_TRUE(s->heartbeat(*n1).ok());
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kCompleted, 0, 1, 1000)).ok());
+  s->tick();
+  ASSERT_EQ(s->core().state(1), spec::JobState::kPlaced);
+  ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 1, 1, 0)).ok());
+
+  s.reset();  // the core restarts 10 minutes into its run
+  clock_.advance(10 * minute);
+  s = open(false);
+  ASSERT_TRUE(s);
+  auto l1b = std::make_shared<RecordingLink>();
+  auto n1b = s->register_node("n1", {"host", 2, 256}, {{1, 1}}, l1b);
+  ASSERT_TRUE(n1b.ok()) << n1b.reason();
+  auto premium = spec();
+  premium.tier = spec::Tier::kPremium;
+  premium.min_devices = 2;
+  ASSERT_TRUE(s->submit(premium).ok());  // job 2 needs job 1's devices
+  s->tick();
+  s->tick();
+  EXPECT_EQ(s->core().state(1), spec::JobState::kRunning);  // within its quantum
+
+  clock_.advance(51 * minute);  // 61 minutes since it started
+  ASSERT_TRUE(s->heartbeat(*n1b).ok());
+  s->tick();
+  EXPECT_EQ(s->core().state(1), spec::JobState::kCheckpointing) << s->jobs()->at(2).note;
+}
+
 }  // namespace
 }  // namespace orrery::service
 
