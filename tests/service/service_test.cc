@@ -79,6 +79,22 @@ class ServiceTest : public ::testing::Test {
     s.tenant = "vision";
     return s;
   }
+  // A job of `tier` on exactly two devices (preempted, never shrunk).
+  JobSpec rigid(spec::Tier tier) {
+    JobSpec s = spec();
+    s.tier = tier;
+    s.min_devices = 2;
+    return s;
+  }
+  // The core restarts after `down_ms`; n1 registers again running `job` under `epoch`.
+  Result<NodeSession> restart_with_n1(std::unique_ptr<Service>& s, std::int64_t down_ms, int job,
+                                      std::int64_t epoch) {
+    s.reset();
+    clock_.advance(down_ms);
+    s = open(false);
+    if (!s) return Status::Error("the service did not reopen");
+    return s->register_node("n1", {"host", 2, 256}, {{job, epoch}}, std::make_shared<RecordingLink>());
+  }
   fs::path dir_;
   ServiceOptions opts_;
   core::ManualClock clock_{1000};
@@ -535,12 +551,7 @@ TEST_F(ServiceTest, ARestartedCoreCountsAWaitingJobsWaitFromTheJournal) {
   ASSERT_EQ(s->core().state(1), spec::JobState::kQueued);
 
   // The core is down at 71 h of the wait; a standard job comes after the restart.
-  s.reset();
-  clock_.advance(71 * hour);
-  s = open(false);
-  ASSERT_TRUE(s);
-  auto l1b = std::make_shared<RecordingLink>();
-  auto n1b = s->register_node("n1", {"host", 2, 256}, {{0, 1}}, l1b);
+  auto n1b = restart_with_n1(s, 71 * hour, 0, 1);
   ASSERT_TRUE(n1b.ok()) << n1b.reason();
   ASSERT_TRUE(s->submit(spec()).ok());  // job 2, standard
   s->tick();
@@ -564,26 +575,16 @@ TEST_F(ServiceTest, ARestartedCoreCountsARunningJobsProtectionFromItsStart) {
   auto l1 = std::make_shared<RecordingLink>();
   auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
   ASSERT_TRUE(n1.ok()) << n1.reason();
-  auto basic = spec();
-  basic.tier = spec::Tier::kBasic;
+  auto basic = rigid(spec::Tier::kBasic);
   basic.min_runtime_ms = 120 * minute;
-  basic.min_devices = 2;  // rigid: preempted, not shrunk
   ASSERT_TRUE(s->submit(basic).ok());  // job 0 runs on n1's two devices
   s->tick();
   ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 0)).ok());
   ASSERT_EQ(s->core().state(0), spec::JobState::kRunning);
 
-  s.reset();  // the core restarts 90 minutes into the run
-  clock_.advance(90 * minute);
-  s = open(false);
-  ASSERT_TRUE(s);
-  auto l1b = std::make_shared<RecordingLink>();
-  auto n1b = s->register_node("n1", {"host", 2, 256}, {{0, 1}}, l1b);
+  auto n1b = restart_with_n1(s, 90 * minute, 0, 1);  // 90 minutes into the run
   ASSERT_TRUE(n1b.ok()) << n1b.reason();
-  auto premium = spec();
-  premium.tier = spec::Tier::kPremium;
-  premium.min_devices = 2;
-  ASSERT_TRUE(s->submit(premium).ok());  // job 1 needs job 0's devices
+  ASSERT_TRUE(s->submit(rigid(spec::Tier::kPremium)).ok());  // job 1 needs job 0's devices
   s->tick();
   s->tick();
   EXPECT_EQ(s->core().state(0), spec::JobState::kRunning);  // protected: 90 of its 120 minutes
@@ -603,15 +604,10 @@ TEST_F(ServiceTest, AJobPlacedOverdueKeepsItsQuantumAcrossARestart) {
   auto l1 = std::make_shared<RecordingLink>();
   auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
   ASSERT_TRUE(n1.ok()) << n1.reason();
-  auto standard = spec();
-  standard.min_devices = 2;
-  ASSERT_TRUE(s->submit(standard).ok());  // job 0 runs on n1's two devices
+  ASSERT_TRUE(s->submit(rigid(spec::Tier::kStandard)).ok());  // job 0 runs on n1's two devices
   s->tick();
   ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 0, 1, 0)).ok());
-  auto basic = spec();
-  basic.tier = spec::Tier::kBasic;
-  basic.min_devices = 2;
-  ASSERT_TRUE(s->submit(basic).ok());  // job 1 waits 72 h for them
+  ASSERT_TRUE(s->submit(rigid(spec::Tier::kBasic)).ok());  // job 1 waits 72 h for them
   s->tick();
   clock_.advance(72 * hour + 1000);
   ASSERT_TRUE(s->heartbeat(*n1).ok());
@@ -620,17 +616,9 @@ TEST_F(ServiceTest, AJobPlacedOverdueKeepsItsQuantumAcrossARestart) {
   ASSERT_EQ(s->core().state(1), spec::JobState::kPlaced);
   ASSERT_TRUE(s->report(*n1, rep(NodeReport::Kind::kStarted, 1, 1, 0)).ok());
 
-  s.reset();  // the core restarts 10 minutes into its run
-  clock_.advance(10 * minute);
-  s = open(false);
-  ASSERT_TRUE(s);
-  auto l1b = std::make_shared<RecordingLink>();
-  auto n1b = s->register_node("n1", {"host", 2, 256}, {{1, 1}}, l1b);
+  auto n1b = restart_with_n1(s, 10 * minute, 1, 1);  // 10 minutes into its run
   ASSERT_TRUE(n1b.ok()) << n1b.reason();
-  auto premium = spec();
-  premium.tier = spec::Tier::kPremium;
-  premium.min_devices = 2;
-  ASSERT_TRUE(s->submit(premium).ok());  // job 2 needs job 1's devices
+  ASSERT_TRUE(s->submit(rigid(spec::Tier::kPremium)).ok());  // job 2 needs job 1's devices
   s->tick();
   s->tick();
   EXPECT_EQ(s->core().state(1), spec::JobState::kRunning);  // within its quantum
