@@ -11,6 +11,7 @@
 
 #include "core/decision.h"
 #include "core/scheduler_core.h"
+#include "spec/model.h"
 
 namespace orrery::core::policy {
 
@@ -41,7 +42,7 @@ class EnteredTimes {
   std::int64_t waited(int job) const { return at(waited_, job); }
 
  private:
-  static bool waits(spec::JobState s) { return s == spec::JobState::kQueued || s == spec::JobState::kSuspended; }
+  static bool waits(spec::JobState s) { return spec::waiting_state(spec::Concrete{}, static_cast<std::int64_t>(s)); }
   static std::int64_t at(const std::vector<std::int64_t>& v, int job) {
     return job >= 0 && static_cast<std::size_t>(job) < v.size() ? v[static_cast<std::size_t>(job)] : -1;
   }

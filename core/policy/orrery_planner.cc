@@ -408,7 +408,7 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
       r = k;
     }
   const std::int64_t deficit = need - free_r;
-  if (free_all < need || deficit <= 0 || free_all - free_r < deficit) return false;
+  if (deficit <= 0 || free_all - free_r < deficit) return false;
 
   // Jobs of `ben`'s tier or lower wholly in region r, the cheapest to move first.
   auto cost_s = [&](int v) {  // device-seconds the move costs: its devices idle while it moves

@@ -86,6 +86,10 @@ class ServiceTest : public ::testing::Test {
     s.min_devices = 2;
     return s;
   }
+  // Node n1 (two host devices) registers, running `running`, its commands recorded and unread.
+  static Result<NodeSession> join_n1(Service& s, const std::vector<Incarnation>& running = {}) {
+    return s.register_node("n1", {"host", 2, 256}, running, std::make_shared<RecordingLink>());
+  }
   // The core restarts after `down_ms`; n1 registers again running `job` under `epoch`.
   Result<NodeSession> restart_with_n1(std::unique_ptr<Service>& s, std::int64_t down_ms, int job,
                                       std::int64_t epoch) {
@@ -93,7 +97,7 @@ class ServiceTest : public ::testing::Test {
     clock_.advance(down_ms);
     s = open(false);
     if (!s) return Status::Error("the service did not reopen");
-    return s->register_node("n1", {"host", 2, 256}, {{job, epoch}}, std::make_shared<RecordingLink>());
+    return join_n1(*s, {{job, epoch}});
   }
   fs::path dir_;
   ServiceOptions opts_;
@@ -538,8 +542,7 @@ TEST_F(ServiceTest, AJobFromABootRelativeJournalHasNoAge) {
 TEST_F(ServiceTest, ARestartedCoreCountsAWaitingJobsWaitFromTheJournal) {
   const std::int64_t hour = 3'600'000;
   auto s = open(true);
-  auto l1 = std::make_shared<RecordingLink>();
-  auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
+  auto n1 = join_n1(*s);
   ASSERT_TRUE(n1.ok()) << n1.reason();
   ASSERT_TRUE(s->submit(spec()).ok());  // job 0, standard: runs on n1's two devices
   s->tick();
@@ -572,8 +575,7 @@ TEST_F(ServiceTest, ARestartedCoreCountsAWaitingJobsWaitFromTheJournal) {
 TEST_F(ServiceTest, ARestartedCoreCountsARunningJobsProtectionFromItsStart) {
   const std::int64_t minute = 60'000;
   auto s = open(true);
-  auto l1 = std::make_shared<RecordingLink>();
-  auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
+  auto n1 = join_n1(*s);
   ASSERT_TRUE(n1.ok()) << n1.reason();
   auto basic = rigid(spec::Tier::kBasic);
   basic.min_runtime_ms = 120 * minute;
@@ -601,8 +603,7 @@ TEST_F(ServiceTest, ARestartedCoreCountsARunningJobsProtectionFromItsStart) {
 TEST_F(ServiceTest, AJobPlacedOverdueKeepsItsQuantumAcrossARestart) {
   const std::int64_t minute = 60'000, hour = 60 * minute;
   auto s = open(true);
-  auto l1 = std::make_shared<RecordingLink>();
-  auto n1 = s->register_node("n1", {"host", 2, 256}, {}, l1);
+  auto n1 = join_n1(*s);
   ASSERT_TRUE(n1.ok()) << n1.reason();
   ASSERT_TRUE(s->submit(rigid(spec::Tier::kStandard)).ok());  // job 0 runs on n1's two devices
   s->tick();
