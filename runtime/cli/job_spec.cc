@@ -245,6 +245,8 @@ Status check_non_ascii(std::string_view text, std::string_view source) {
   bool skipping = false;  // multi-line basic: after a line-ending backslash, before content
   unsigned char last = '\n';  // the last non-blank byte outside strings and comments
   bool bare = false;          // inside a bare token (key, number, boolean, date)
+  bool bare_key = false;      // ... that is a key: it ends at the first byte no bare key has
+  std::string nest;           // the open arrays ('[') and inline tables ('{'), innermost last
   std::size_t line = 1, col = 1;
   auto fail = [&]() {
     return Status::Error(std::string(source) + ":" + std::to_string(line) + ":" +
@@ -267,25 +269,42 @@ Status check_non_ascii(std::string_view text, std::string_view source) {
         if (!ascii) return fail();
         const bool terminator = c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ']' ||
                                 c == '}' || c == ',' || c == '#';
-        if (bare && !terminator) break;  // toml++ scans a bare token up to a value terminator,
-        bare = false;                    // quotes, brackets and '=' inside it included
+        // toml++ scans a bare value (number, boolean, date) up to a value terminator, quotes,
+        // brackets and '=' inside it included; a bare key only over A-Z a-z 0-9 _ - (what
+        // follows, '=' or a quote, is read as such: "A='x'" is a key, '=' and a string).
+        const bool key_byte = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                              (c >= '0' && c <= '9') || c == '_' || c == '-';
+        if (bare && (bare_key ? key_byte : !terminator)) break;
+        bare = false;
+        // A key begins a line outside arrays and inline tables, or follows '{' or ',' in an
+        // inline table (and a table header's '[' or a dotted key's '.').
+        const bool key_here = (!value && nest.empty()) ||
+                              (!nest.empty() && nest.back() == '{' && (last == '{' || last == ',' || last == '.'));
         if (c == '#') {
           in = In::kComment;
         } else if (c == '=') {
           value = true;
         } else if (c == '[') {
-          if (value) ++brackets;
+          if (value) {
+            ++brackets;
+            nest.push_back('[');
+          }
         } else if (c == ']') {
           if (brackets > 0) --brackets;
+          if (!nest.empty() && nest.back() == '[') nest.pop_back();
         } else if (c == '{') {
           ++braces;
+          nest.push_back('{');
         } else if (c == '}') {
           if (braces > 0) --braces;
+          if (!nest.empty() && nest.back() == '{') nest.pop_back();
         } else if (c == '\n') {
           end_line();
-        } else if (c == ' ' || c == '\t' || c == '\r' || c == ',') {
+        } else if (c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '.') {
+          // ('.' outside a bare value: between the parts of a dotted key)
         } else if (!opens) {
           bare = true;  // a quote right after a closed string: toml++ stops there
+          bare_key = false;
         } else if (starts("\"\"\"")) {
           in = In::kMlBasic;
           skip = 2;
@@ -298,6 +317,7 @@ Status check_non_ascii(std::string_view text, std::string_view source) {
           in = In::kLiteral;
         } else {
           bare = true;
+          bare_key = key_here;
         }
         if (c != ' ' && c != '\t' && c != '\r') last = c;
         break;

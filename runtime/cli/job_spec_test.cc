@@ -378,5 +378,24 @@ TEST(JobSpec, FuzzRegressionQuoteInsideBareToken) {
             "job.toml:1:24: non-ASCII character outside a string value or comment");
 }
 
+// Regression (job_spec_fuzz, crash-f242b5e2...): a bare key ends at the first byte no bare key
+// has. In "A='...'" toml++ reads a key, '=' and a literal string, and classifies what follows the
+// closing quote; the check took "A='+[" for one bare token and the '#' inside the string for a
+// comment, and passed U+FE9B after the string to toml++.
+TEST(JobSpec, FuzzRegressionBareKeyEndsAtEquals) {
+  EXPECT_EQ(parse_error("A='+[#raas\xEF\xBA\x9F=='\xEF\xBA\x9B\xEF\xBA\x9B=\n"),
+            "job.toml:1:15: non-ASCII character outside a string value or comment");
+  EXPECT_EQ(parse_error("name='a'\xC3\xA9\n"),
+            "job.toml:1:9: non-ASCII character outside a string value or comment");
+  // In inline tables and dotted keys alike.
+  EXPECT_EQ(parse_error("name = \"a\"\nworld = 1\nx = { b='#'\xC3\xA9 }\n"),
+            "job.toml:3:12: non-ASCII character outside a string value or comment");
+  EXPECT_EQ(parse_error("a.b='#'\xC3\xA9\n"),
+            "job.toml:1:8: non-ASCII character outside a string value or comment");
+  // A value string right after a key and '=' still takes non-ASCII.
+  JobSpec s = parse_ok("name='a'\nworld=1\nargs=['caf\xC3\xA9']\n");
+  EXPECT_EQ(args_of(s), (std::vector<std::string>{"caf\xC3\xA9"}));
+}
+
 }  // namespace
 }  // namespace orrery::cli
