@@ -234,7 +234,8 @@ class Parser {
 // line-ending backslash in a multi-line basic string; not of value strings or comments. So before
 // handing text to toml++, non-ASCII bytes are allowed only where toml++ never classifies them:
 // comments, and strings in value position outside inline tables. Anywhere else a job spec has no
-// use for them (every key is ASCII), so they are an error naming the place.
+// use for them (every key is ASCII), so they are an error naming the place. A UTF-8 byte order
+// mark that begins the text is skipped, as toml++ skips it (columns count from after it).
 Status check_non_ascii(std::string_view text, std::string_view source) {
   enum class In { kCode, kComment, kBasic, kLiteral, kMlBasic, kMlLiteral };
   In in = In::kCode;
@@ -256,7 +257,8 @@ Status check_non_ascii(std::string_view text, std::string_view source) {
   auto end_line = [&]() {
     if (brackets == 0 && braces == 0) value = false;
   };
-  for (std::size_t i = 0; i < text.size(); ++i) {
+  const std::size_t begin = text.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+  for (std::size_t i = begin; i < text.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     const bool ascii = c < 0x80;
     auto starts = [&](std::string_view s) { return text.substr(i, s.size()) == s; };

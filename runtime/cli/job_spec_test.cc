@@ -392,6 +392,13 @@ TEST(JobSpec, FuzzRegressionBareKeyEndsAtEquals) {
             "job.toml:3:12: non-ASCII character outside a string value or comment");
   EXPECT_EQ(parse_error("a.b='#'\xC3\xA9\n"),
             "job.toml:1:8: non-ASCII character outside a string value or comment");
+  // A byte order mark that begins the file is skipped, as toml++ skips it; anywhere else it is
+  // a character like any other.
+  EXPECT_EQ(parse_ok("\xEF\xBB\xBFname='a'\nworld=1\n").name, "a");
+  EXPECT_EQ(parse_error("\xEF\xBB\xBFname='a'\xC3\xA9\n"),
+            "job.toml:1:9: non-ASCII character outside a string value or comment");
+  EXPECT_EQ(parse_error("\xEF\xBB\xBF\xEF\xBB\xBFname='a'\n"),
+            "job.toml:1:1: non-ASCII character outside a string value or comment");
   // A value string right after a key and '=' still takes non-ASCII.
   JobSpec s = parse_ok("name='a'\nworld=1\nargs=['caf\xC3\xA9']\n");
   EXPECT_EQ(args_of(s), (std::vector<std::string>{"caf\xC3\xA9"}));
