@@ -4,7 +4,8 @@
 // level, the cost rule that delays a cut until the waiting job has waited what it costs, the
 // starvation cap, the tier order under overload (also beyond the premium reserve), and premium's own
 // round budgets, and another device type for a job whose spec allows several (for every planner);
-// cuts that free only what a gang lacks beside the free devices (every planner that preempts).
+// backfill of a small job behind gangs that fit nowhere (every planner but FIFO); cuts that free
+// only what a gang lacks beside the free devices (every planner that preempts).
 // (Shrink for a higher tier, preemption of a
 // lower tier and defragmentation by migration: runtime/sim/simulator_test.cc; the cheapest
 // victims: tests/victim_choice_test.cc.) docs/scheduling.md.
@@ -261,6 +262,32 @@ TEST(PlannerActions, AJobThatAllowsSeveralTypesIsOfferedTheOthersWhenItsOwnRanOu
     auto r = run_on(f, w, o, policy);
     EXPECT_LT(r.tiers[2].max_queue_s, 30);
   }
+}
+
+TEST(PlannerActions, ASmallJobBehindGangsThatFitNowhereIsBackfilled) {
+  // X (premium) holds 3 of the node's 4 devices for 1,000 s. G1 and G2 (standard, 4 devices
+  // each) wait ahead of S (basic, 1 device, 100 s) and use up the type's 2 tries a round; nothing
+  // of X may be cut for them. S fits the one open device and runs at once: the round's backfill
+  // offers it after the tries ran out (every planner but FIFO, whose order is strict). T (basic, 2
+  // devices) fits no open devices and waits for X. (Before, S waited behind G1 and G2 until X
+  // ended.)
+  Workload w;
+  w.jobs = {job(0, 1000, 3, spec::Tier::kPremium), job(5, 100, 4, spec::Tier::kStandard),
+            job(5, 100, 4, spec::Tier::kStandard), job(10, 100, 1, spec::Tier::kBasic)};
+  auto o = quiet();
+  o.planner.max_failed_tries_per_type = 2;
+  auto with_t = w;
+  with_t.jobs.back() = job(10, 100, 2, spec::Tier::kBasic);
+  for (const char* policy : {"tiresias", "afs", "orrery"}) {
+    SCOPED_TRACE(policy);
+    auto r = run_on(one_node(4), w, o, policy);
+    EXPECT_LT(r.tiers[2].max_queue_s, 30);
+    EXPECT_EQ(r.preemptions, 0);
+    auto t = run_on(one_node(4), with_t, o, policy);
+    EXPECT_GT(t.tiers[2].max_queue_s, 900);
+  }
+  auto fifo = run_on(one_node(4), w, o, "fifo");
+  EXPECT_GT(fifo.tiers[2].max_queue_s, 900);
 }
 
 TEST(PlannerActions, AJobThatAllowsSeveralTypesCutsWhereALowerTierHoldsDevices) {

@@ -1,6 +1,7 @@
 #include "core/policy/job_book.h"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <tuple>
 
@@ -31,6 +32,7 @@ void JobBook::update(const SchedulerCore& core, int job, std::int64_t since_ms) 
     run_devices_.resize(where_.size(), 0);
     run_rank_.resize(where_.size(), 0);
     wait_type_.resize(where_.size(), 0);
+    wait_size_.resize(where_.size(), 0);
     if (by_tenant_) held_of_.resize(where_.size(), 0);
   }
   const auto& jv = core.cluster().jobs[job];
@@ -49,6 +51,7 @@ void JobBook::update(const SchedulerCore& core, int job, std::int64_t since_ms) 
     case Where::kWaiting:  // under the type it was filed with (a Retype changes the job's)
       lanes_.remove(lane_class(key_of_[i]), wait_type_[i], tenant, {key_of_[i], job});
       if (!core.job_info(job).types.empty()) movable_[wait_type_[i]].erase({key_of_[i], job});
+      size_set(wait_type_[i], wait_size_[i]).erase({key_of_[i], job});
       --waiting_by_type_[wait_type_[i]];
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, -1);
       break;
@@ -86,6 +89,8 @@ void JobBook::update(const SchedulerCore& core, int job, std::int64_t since_ms) 
       wait_type_[i] = jv.dtype;
       lanes_.add(lane_class(key_of_[i]), jv.dtype, tenant, {key_of_[i], job});
       if (!core.job_info(job).types.empty()) movable_[jv.dtype].insert({key_of_[i], job});
+      wait_size_[i] = static_cast<std::int8_t>(size_class(jv.min_dev));
+      size_set(jv.dtype, wait_size_[i]).insert({key_of_[i], job});
       ++waiting_by_type_[jv.dtype];
       if (by_tenant_) shares_.add_waiting(jv.tier, tenant, 1);
       w = Where::kWaiting;
@@ -291,6 +296,7 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
       }
     }
   }
+  if (!strict) backfill(core, ctx, t, limit);
   // Jobs whose spec names several types, waiting on a type that ran out of tries this round: the
   // walk above passed them over with their type, and a job behind a congested type's queue would
   // never be offered the others, however much room they have (a basic job waited 135 days so on
@@ -329,6 +335,83 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
     }
   }
   return t.placed;
+}
+
+int JobBook::size_class(std::int64_t min_dev) {
+  if (min_dev <= 1) return 0;
+  return std::min(kSizeClasses - 1, static_cast<int>(std::bit_width(static_cast<std::uint64_t>(min_dev - 1))));
+}
+
+int JobBook::backfill(const SchedulerCore& core, PlanContext& ctx, Tries& t, int limit) {
+  // The walk stops a type after its budget of failed tries, and on a busy fleet those are the
+  // gangs at the head of the order that fit nowhere yet: every job behind them waited, whatever
+  // room was open, until they started (1M synthetic jobs at an offered load of 0.9: 57.5 % of the
+  // fleet busy while basic jobs waited 22 h on average; docs/scheduling.md, "Backfill"). Here,
+  // per type, the first jobs in the planner's order (not by tenant) whose smallest gang is at most
+  // the open devices of the roomiest region, less those cuts counted on this round, are placed;
+  // each size class's set gives its first candidate, so a round costs what it places and what it
+  // tries, not a walk past the gangs. Bounded by `limit` failed proposals and 4 x `limit` entries
+  // passed over (tried this round, too large, or being cut), per type.
+  GangPlacer& pl = placer(core);
+  const FreeDeviceIndex& ix = pl.index();
+  const int placed_before = t.placed;
+  if (t.types > 0) size_set(t.types - 1, kSizeClasses - 1);  // no set moves while iterated below
+
+  for (std::int64_t type = 0; type < static_cast<std::int64_t>(t.types); ++type) {
+    const auto ty = static_cast<std::size_t>(type);
+    if (!t.type_full(ty, false) && !t.type_full(ty, true)) continue;  // the walk tried every job of it
+    auto room = [&](int level) {
+      pl.sync();
+      std::int64_t best = 0;
+      for (int r = 0; r < ix.regions(); ++r)
+        best = std::max(best, ix.total(level, ix.region_scope(r)) - claimed_free(type, r));
+      return best - claimed_free(type, -1);
+    };
+    const int widest = ix.level_for(type, 1);
+    if (widest < 0) continue;
+    std::int64_t open = room(widest);
+    std::array<std::set<WaitEntry>::const_iterator, kSizeClasses> at{}, end{};
+    std::array<bool, kSizeClasses> has{};
+    for (int c = 0; c < kSizeClasses; ++c) {
+      const std::set<WaitEntry>& set = size_set(type, c);
+      if (set.empty()) continue;
+      at[static_cast<std::size_t>(c)] = set.begin();
+      end[static_cast<std::size_t>(c)] = set.end();
+      has[static_cast<std::size_t>(c)] = true;
+    }
+    int fails = 0, passed = 0;
+    while (open > 0 && fails < limit && passed < 4 * limit) {
+      // The first entry in order among the size classes that could fit `open` devices.
+      int best = -1;
+      for (int c = 0; c < kSizeClasses; ++c) {
+        const auto k = static_cast<std::size_t>(c);
+        if (!has[k] || at[k] == end[k] || (c > 0 && (std::int64_t{1} << (c - 1)) + 1 > open)) continue;
+        if (best < 0 || *at[k] < *at[static_cast<std::size_t>(best)]) best = c;
+      }
+      if (best < 0) break;
+      const auto b = static_cast<std::size_t>(best);
+      const int j = at[b]->second;
+      ++at[b];  // past j before j is proposed: a proposal changes only its own job's entry
+      const auto& jv = core.cluster().jobs[j];
+      const bool tried = static_cast<std::size_t>(j) < tried_in_.size() && tried_in_[static_cast<std::size_t>(j)] == round_;
+      const int level = ix.level_for(type, jv.mem);
+      if (tried || ctx.cut_pending(j) || level < 0 || jv.min_dev > (level == widest ? open : room(level))) {
+        ++passed;
+        continue;
+      }
+      if (static_cast<std::size_t>(j) >= tried_in_.size()) tried_in_.resize(static_cast<std::size_t>(j) + 1, 0);
+      tried_in_[static_cast<std::size_t>(j)] = round_;
+      const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
+      auto p = pl.propose(j, ev);
+      if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) {
+        ++t.placed;
+        open = room(widest);
+      } else {
+        ++fails;
+      }
+    }
+  }
+  return t.placed - placed_before;
 }
 
 }  // namespace orrery::core::policy

@@ -185,6 +185,21 @@ class JobBook {
   // Waiting jobs whose spec names several device types, by the type they wait on, in order: the
   // ones place_waiting offers the other types when their own ran out of tries in a round.
   std::map<std::int64_t, std::set<WaitEntry>> movable_;
+  // Every waiting job by the type it waits on and the size class of its smallest gang
+  // (size_class), in order: where backfill() finds the first jobs that could fit the open devices.
+  static constexpr int kSizeClasses = 12;  // 1, 2, 3-4, 5-8, ..., 513-1024, above
+  static int size_class(std::int64_t min_dev);
+  std::vector<std::set<WaitEntry>> by_size_;  // [type * kSizeClasses + class]
+  std::set<WaitEntry>& size_set(std::int64_t type, int cls) {
+    const auto k = static_cast<std::size_t>(type * kSizeClasses + cls);
+    if (k >= by_size_.size()) by_size_.resize(k + 1);
+    return by_size_[k];
+  }
+  std::vector<std::int8_t> wait_size_;  // the size class it is filed under while waiting
+  // place_waiting's last step: the devices a type still has open after its budget of tries ran
+  // out go to the first jobs in order, past the ones tried, whose smallest gang one region's open
+  // devices could hold (nothing is cut for them). The number placed.
+  int backfill(const SchedulerCore& core, PlanContext& ctx, Tries& t, int limit);
   bool round_begun_ = false;           // begin_round() since the last place_waiting
   std::uint32_t round_ = 0;            // place_waiting calls, the current one's number
   std::vector<std::uint32_t> tried_in_;  // by job: the round try_place last tried it in
