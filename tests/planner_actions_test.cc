@@ -269,8 +269,8 @@ TEST(PlannerActions, ASmallJobBehindGangsThatFitNowhereIsBackfilled) {
   // each) wait ahead of S (basic, 1 device, 100 s) and use up the type's 2 tries a round; nothing
   // of X may be cut for them. S fits the one open device and runs at once: the round's backfill
   // offers it after the tries ran out (every planner but FIFO, whose order is strict). T (basic, 2
-  // devices) fits no open devices and waits for X. (Before, S waited behind G1 and G2 until X
-  // ended.)
+  // devices) fits no open devices and waits for X. Without backfill (PlannerOptions::backfill)
+  // S waits behind G1 and G2 until X ends.
   Workload w;
   w.jobs = {job(0, 1000, 3, spec::Tier::kPremium), job(5, 100, 4, spec::Tier::kStandard),
             job(5, 100, 4, spec::Tier::kStandard), job(10, 100, 1, spec::Tier::kBasic)};
@@ -285,6 +285,10 @@ TEST(PlannerActions, ASmallJobBehindGangsThatFitNowhereIsBackfilled) {
     EXPECT_EQ(r.preemptions, 0);
     auto t = run_on(one_node(4), with_t, o, policy);
     EXPECT_GT(t.tiers[2].max_queue_s, 900);
+    auto off = o;
+    off.planner.backfill = false;
+    auto without = run_on(one_node(4), w, off, policy);
+    EXPECT_GT(without.tiers[2].max_queue_s, 900);
   }
   auto fifo = run_on(one_node(4), w, o, "fifo");
   EXPECT_GT(fifo.tiers[2].max_queue_s, 900);

@@ -296,7 +296,7 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
       }
     }
   }
-  if (!strict) backfill(core, ctx, t, limit);
+  if (!strict && o.backfill) backfill(core, ctx, t, limit);
   // Jobs whose spec names several types, waiting on a type that ran out of tries this round: the
   // walk above passed them over with their type, and a job behind a congested type's queue would
   // never be offered the others, however much room they have (a basic job waited 135 days so on
@@ -346,12 +346,13 @@ int JobBook::backfill(const SchedulerCore& core, PlanContext& ctx, Tries& t, int
   // The walk stops a type after its budget of failed tries, and on a busy fleet those are the
   // gangs at the head of the order that fit nowhere yet: every job behind them waited, whatever
   // room was open, until they started (1M synthetic jobs at an offered load of 0.9: 57.5 % of the
-  // fleet busy while basic jobs waited 22 h on average; docs/scheduling.md, "Backfill"). Here,
-  // per type, the first jobs in the planner's order (not by tenant) whose smallest gang is at most
-  // the open devices of the roomiest region, less those cuts counted on this round, are placed;
-  // each size class's set gives its first candidate, so a round costs what it places and what it
-  // tries, not a walk past the gangs. Bounded by `limit` failed proposals and 4 x `limit` entries
-  // passed over (tried this round, too large, or being cut), per type.
+  // fleet busy while basic jobs waited 22 h on average; docs/scheduling.md, "Backfill behind gangs
+  // that fit nowhere"). Here, per type, the first jobs in the planner's order (not by tenant)
+  // whose smallest gang is at most the open devices of the roomiest region, less those cuts
+  // counted on this round, are placed; each size class's set gives its first candidate, so a round
+  // costs what it places and what it tries, not a walk past the gangs. Bounded by `limit` failed
+  // proposals and 4 x `limit` entries passed over (tried this round, too large, or being cut), per
+  // type.
   GangPlacer& pl = placer(core);
   const FreeDeviceIndex& ix = pl.index();
   const int placed_before = t.placed;

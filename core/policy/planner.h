@@ -63,6 +63,10 @@ struct PlannerOptions {
   // considered full (bounds a round's cost on long queues). 32: on 300,000 synthetic jobs on
   // 100,000 GPUs, against 64, a round costs 23 % less for a 5 % longer average JCT.
   int max_failed_tries_per_type = 32;
+  // Every planner but FIFO: after a type ran out of tries, the first waiting jobs in order whose
+  // smallest gang fits its open devices are placed (JobBook::backfill; docs/scheduling.md,
+  // "Backfill behind gangs that fit nowhere"). false: the walk's tries only (to compare).
+  bool backfill = true;
   // orrery: grow elastic jobs into idle capacity (at most this many resize-ups a round).
   int max_grows_per_round = 64;
   // orrery, tiresias: waiting jobs a round looks for victims for, at most.

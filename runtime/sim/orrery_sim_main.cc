@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   int copies = 0;
   std::uint64_t seed = 1;
   double load = 0.8;
-  bool json = false, check = false, quiet = false, elastic = false, no_defrag = false;
+  bool json = false, check = false, quiet = false, elastic = false, no_defrag = false, no_backfill = false;
   orrery::sim::SimOptions o;
   app.add_option("--fleet", fleet_path,
                  "fleet file: TOML (.toml, docs/simulator.md), the Alibaba node list (.csv) or the core's "
@@ -148,6 +148,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--repair-s", o.cost.repair_s, "a failed node is back after (default 3600 s)")->check(CLI::NonNegativeNumber);
   app.add_flag("--no-defrag", no_defrag, "orrery: no defragmentation by migration (to compare)");
+  app.add_flag("--no-backfill", no_backfill,
+               "every planner: no backfill behind gangs that fit nowhere, only the round's budget of tries (to compare)");
   double overdue_cap_h = static_cast<double>(o.planner.overdue_cap_ms) / 3.6e6;
   app.add_option("--overdue-cap-h", overdue_cap_h,
                  "orrery: a job that has waited this many hours, whatever its tier, is placed first (default 72; "
@@ -169,6 +171,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (no_defrag) o.planner.migration_gib_per_s = 0;
+  if (no_backfill) o.planner.backfill = false;
   o.planner.overdue_cap_ms = static_cast<std::int64_t>(std::llround(overdue_cap_h * 3.6e6));
   if (!type_speed.empty()) {
     auto sp = core::policy::parse_type_speed(type_speed);
