@@ -135,10 +135,16 @@ faults)
   last=0
   for kind in core proxy node; do  # core first: notes (not journaled) of the others stay
     for i in $(seq 10); do
-      wait_running_past "$id" $((last + 30)) 90
-      last=$(step "$id")
-      node=$(field "$id" 10)
-      node=${node%%,*}
+      # Each read is its own `orrery ls`: the job may leave its node between them (a fault's
+      # recovery still under way), and then shows "-" there. Wait for it to run again.
+      while :; do
+        wait_running_past "$id" $((last + 30)) 90
+        last=$(step "$id")
+        node=$(field "$id" 10)
+        node=${node%%,*}
+        [ -n "$node" ] && [ -n "${GROUP[$node]+x}" ] && break
+        say "job $id is on no node we started ('$node', $(field "$id" 4)) right after Running: waiting again"
+      done
       case $kind in
         proxy)
           pid=$(pgrep -g "${GROUP[$node]}" -f orrery-proxy | head -1)
