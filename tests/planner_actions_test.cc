@@ -294,6 +294,39 @@ TEST(PlannerActions, ASmallJobBehindGangsThatFitNowhereIsBackfilled) {
   EXPECT_GT(fifo.tiers[2].max_queue_s, 900);
 }
 
+TEST(PlannerActions, BackfillOffersAJobThatAllowsSeveralTypesTheOthersAndTheFasterFirst) {
+  // As above, X (premium) holds 1 of the first type's 4 devices and G1, G2 (standard, 4 devices,
+  // pinned there) use up its 2 tries. Y (basic, world 4, down to 3 devices, either type) passes
+  // the count (3 open), but no count in [3, 4] that divides 4 is 3: it fails there, and backfill
+  // offers it the other, empty type, as the walk would. (It waited 1,000 s for X when backfill
+  // tried it on its own type only.)
+  const auto f = two_types();
+  Workload w;
+  w.device_types = {"A100-80G", "H100-80G"};
+  w.jobs = {job(0, 1000, 1, spec::Tier::kPremium), job(5, 100, 4, spec::Tier::kStandard),
+            job(5, 100, 4, spec::Tier::kStandard), job(10, 100, 4, spec::Tier::kBasic, 3)};
+  w.jobs[3].device_types = 3;
+  const std::uint64_t first = first_choice_bit(w, f, 3);
+  for (int j = 0; j < 3; ++j) w.jobs[static_cast<std::size_t>(j)].device_types = first;
+  auto o = quiet();
+  o.planner.max_failed_tries_per_type = 2;
+  // Z (basic, 2 devices, 1,000 s, either type) fits the first type's 2 open devices beside a
+  // 2-device X; the other type runs twice as fast and is empty: backfill puts it there first
+  // (about 500 s), as the walk does (PlannerOptions::type_speed).
+  Workload z = w;
+  z.jobs = {job(0, 5000, 2, spec::Tier::kPremium), job(5, 100, 4, spec::Tier::kStandard),
+            job(5, 100, 4, spec::Tier::kStandard), job(10, 1000, 2, spec::Tier::kBasic)};
+  z.jobs[3].device_types = 3;
+  for (int j = 0; j < 3; ++j) z.jobs[static_cast<std::size_t>(j)].device_types = first;
+  auto fast = o;
+  fast.planner.type_speed = {{first == 1 ? "H100-80G" : "A100-80G", 2.0}};
+  for (const char* policy : {"tiresias", "afs", "orrery"}) {
+    SCOPED_TRACE(policy);
+    EXPECT_LT(run_on(f, w, o, policy).tiers[2].max_queue_s, 30);
+    EXPECT_LT(run_on(f, z, fast, policy).tiers[2].avg_jct_s, 600);
+  }
+}
+
 TEST(PlannerActions, AJobThatAllowsSeveralTypesCutsWhereALowerTierHoldsDevices) {
   // Y's first type is full of a premium job, which it may not cut; the other type is full of a
   // basic job. Y (premium, either type) moves there and cuts the basic job; pinned to its first

@@ -368,6 +368,12 @@ int JobBook::backfill(const SchedulerCore& core, PlanContext& ctx, Tries& t, int
         best = std::max(best, ix.total(level, ix.region_scope(r)) - claimed_free(type, r));
       return best - claimed_free(type, -1);
     };
+    auto claimed_total = [&](std::int64_t ty2) {
+      std::int64_t n = 0;
+      for (const auto& [key, devices] : claimed_)
+        if (key.first == ty2) n += devices;
+      return n;
+    };
     const int widest = ix.level_for(type, 1);
     if (widest < 0) continue;
     std::int64_t open = room(widest);
@@ -396,15 +402,32 @@ int JobBook::backfill(const SchedulerCore& core, PlanContext& ctx, Tries& t, int
       const auto& jv = core.cluster().jobs[j];
       const bool tried = static_cast<std::size_t>(j) < tried_in_.size() && tried_in_[static_cast<std::size_t>(j)] == round_;
       const int level = ix.level_for(type, jv.mem);
-      if (tried || ctx.cut_pending(j) || level < 0 || jv.min_dev > (level == widest ? open : room(level))) {
+      // The open devices of one region (of the fleet for a job that may span regions) are what a
+      // gang can take, unless devices are reserved for it (its cuts are over): the placer decides.
+      auto may_fit = [&] {
+        if (ix.has_reservations(j)) return true;
+        if (pl.cross_region(j)) {
+          pl.sync();
+          return jv.min_dev <= ix.total(level, ix.fleet_scope()) - claimed_total(type);
+        }
+        return jv.min_dev <= (level == widest ? open : room(level));
+      };
+      if (tried || ctx.cut_pending(j) || level < 0 || !may_fit()) {
         ++passed;
         continue;
       }
       if (static_cast<std::size_t>(j) >= tried_in_.size()) tried_in_.resize(static_cast<std::size_t>(j) + 1, 0);
       tried_in_[static_cast<std::size_t>(j)] = round_;
-      const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
-      auto p = pl.propose(j, ev);
-      if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) {
+      // As the walk places (try_place), nothing cut: a faster type of its spec with room first,
+      // then its own, then another of its spec with room.
+      bool placed = !t.speed.empty() && place_on_another_type(core, ctx, j, t, /*faster_only=*/true);
+      if (!placed && jv.dtype == type) {  // (a Retype that did not place it left it on another)
+        const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
+        auto p = pl.propose(j, ev);
+        placed = p.kind == Proposal::Kind::kOk && ctx.propose(p.decision);
+        if (!placed && p.kind != Proposal::Kind::kOk) placed = place_on_another_type(core, ctx, j, t, /*faster_only=*/false);
+      }
+      if (placed) {
         ++t.placed;
         open = room(widest);
       } else {
