@@ -221,6 +221,20 @@ SimResult run_on(const core::Fleet& f, const Workload& w, const SimOptions& o, c
   return *r;
 }
 
+// On two_types(): X (premium, `x_devices` for `x_s`) and then two standard gangs of 4 devices
+// (at 5 s, 100 s each), all three pinned to the type `y` (either type, the last job) is submitted
+// with first; `y` arrives after them.
+Workload behind_two_gangs(const core::Fleet& f, int x_devices, double x_s, const SimJob& y) {
+  Workload w;
+  w.device_types = {"A100-80G", "H100-80G"};
+  w.jobs = {job(0, x_s, x_devices, spec::Tier::kPremium), job(5, 100, 4, spec::Tier::kStandard),
+            job(5, 100, 4, spec::Tier::kStandard), y};
+  w.jobs[3].device_types = 3;
+  const std::uint64_t first = first_choice_bit(w, f, 3);
+  for (int j = 0; j < 3; ++j) w.jobs[static_cast<std::size_t>(j)].device_types = first;
+  return w;
+}
+
 TEST(PlannerActions, AJobThatAllowsSeveralTypesIsPlacedOnAnotherWithRoom) {
   // X (pinned) holds all 4 devices of Y's first type for 1,000 s; Y (2 devices, 100 s, either
   // type) arrives at 10 s and runs at once on the other type, with every planner. Submitted
@@ -249,12 +263,7 @@ TEST(PlannerActions, AJobThatAllowsSeveralTypesIsOfferedTheOthersWhenItsOwnRanOu
   // either type) is never tried on its own type, and is offered the other, empty one: it runs at
   // once. (Before, it waited behind P1 and P2 for X to end.) Every planner that backfills.
   const auto f = two_types();
-  Workload w;
-  w.device_types = {"A100-80G", "H100-80G"};
-  w.jobs = {job(0, 1000, 4, spec::Tier::kPremium), job(5, 100, 4, spec::Tier::kStandard),
-            job(5, 100, 4, spec::Tier::kStandard), job(10, 100, 2, spec::Tier::kBasic)};
-  w.jobs[3].device_types = 3;
-  for (int j = 0; j < 3; ++j) w.jobs[static_cast<std::size_t>(j)].device_types = first_choice_bit(w, f, 3);
+  const Workload w = behind_two_gangs(f, 4, 1000, job(10, 100, 2, spec::Tier::kBasic));
   auto o = quiet();
   o.planner.max_failed_tries_per_type = 2;
   for (const char* policy : {"tiresias", "afs", "orrery"}) {
@@ -301,25 +310,15 @@ TEST(PlannerActions, BackfillOffersAJobThatAllowsSeveralTypesTheOthersAndTheFast
   // offers it the other, empty type, as the walk would. (It waited 1,000 s for X when backfill
   // tried it on its own type only.)
   const auto f = two_types();
-  Workload w;
-  w.device_types = {"A100-80G", "H100-80G"};
-  w.jobs = {job(0, 1000, 1, spec::Tier::kPremium), job(5, 100, 4, spec::Tier::kStandard),
-            job(5, 100, 4, spec::Tier::kStandard), job(10, 100, 4, spec::Tier::kBasic, 3)};
-  w.jobs[3].device_types = 3;
-  const std::uint64_t first = first_choice_bit(w, f, 3);
-  for (int j = 0; j < 3; ++j) w.jobs[static_cast<std::size_t>(j)].device_types = first;
+  const Workload w = behind_two_gangs(f, 1, 1000, job(10, 100, 4, spec::Tier::kBasic, 3));
   auto o = quiet();
   o.planner.max_failed_tries_per_type = 2;
   // Z (basic, 2 devices, 1,000 s, either type) fits the first type's 2 open devices beside a
   // 2-device X; the other type runs twice as fast and is empty: backfill puts it there first
   // (about 500 s), as the walk does (PlannerOptions::type_speed).
-  Workload z = w;
-  z.jobs = {job(0, 5000, 2, spec::Tier::kPremium), job(5, 100, 4, spec::Tier::kStandard),
-            job(5, 100, 4, spec::Tier::kStandard), job(10, 1000, 2, spec::Tier::kBasic)};
-  z.jobs[3].device_types = 3;
-  for (int j = 0; j < 3; ++j) z.jobs[static_cast<std::size_t>(j)].device_types = first;
+  const Workload z = behind_two_gangs(f, 2, 5000, job(10, 1000, 2, spec::Tier::kBasic));
   auto fast = o;
-  fast.planner.type_speed = {{first == 1 ? "H100-80G" : "A100-80G", 2.0}};
+  fast.planner.type_speed = {{z.jobs[0].device_types == 1 ? "H100-80G" : "A100-80G", 2.0}};
   for (const char* policy : {"tiresias", "afs", "orrery"}) {
     SCOPED_TRACE(policy);
     EXPECT_LT(run_on(f, w, o, policy).tiers[2].max_queue_s, 30);
