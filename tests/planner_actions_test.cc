@@ -221,9 +221,9 @@ SimResult run_on(const core::Fleet& f, const Workload& w, const SimOptions& o, c
   return *r;
 }
 
-// On two_types(): X (premium, `x_devices` for `x_s`) and then two standard gangs of 4 devices
-// (at 5 s, 100 s each), all three pinned to the type `y` (either type, the last job) is submitted
-// with first; `y` arrives after them.
+// On two_types(): X (premium, `x_devices` for `x_s`) and two standard gangs of 4 devices (at 5 s,
+// 100 s each), all three pinned to the type the simulator submits `y` with first; `y` (the last
+// job) may take either type.
 Workload behind_two_gangs(const core::Fleet& f, int x_devices, double x_s, const SimJob& y) {
   Workload w;
   w.device_types = {"A100-80G", "H100-80G"};

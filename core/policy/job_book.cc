@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <optional>
 #include <tuple>
 
 #include "core/policy/type_speed.h"
@@ -164,31 +165,35 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
   if (t.type_full(type, premium) || ctx.cut_pending(j)) return false;
   if (static_cast<std::size_t>(j) >= tried_in_.size()) tried_in_.resize(static_cast<std::size_t>(j) + 1, 0);
   tried_in_[static_cast<std::size_t>(j)] = round_;  // its other types are offered below if they can be
-  // A faster type of its spec where it fits now first (PlannerOptions::type_speed).
-  if (!t.speed.empty() && place_on_another_type(core, ctx, j, t, /*faster_only=*/true)) {
-    ++t.placed;
-    return true;
-  }
-  // Moved, and (against the placer's plan: the index and the core disagreed) not placed there:
-  // it waits on that type now, which was charged.
-  if (jv.dtype != static_cast<std::int64_t>(type)) return false;
-  const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
-  auto p = placer(core).propose(j, ev);
-  // A kOk proposal is one the core accepts now: the placer asked it (gang_placer.h).
-  if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) {
-    ++t.placed;
-    return true;
-  }
-  if (p.kind != Proposal::Kind::kOk && place_on_another_type(core, ctx, j, t, /*faster_only=*/false)) {
-    ++t.placed;
-    return true;
-  }
+  std::optional<Proposal> own;
+  if (place_in_order(core, ctx, j, t, own)) return true;
+  // Moved to a faster type, and (against the placer's plan: the index and the core disagreed)
+  // not placed there: it waits on that type now, which was charged.
+  if (!own) return false;
+  const Proposal& p = *own;
   if (p.kind != Proposal::Kind::kOk) ctx.note(j, p.why);
   // Room can be made only for a job that fits the fleet at all (on the type it has now: a type
   // it was just moved to fits it, as the placer planned).
   if (blocked && (p.kind == Proposal::Kind::kRetryLater || jv.dtype != static_cast<std::int64_t>(type))) blocked(j);
   t.fail(type, premium);
   return false;
+}
+
+bool JobBook::place_in_order(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t,
+                             std::optional<Proposal>& own) {
+  const auto& jv = core.cluster().jobs[j];
+  const std::int64_t type = jv.dtype;
+  // A faster type of its spec where it fits now first (PlannerOptions::type_speed).
+  bool placed = !t.speed.empty() && place_on_another_type(core, ctx, j, t, /*faster_only=*/true);
+  if (!placed && jv.dtype == type) {
+    const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
+    own = placer(core).propose(j, ev);
+    // A kOk proposal is one the core accepts now: the placer asked it (gang_placer.h).
+    placed = own->kind == Proposal::Kind::kOk && ctx.propose(own->decision);
+    if (!placed && own->kind != Proposal::Kind::kOk) placed = place_on_another_type(core, ctx, j, t, /*faster_only=*/false);
+  }
+  if (placed) ++t.placed;
+  return placed;
 }
 
 bool JobBook::may_retype(const SchedulerCore& core, int job) {
@@ -418,21 +423,12 @@ int JobBook::backfill(const SchedulerCore& core, PlanContext& ctx, Tries& t, int
       }
       if (static_cast<std::size_t>(j) >= tried_in_.size()) tried_in_.resize(static_cast<std::size_t>(j) + 1, 0);
       tried_in_[static_cast<std::size_t>(j)] = round_;
-      // As the walk places (try_place), nothing cut: a faster type of its spec with room first,
-      // then its own, then another of its spec with room.
-      bool placed = !t.speed.empty() && place_on_another_type(core, ctx, j, t, /*faster_only=*/true);
-      if (!placed && jv.dtype == type) {  // (a Retype that did not place it left it on another)
-        const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
-        auto p = pl.propose(j, ev);
-        placed = p.kind == Proposal::Kind::kOk && ctx.propose(p.decision);
-        if (!placed && p.kind != Proposal::Kind::kOk) placed = place_on_another_type(core, ctx, j, t, /*faster_only=*/false);
-      }
-      if (placed) {
-        ++t.placed;
+      // As the walk places (try_place), nothing cut.
+      std::optional<Proposal> own;
+      if (place_in_order(core, ctx, j, t, own))
         open = room(widest);
-      } else {
+      else
         ++fails;
-      }
     }
   }
   return t.placed - placed_before;

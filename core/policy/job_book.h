@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -163,6 +164,11 @@ class JobBook {
   // own, else only the others) where its gang fits now; j is moved there (Retype) and placed. True
   // if placed.
   bool place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, bool faster_only);
+  // The walk's order of placements for waiting job j (try_place, backfill): a faster type of its
+  // spec where it fits now, then its own type, then another of its spec (place_on_another_type).
+  // True if placed (counted in t.placed). Else `own` holds the placer's answer on its own type, or
+  // stays empty where a Retype to a faster type moved it without placing it.
+  bool place_in_order(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, std::optional<Proposal>& own);
   std::function<Key(const SchedulerCore&, int)> key_;
   std::map<std::pair<std::int64_t, int>, std::int64_t> claimed_;  // claim_free, this round
   bool by_tenant_;
