@@ -72,7 +72,7 @@ class Script {
   Status gang(EventKind e, int job, int want = -1) {
     auto p = policy::propose_gang(core_, job, e, want);
     if (p.kind != policy::Proposal::Kind::kOk)
-      return Status::Error("placement policy for job " + std::to_string(job) + ": " + p.why);
+      return Status::Error("placement policy for job " + std::to_string(job) + ": " + p.why.str());
     return commit(p.decision).status();
   }
 
@@ -120,7 +120,7 @@ Result<DemoSummary> run_demo_scenario(SchedulerCore& core, ManualClock& clock, s
   if (auto st = s.simple(EventKind::kAdmit, p); !st) return st;
   auto try_place = policy::propose_gang(core, p, EventKind::kPlace);
   out << "  placement policy for job " << p << ": "
-      << (try_place.kind == policy::Proposal::Kind::kOk ? "fits" : try_place.why) << "\n";
+      << (try_place.kind == policy::Proposal::Kind::kOk ? "fits" : try_place.why.str()) << "\n";
   auto victim = policy::propose_preemption(core, p);
   if (!victim) return Status::Error("preemption policy found no victim for the premium job");
   if (auto c = s.commit(*victim); !c) return c.status();
@@ -233,7 +233,7 @@ Result<DemoSummary> run_demo_scenario(SchedulerCore& core, ManualClock& clock, s
     if (auto st = s.simple(EventKind::kAdmit, *late); !st) return st;
     auto none = policy::propose_gang(core, *late, EventKind::kPlace);
     out << "  placement policy for job " << *late << ": "
-        << (none.kind == policy::Proposal::Kind::kOk ? "fits" : none.why) << "\n";
+        << (none.kind == policy::Proposal::Kind::kOk ? "fits" : none.why.str()) << "\n";
     Decision bad;
     bad.event = EventKind::kPlace;
     bad.origin = spec::Origin::kPlanner;

@@ -526,7 +526,7 @@ TEST(GangPlacer, AGangNoNodesHostMemoryCouldEverHoldIsInfeasible) {
   const int j = w.job(8, 2, 4, Tier::kStandard, "H100", 30000);
   auto p = placer.propose(j, EventKind::kPlace);
   EXPECT_EQ(p.kind, Proposal::Kind::kInfeasible) << p.why;
-  EXPECT_NE(p.why.find("host memory"), std::string::npos) << p.why;
+  EXPECT_NE(p.why.str().find("host memory"), std::string::npos) << p.why;
   // 16,000 MiB a worker: 2 devices at 3 x 16,000 fit node b; busy, that is "later", not "never".
   const int k = w.job(8, 2, 2, Tier::kStandard, "H100", 16000);
   w.fill({4, 5}, Tier::kStandard, "H100");

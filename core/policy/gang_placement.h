@@ -16,17 +16,46 @@
 // wherever they are. It does not check device or host memory.
 #pragma once
 
+#include <ostream>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "core/decision.h"
 #include "core/scheduler_core.h"
 
 namespace orrery::core::policy {
 
+// Why a proposal is not kOk: text of its own, or one of the placer's fixed texts, by reference.
+// A walk over a long queue asks the placer again and again about jobs it remembers cannot fit
+// (GangPlacer::missed_again); building that answer's text each time was 5 % of a 1M-job run.
+class Why {
+ public:
+  Why() = default;
+  Why(std::string text) : own_(std::move(text)) {}  // NOLINT: implicit, as the string it was
+  Why(const char* text) : own_(text) {}              // NOLINT
+  // `text` must outlive every copy (a static).
+  static Why fixed(const std::string& text) {
+    Why w;
+    w.fixed_ = &text;
+    return w;
+  }
+  const std::string& str() const { return fixed_ != nullptr ? *fixed_ : own_; }
+  operator const std::string&() const { return str(); }  // NOLINT
+  bool empty() const { return str().empty(); }
+  friend bool operator==(const Why& a, std::string_view b) { return a.str() == b; }
+  friend std::string operator+(std::string a, const Why& b) { return a += b.str(); }
+  friend std::ostream& operator<<(std::ostream& os, const Why& w) { return os << w.str(); }
+
+ private:
+  const std::string* fixed_ = nullptr;
+  std::string own_;
+};
+
 struct Proposal {
   enum class Kind { kOk, kRetryLater, kInfeasible } kind = Kind::kOk;
   Decision decision;  // kOk
-  std::string why;    // otherwise
+  Why why;            // otherwise
 };
 
 // `event` is Place, Resume, Migrate or ResizeUp; `want` caps the device count (-1: max_devices).

@@ -11,7 +11,7 @@ using spec::JobState;
 
 namespace {
 
-Proposal answer(Proposal::Kind kind, std::string why) {
+Proposal answer(Proposal::Kind kind, Why why) {
   Proposal p;
   p.kind = kind;
   p.why = std::move(why);
@@ -28,6 +28,8 @@ GangPlacer::GangPlacer(const SchedulerCore& core) : core_(core), index_(core), f
   adj_eff_.assign(n, 0);
   tag_usable_.assign(n, 0);
   held_on_.assign(n, 0);
+  for (const bool cross : {false, true})
+    miss_answer_[cross ? 1 : 0] = answer(Proposal::Kind::kRetryLater, retry_later_why(cross));
 }
 
 void GangPlacer::allow_cross_region(int job, bool allowed) {
@@ -38,17 +40,30 @@ void GangPlacer::allow_cross_region(int job, bool allowed) {
 }
 
 Proposal GangPlacer::propose(int job, EventKind event, int want, int avoid_scope) {
+  if (const Proposal* miss = remembered_miss(job, event, want, avoid_scope)) return *miss;
+  return plan_checked(job, event, want);
+}
+
+const Proposal& GangPlacer::propose_kept(int job, EventKind event) {
+  if (const Proposal* miss = remembered_miss(job, event, -1, -1)) return *miss;
+  kept_ = plan_checked(job, event, -1);
+  return kept_;
+}
+
+const Proposal* GangPlacer::remembered_miss(int job, EventKind event, int want, int avoid_scope) {
   ++stats_.proposals;
   index_.sync();
   avoid_scope_ = avoid_scope > index_.fleet_scope() && avoid_scope < index_.scopes() ? avoid_scope : -1;
-  const bool rememberable = want <= 0 && avoid_scope_ < 0 && (event == EventKind::kPlace || event == EventKind::kResume);
-  if (rememberable && missed_again(job, event)) {
-    ++stats_.misses_remembered;
-    return answer(Proposal::Kind::kRetryLater, retry_later_why(misses_[static_cast<std::size_t>(job)].cross));
-  }
+  rememberable_ = want <= 0 && avoid_scope_ < 0 && (event == EventKind::kPlace || event == EventKind::kResume);
+  if (!rememberable_ || !missed_again(job, event)) return nullptr;
+  ++stats_.misses_remembered;
+  return &miss_answer_[misses_[static_cast<std::size_t>(job)].cross ? 1 : 0];
+}
+
+Proposal GangPlacer::plan_checked(int job, EventKind event, int want) {
   retry_later_ = false;
   Proposal p = plan(job, event, want);
-  if (rememberable && retry_later_ && p.kind == Proposal::Kind::kRetryLater) remember_miss(job, event);
+  if (rememberable_ && retry_later_ && p.kind == Proposal::Kind::kRetryLater) remember_miss(job, event);
   if (p.kind == Proposal::Kind::kOk) {
     if (auto why = check(p.decision); !why.empty()) {
       // The index chose devices the state does not allow: a bug. Never propose it; read the
@@ -117,9 +132,10 @@ void GangPlacer::remember_miss(int job, EventKind event) {
   m.cross = static_cast<std::size_t>(job) < cross_region_.size() && cross_region_[static_cast<std::size_t>(job)];
 }
 
-std::string GangPlacer::retry_later_why(bool cross) const {
-  return "not enough free devices of the job's type now" +
-         std::string(cross || index_.regions() == 1 ? "" : " in any one region");
+Why GangPlacer::retry_later_why(bool cross) const {
+  static const std::string anywhere = "not enough free devices of the job's type now";
+  static const std::string in_region = anywhere + " in any one region";
+  return Why::fixed(cross || index_.regions() == 1 ? anywhere : in_region);
 }
 
 bool GangPlacer::never_fits(int job, bool cross, bool ask, std::string* why) {

@@ -64,6 +64,10 @@ class GangPlacer {
   // `avoid_scope` (>= 0, a FreeDeviceIndex scope other than the fleet): no device there
   // (defragmentation moves jobs out of it).
   Proposal propose(int job, spec::EventKind event, int want = -1, int avoid_scope = -1);
+  // propose(job, event), its answer kept by the placer (valid until the next propose_kept): no
+  // Proposal is built or copied for a miss it remembers. A walk over a long queue asks again and
+  // again about the same jobs (on the 1M synthetic run most of its proposals are such misses).
+  const Proposal& propose_kept(int job, spec::EventKind event);
 
   // Whether waiting `job` (Place: Queued, Resume: Suspended) would fit now on devices of `type`
   // rather than its own, by the same rules (a Retype first: the placement is planned, not
@@ -115,6 +119,10 @@ class GangPlacer {
     int count;
   };
   Proposal plan(int job, spec::EventKind event, int want);
+  // propose()'s two halves: a miss remembered for `job` (counted; null if none), else the plan,
+  // checked with the core.
+  const Proposal* remembered_miss(int job, spec::EventKind event, int want, int avoid_scope);
+  Proposal plan_checked(int job, spec::EventKind event, int want);
   // Why the core would refuse the decision now (SchedulerCore::check), or "".
   std::string check(const Decision& d) const;
   // Whether `job` could never be placed on the type planned for (type_override_ or its own), by
@@ -172,7 +180,7 @@ class GangPlacer {
   // The remembered answer for `job`, if it still holds.
   bool missed_again(int job, spec::EventKind event);
   void remember_miss(int job, spec::EventKind event);
-  std::string retry_later_why(bool cross) const;
+  Why retry_later_why(bool cross) const;
 
   const SchedulerCore& core_;
   FreeDeviceIndex index_;
@@ -185,6 +193,9 @@ class GangPlacer {
   std::vector<FitMemo> fit_memo_;  // per job: fit_'s answer for its type (plan(), on a miss)
   std::vector<char> cross_region_;  // by job
   std::vector<Miss> misses_;        // by job
+  Proposal miss_answer_[2];         // a remembered miss's answer, by Miss::cross
+  bool rememberable_ = false;       // the proposal under way may be remembered as a miss
+  Proposal kept_;                   // propose_kept's last planned answer
   Stats stats_;
 
   // Query state, reused across calls (no allocation per query once warm).

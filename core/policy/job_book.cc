@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
-#include <optional>
 #include <tuple>
 
 #include "core/policy/type_speed.h"
@@ -165,7 +164,7 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
   if (t.type_full(type, premium) || ctx.cut_pending(j)) return false;
   if (static_cast<std::size_t>(j) >= tried_in_.size()) tried_in_.resize(static_cast<std::size_t>(j) + 1, 0);
   tried_in_[static_cast<std::size_t>(j)] = round_;  // its other types are offered below if they can be
-  std::optional<Proposal> own;
+  const Proposal* own = nullptr;
   if (place_in_order(core, ctx, j, t, own)) return true;
   // Moved to a faster type, and (against the placer's plan: the index and the core disagreed)
   // not placed there: it waits on that type now, which was charged.
@@ -180,14 +179,14 @@ bool JobBook::try_place(const SchedulerCore& core, PlanContext& ctx, int j, Trie
 }
 
 bool JobBook::place_in_order(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t,
-                             std::optional<Proposal>& own) {
+                             const Proposal*& own) {
   const auto& jv = core.cluster().jobs[j];
   const std::int64_t type = jv.dtype;
   // A faster type of its spec where it fits now first (PlannerOptions::type_speed).
   bool placed = !t.speed.empty() && place_on_another_type(core, ctx, j, t, /*faster_only=*/true);
   if (!placed && jv.dtype == type) {
     const auto ev = core.state(j) == JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
-    own = placer(core).propose(j, ev);
+    own = &placer(core).propose_kept(j, ev);
     // A kOk proposal is one the core accepts now: the placer asked it (gang_placer.h).
     placed = own->kind == Proposal::Kind::kOk && ctx.propose(own->decision);
     if (!placed && own->kind != Proposal::Kind::kOk) placed = place_on_another_type(core, ctx, j, t, /*faster_only=*/false);
@@ -424,7 +423,7 @@ int JobBook::backfill(const SchedulerCore& core, PlanContext& ctx, Tries& t, int
       if (static_cast<std::size_t>(j) >= tried_in_.size()) tried_in_.resize(static_cast<std::size_t>(j) + 1, 0);
       tried_in_[static_cast<std::size_t>(j)] = round_;
       // As the walk places (try_place), nothing cut.
-      std::optional<Proposal> own;
+      const Proposal* own = nullptr;
       if (place_in_order(core, ctx, j, t, own))
         open = room(widest);
       else

@@ -16,7 +16,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -166,9 +165,10 @@ class JobBook {
   bool place_on_another_type(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, bool faster_only);
   // The walk's order of placements for waiting job j (try_place, backfill): a faster type of its
   // spec where it fits now, then its own type, then another of its spec (place_on_another_type).
-  // True if placed (counted in t.placed). Else `own` holds the placer's answer on its own type, or
-  // stays empty where a Retype to a faster type moved it without placing it.
-  bool place_in_order(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, std::optional<Proposal>& own);
+  // True if placed (counted in t.placed). Else `own` points to the placer's answer on its own type
+  // (GangPlacer::propose_kept: valid until the placer's next such answer), or stays null where a
+  // Retype to a faster type moved it without placing it.
+  bool place_in_order(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, const Proposal*& own);
   std::function<Key(const SchedulerCore&, int)> key_;
   std::map<std::pair<std::int64_t, int>, std::int64_t> claimed_;  // claim_free, this round
   bool by_tenant_;

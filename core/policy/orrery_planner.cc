@@ -127,7 +127,7 @@ void OrreryPlanner::place_overdue(const SchedulerCore& core, PlanContext& ctx) {
     auto p = placer.propose(j, ev);
     if (p.kind == Proposal::Kind::kOk && ctx.propose(p.decision)) continue;
     if (p.kind == Proposal::Kind::kInfeasible) continue;  // never: nothing to cut for it
-    ctx.note(j, "overdue (waited " + std::to_string((now - book_.waiting_since(j)) / 1000) + " s): " + p.why);
+    ctx.note(j, "overdue (waited " + std::to_string((now - book_.waiting_since(j)) / 1000) + " s): " + p.why.str());
     // Room for the oldest overdue job of a type that does not fit: the usual cuts (of lower tiers,
     // INV-TIER, and inside its own by its tier's rules), before any later job's; at most
     // max_cuts_per_round searches.

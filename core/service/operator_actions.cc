@@ -98,7 +98,7 @@ std::optional<core::Decision> Service::migrate_decision(int job, const std::opti
   if (!to) {
     auto p = placer_->propose(job, EventKind::kMigrate);
     if (p.kind != core::policy::Proposal::Kind::kOk) {
-      *why = p.why;
+      *why = p.why.str();
       return std::nullopt;
     }
     return p.decision;
@@ -160,7 +160,7 @@ Status Service::resize(int job, int devices, int beneficiary) {
   if (devices > jv.devices) {
     auto p = placer_->propose(job, EventKind::kResizeUp, devices);
     if (p.kind != core::policy::Proposal::Kind::kOk)
-      return Status::FailedPrecondition("cannot grow " + job_str(job) + ": " + p.why);
+      return Status::FailedPrecondition("cannot grow " + job_str(job) + ": " + p.why.str());
     if (static_cast<int>(p.decision.devices.size()) != devices)
       return Status::FailedPrecondition("cannot grow " + job_str(job) + " to " + std::to_string(devices) +
                                         " devices: only " + std::to_string(p.decision.devices.size()) + " fit");
