@@ -284,20 +284,38 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
       }
     }
     std::make_heap(heap.begin(), heap.end(), std::greater<>());
-    while (!heap.empty() && !t.over()) {
+    auto drop_top = [&] {
       std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-      const std::size_t l = heap.back().lane;
       heap.pop_back();
+    };
+    // The top's lane moves on to its next job: one sift-down, not a pop and a push (the keys are
+    // unique, so the order is the same).
+    auto replace_top = [&](const Head& h) {
+      const std::size_t n = heap.size();
+      std::size_t i = 0;
+      for (std::size_t c = 1; c < n; c = 2 * i + 1) {
+        if (c + 1 < n && heap[c] > heap[c + 1]) ++c;
+        if (!(h > heap[c])) break;
+        heap[i] = heap[c];
+        i = c;
+      }
+      heap[i] = h;
+    };
+    while (!heap.empty() && !t.over()) {
+      const std::size_t l = heap.front().lane;
       const int j = cursor[l]->second;
-      if (t.type_full(static_cast<std::size_t>(lane_type[l]), is_premium(j))) continue;  // for its tier
+      if (t.type_full(static_cast<std::size_t>(lane_type[l]), is_premium(j))) {  // for its tier
+        drop_top();
+        continue;
+      }
       // Past j before j is proposed: a proposal changes only its own job's entry (a Retype files it
       // under another type, where the placer planned it to fit: it is placed at once).
       ++cursor[l];
       try_place(core, ctx, j, t, blocked);
-      if (cursor[l] != lanes[l].jobs->end()) {
-        heap.push_back({share(cursor[l]->second, lanes[l].tenant), *cursor[l], l});
-        std::push_heap(heap.begin(), heap.end(), std::greater<>());
-      }
+      if (cursor[l] != lanes[l].jobs->end())
+        replace_top({share(cursor[l]->second, lanes[l].tenant), *cursor[l], l});
+      else
+        drop_top();
     }
   }
   if (!strict && o.backfill) backfill(core, ctx, t, limit);
