@@ -28,7 +28,8 @@ namespace orrery::core::policy {
 
 // Why a proposal is not kOk: text of its own, or one of the placer's fixed texts, by reference.
 // A walk over a long queue asks the placer again and again about jobs it remembers cannot fit
-// (GangPlacer::missed_again); building that answer's text each time was 5 % of a 1M-job run.
+// (GangPlacer::missed_again); building that answer's text each time was 5 % of a synthetic run
+// (docs/performance.md, "The planner's cost after backfill").
 class Why {
  public:
   Why() = default;

@@ -321,8 +321,8 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     // job outside the region the free devices were counted in: victims.h).
     // (By splice factor f, the smallest first: a device count is world / f.)
     // (None where what is left after freeing it is below its min_devices.)
-    std::int64_t to = 0;
     if (vj.devices <= vj.min_dev) continue;  // at its smallest already (every option frees >= 1)
+    std::int64_t to = 0;
     const CutNeed::Option opt = cn.for_victim(core, book_, v);
     const std::int64_t frees = opt.devices;
     if (vj.devices - frees < vj.min_dev) continue;
