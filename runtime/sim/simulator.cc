@@ -313,6 +313,12 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     js.gpu_from_ms = now();
     commit(d);
   }
+  // SimOptions::progress_every_s: the progress of each running job last committed that long ago.
+  void commit_stale_progress() {
+    const std::int64_t every = ms(o_.progress_every_s);
+    for (int j = 0; j < static_cast<int>(jobs_.size()); ++j)
+      if (core_->state(j) == JobState::kRunning && now() - job(j).gpu_from_ms >= every) progress(j);
+  }
   // The job is Running again: its work and device time count from now.
   void runs_from_now(int j) {
     auto& js = job(j);
@@ -362,6 +368,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
         last_round_ = now();
         if (now() >= wake_at_) wake_at_ = INT64_MAX;
         sample();
+        if (o_.progress_every_s > 0) commit_stale_progress();
         planner_->plan(*core_, *this);
         break;
       case Ev::kFail: fail(); break;

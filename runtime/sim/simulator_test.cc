@@ -118,6 +118,31 @@ TEST(Simulator, PremiumPreemptsBasicWhichResumesFromItsCheckpoint) {
   EXPECT_EQ(orrery->lost_gpu_s, 0);
 }
 
+TEST(Simulator, FreshAttainedServiceLetsLasCutALongRunningJob) {
+  // One device. A 20,000-s basic job runs; at 4,000 s, past the first LAS threshold (1 GPU-hour),
+  // a 100-s one arrives. No periodic checkpoints: without progress_every_s the running job's
+  // attained service is committed only at its cut or finish, so the planners see 0 and the
+  // newcomer waits for the whole run; with it (as orrery-core, which commits it every second),
+  // they see 4,000 GPU-s, and Tiresias' and orrery's LAS cut it for the newcomer.
+  Workload w;
+  w.jobs = {job(0, 20000, 1, spec::Tier::kBasic), job(4000, 100, 1, spec::Tier::kBasic)};
+  for (const char* policy : {"tiresias", "orrery"}) {
+    auto stale = quiet();
+    auto fresh = quiet();
+    fresh.progress_every_s = 60;
+    auto a = simulate(one_node(1), w, policy, stale);
+    auto b = simulate(one_node(1), w, policy, fresh);
+    ASSERT_TRUE(a.ok()) << a.reason();
+    ASSERT_TRUE(b.ok()) << b.reason();
+    EXPECT_EQ(a->preemptions, 0) << policy;
+    EXPECT_GT(a->tiers[2].max_queue_s, 15000) << policy;
+    EXPECT_EQ(b->preemptions, 1) << policy;
+    EXPECT_LT(b->tiers[2].max_queue_s, 60) << policy;
+    EXPECT_EQ(b->completed, 2) << policy;
+    EXPECT_EQ(b->rejected_proposals, 0) << policy;
+  }
+}
+
 TEST(Simulator, ShrinksAnElasticJobBeforePreemptingIt) {
   Workload w;
   w.jobs = {job(0, 1000, 4, spec::Tier::kBasic, /*min_dev=*/2), job(10, 50, 2, spec::Tier::kStandard)};
