@@ -222,15 +222,14 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   std::int64_t shrink_to = 0;
   CutNeed::Option shrink_frees;
   std::vector<int> candidates;
-  auto since_ckpt = [&](int v) { return s.jobs[v].progress - std::max<std::int64_t>(s.jobs[v].ckpt, 0); };
   const TenantShares& shares = book_.shares();
   auto tenant = [&](int j) { return core.job_info(j).tenant; };
   // Ties between victims that lose as much (victims.h: the lowest tier first, then the least
-  // loss per device, then the mode): the tenant holding most of the tier, then the fewest steps
-  // since the last checkpoint, then the most devices.
-  auto tie_key = [&](int v) {
-    return std::tuple(-shares.held(s.jobs[v].tier, tenant(v)), since_ckpt(v), -s.jobs[v].devices, v);
-  };
+  // loss per device, then the mode): the tenant holding most of the tier, then the most devices.
+  // (Not the fewest steps since the last checkpoint: a transparent cut loses none of them, and
+  // with progress committed as orrery-core commits it, every second, that key picked the jobs
+  // just restored from a cut, to cut them again: docs/scheduling.md, "Open".)
+  auto tie_key = [&](int v) { return std::tuple(-shares.held(s.jobs[v].tier, tenant(v)), -s.jobs[v].devices, v); };
   // Fair share among tenants inside the tier: `ben`'s tenant, with `ben` placed, would hold no
   // more than the tier's equal split, so it may take devices from a tenant that, without the
   // victim, would still hold at least as much (the move narrows the gap and never reverses it).
