@@ -60,8 +60,9 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
     for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
       const auto& vj = s.jobs[v];
-      if (vj.attained < bj.attained + o_.las_threshold_gpu_ms || ctx.cut_pending(v) || protected_now(core, book_, v))
-        continue;
+      if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
+      ctx.freshen(v);  // its service weighed against `ben`'s
+      if (vj.attained < bj.attained + o_.las_threshold_gpu_ms) continue;
       if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
       pool.push_back(v);
     }

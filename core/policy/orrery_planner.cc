@@ -290,6 +290,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   for (int v : pool) {
     const auto& vj = s.jobs[v];
     const std::int64_t v_rank = spec::rank(d, vj);  // (the book files by rank, but it may change meanwhile)
+    if (v_rank == ben_rank && !ctx.cut_pending(v)) ctx.freshen(v);  // its service weighed against `ben`'s
     // A lower tier, or a job of the same tier that has had a longer turn: a higher LAS level than
     // `ben`'s (Tiresias' queues); for `ben` past its tier's starvation cap, any job with more
     // attained service that has run at least the cap since it started (a quantum: two starving

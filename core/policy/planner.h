@@ -48,6 +48,12 @@ class PlanContext {
   // The planner wants a round at `time_ms` (core clock) even if nothing changes by then: a move
   // that does not pay yet may pay by then. orrery-core plans every 100 ms anyway (default: nothing).
   virtual void replan_at(std::int64_t /*time_ms*/) {}
+  // The planner is about to weigh running job `job`'s attained service against a waiting job's
+  // (spec::precedes inside a rank: a victim must have had strictly more): the caller commits the
+  // job's progress as of now where its last commit is older than a node's report would be.
+  // orrery-core commits the nodes' reports every progress_every_ms (1 s) anyway: nothing to add
+  // (the default). orrery-sim commits what its model ran since the last commit, as a report would.
+  virtual void freshen(int /*job*/) {}
 };
 
 struct PlannerOptions {

@@ -34,7 +34,9 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     for (std::int64_t rank = spec::kNumRanks - 1; rank >= 0 && looked < o_.max_victim_candidates; --rank)
       for (int v : book_.running(bj.dtype, rank)) {
         if (++looked > o_.max_victim_candidates) break;
-        if (queue_of(core, v) != 1 || ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
+        if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
+        ctx.freshen(v);  // its queue is its attained service's
+        if (queue_of(core, v) != 1) continue;
         if (!spec::favoured(d, core.cluster(), ben, v) || !spec::fits_devices_of(d, core.cluster(), ben, v)) continue;
         candidates.push_back(v);
       }

@@ -142,9 +142,6 @@ int main(int argc, char** argv) {
   app.add_option("--network-gbps", o.cost.network_gbps, "migration bandwidth (default 1.25)")->check(CLI::PositiveNumber);
   app.add_option("--splice-overhead", o.cost.splice_overhead, "speed lost beyond W/D when spliced (default 0.01)")
       ->check(CLI::Range(0.0, 0.99));
-  app.add_option("--progress-every-s", o.progress_every_s,
-                 "commit each running job's progress and attained service at the first round this long after the last commit (default 0: only at cuts, finishes and periodic checkpoints; orrery-core commits it every second). Costs a walk over the jobs each round")
-      ->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-every-s", o.cost.checkpoint_every_s, "periodic checkpoints (default 1800; 0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--mtbf-h", o.cost.node_mtbf_h, "mean time between failures of a node, hours (default 0: none)")

@@ -137,6 +137,11 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     return ok;
   }
   bool cut_pending(int j) const override { return proto_->busy(j); }
+  // As orrery-core's nodes report it: progress at most a report period (protocol::Timeouts) old.
+  void freshen(int j) override {
+    if (core_->state(j) == JobState::kRunning && now() - job(j).gpu_from_ms >= protocol::Timeouts{}.progress_every_ms)
+      progress(j);
+  }
   void replan_at(std::int64_t t) override {
     t = std::max({t, now(), last_round_ + ms(o_.round_s)});
     if (t >= wake_at_) return;  // a round comes by then anyway
@@ -313,12 +318,6 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     js.gpu_from_ms = now();
     commit(d);
   }
-  // SimOptions::progress_every_s: the progress of each running job last committed that long ago.
-  void commit_stale_progress() {
-    const std::int64_t every = ms(o_.progress_every_s);
-    for (int j = 0; j < static_cast<int>(jobs_.size()); ++j)
-      if (core_->state(j) == JobState::kRunning && now() - job(j).gpu_from_ms >= every) progress(j);
-  }
   // The job is Running again: its work and device time count from now.
   void runs_from_now(int j) {
     auto& js = job(j);
@@ -368,7 +367,6 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
         last_round_ = now();
         if (now() >= wake_at_) wake_at_ = INT64_MAX;
         sample();
-        if (o_.progress_every_s > 0) commit_stale_progress();
         planner_->plan(*core_, *this);
         break;
       case Ev::kFail: fail(); break;

@@ -61,12 +61,6 @@ struct SimOptions {
   CostModel cost;
   core::policy::PlannerOptions planner;
   double round_s = 10;  // a scheduling round at most this often (after something changed)
-  // Before each round, the progress (step and attained service) of every running job last
-  // committed at least this long ago is committed (0: only at cuts, finishes and periodic
-  // checkpoints). orrery-core commits it from the nodes' reports every second
-  // (progress_every_ms), so the planners there see a running job's attained service as of now;
-  // here, by default, as of its last cut or checkpoint. Costs a walk over the jobs each round.
-  double progress_every_s = 0;
   // Premium admission: the share of the fleet's devices premium demand may hold (the core's
   // premium_reserve is set to it).
   double premium_share = 0.75;

@@ -118,28 +118,29 @@ TEST(Simulator, PremiumPreemptsBasicWhichResumesFromItsCheckpoint) {
   EXPECT_EQ(orrery->lost_gpu_s, 0);
 }
 
-TEST(Simulator, FreshAttainedServiceLetsLasCutALongRunningJob) {
-  // One device. A 20,000-s basic job runs; at 4,000 s, past the first LAS threshold (1 GPU-hour),
-  // a 100-s one arrives. No periodic checkpoints: without progress_every_s the running job's
-  // attained service is committed only at its cut or finish, so the planners see 0 and the
-  // newcomer waits for the whole run; with it (as orrery-core, which commits it every second),
-  // they see 4,000 GPU-s, and Tiresias' and orrery's LAS cut it for the newcomer.
-  Workload w;
-  w.jobs = {job(0, 20000, 1, spec::Tier::kBasic), job(4000, 100, 1, spec::Tier::kBasic)};
-  for (const char* policy : {"tiresias", "orrery"}) {
-    auto stale = quiet();
-    auto fresh = quiet();
-    fresh.progress_every_s = 60;
-    auto a = simulate(one_node(1), w, policy, stale);
-    auto b = simulate(one_node(1), w, policy, fresh);
-    ASSERT_TRUE(a.ok()) << a.reason();
-    ASSERT_TRUE(b.ok()) << b.reason();
-    EXPECT_EQ(a->preemptions, 0) << policy;
-    EXPECT_GT(a->tiers[2].max_queue_s, 15000) << policy;
-    EXPECT_EQ(b->preemptions, 1) << policy;
-    EXPECT_LT(b->tiers[2].max_queue_s, 60) << policy;
-    EXPECT_EQ(b->completed, 2) << policy;
-    EXPECT_EQ(b->rejected_proposals, 0) << policy;
+TEST(Simulator, VictimSearchesSeeAttainedServiceAsOfNow) {
+  // One device. A 20,000-s basic job runs; a 100-s one arrives later. No periodic checkpoints, so
+  // the running job's attained service is committed only when a planner weighs it as a victim
+  // (PlanContext::freshen, as orrery-core's nodes report it every second): arriving at 4,000 s,
+  // past the first LAS threshold (1 GPU-hour; AFS: a GPU-hour more than the newcomer's), the
+  // newcomer has it cut at once; arriving at 3,000 s, before it, it waits for the whole run (the
+  // running job's service committed as of then is no reason to cut it).
+  for (const int arrival : {4000, 3000}) {
+    Workload w;
+    w.jobs = {job(0, 20000, 1, spec::Tier::kBasic), job(arrival, 100, 1, spec::Tier::kBasic)};
+    for (const char* policy : {"tiresias", "afs", "orrery"}) {
+      auto r = simulate(one_node(1), w, policy, quiet());
+      ASSERT_TRUE(r.ok()) << r.reason();
+      EXPECT_EQ(r->completed, 2) << policy;
+      EXPECT_EQ(r->rejected_proposals, 0) << policy;
+      if (arrival > 3600) {
+        EXPECT_EQ(r->preemptions, 1) << policy;
+        EXPECT_LT(r->tiers[2].max_queue_s, 60) << policy;
+      } else {
+        EXPECT_EQ(r->preemptions, 0) << policy;
+        EXPECT_GT(r->tiers[2].max_queue_s, 15000) << policy;
+      }
+    }
   }
 }
 
@@ -165,10 +166,9 @@ TEST(Simulator, TenantsShareATierFairly) {
     w.jobs.push_back(job(100, 1000, 1, spec::Tier::kStandard));
     w.jobs.back().tenant = 1;
   }
-  // Periodic checkpoints report big's service to the core before small arrives: a job of the same
-  // tier may be cut only for one with strictly less attained service (INV-TIER).
+  // A job of the same tier may be cut only for one with strictly less attained service
+  // (INV-TIER): the planner has big's committed as of now before it weighs them (freshen).
   auto opts = quiet();
-  opts.cost.checkpoint_every_s = 50;
   auto fifo = simulate(one_node(8), w, "fifo", opts);
   auto orrery = simulate(one_node(8), w, "orrery", opts);
   ASSERT_TRUE(fifo.ok()) << fifo.reason();
@@ -178,7 +178,7 @@ TEST(Simulator, TenantsShareATierFairly) {
   EXPECT_EQ(orrery->tenants[1].name, "small");
   EXPECT_EQ(orrery->completed, 44);
   EXPECT_GT(fifo->tenants[1].avg_queue_s, 4000);  // behind 5 waves of big's jobs
-  EXPECT_LT(orrery->tenants[1].avg_queue_s, 10);  // a round and big's checkpoints
+  EXPECT_LT(orrery->tenants[1].avg_queue_s, 10);  // a round and big's cuts
   EXPECT_EQ(orrery->preemptions, 4);
   EXPECT_EQ(orrery->lost_gpu_s, 0);
   EXPECT_EQ(orrery->rejected_proposals, 0u);
