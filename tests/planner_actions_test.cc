@@ -327,9 +327,10 @@ TEST(PlannerActions, BackfillOffersAJobThatAllowsSeveralTypesTheOthersAndTheFast
 }
 
 TEST(PlannerActions, AJobThatAllowsSeveralTypesCutsWhereALowerTierHoldsDevices) {
-  // Y's first type is full of a premium job, which it may not cut; the other type is full of a
-  // basic job. Y (premium, either type) moves there and cuts the basic job; pinned to its first
-  // type it waits for the premium job to end.
+  // Y's first type is full of a premium job, which it may not cut before it has waited its tier's
+  // starvation cap (2 min); the other type is full of a basic job. Y (premium, either type) moves
+  // there and cuts the basic job at once; pinned to its first type it waits the cap, then cuts
+  // the premium job (which has had more service), and the basic job runs uncut.
   const auto f = two_types();
   Workload w;
   w.device_types = {"A100-80G", "H100-80G"};
@@ -344,8 +345,11 @@ TEST(PlannerActions, AJobThatAllowsSeveralTypesCutsWhereALowerTierHoldsDevices) 
   auto pinned_o = quiet();
   pinned_o.pin_types = true;
   auto pinned = run_on(f, w, pinned_o, "orrery");
-  EXPECT_EQ(pinned.preemptions, 0);
-  EXPECT_GT(pinned.tiers[0].max_queue_s, 4900);
+  EXPECT_EQ(pinned.preemptions, 1);
+  EXPECT_GE(pinned.tiers[0].max_queue_s, 120);
+  EXPECT_LT(pinned.tiers[0].max_queue_s, 200);
+  // The basic job waits out Y's 100 s only where it was cut for Y.
+  EXPECT_GT(moved.tiers[2].avg_jct_s, pinned.tiers[2].avg_jct_s + 90);
 }
 
 TEST(PlannerActions, AJobThatAllowsSeveralTypesRunsOnTheFastestWithRoom) {
