@@ -106,6 +106,25 @@ TEST(PlannerActions, TheStarvationCapBoundsTheWait) {
   EXPECT_EQ(r.resizes, 2);
 }
 
+TEST(PlannerActions, StarvingJobsOfATierTakeTurnsThatDouble) {
+  // One device, three standard jobs of 5,000 s at once, with a starvation cap of 2 min for the
+  // tier (premium's: but premium jobs beyond the reserve may not cut those within it): the tier's
+  // demand never fits. Past the cap each waiting job cuts the running one, but only one with more
+  // than twice its own service: every job gets its first turn within minutes, and the turns grow
+  // geometrically. With any job that has had more service a victim (as before), they took turns
+  // every 2 min or so: 56 cuts.
+  Workload w;
+  for (int i = 0; i < 3; ++i) w.jobs.push_back(job(0, 5000, 1, spec::Tier::kStandard));
+  auto o = quiet();
+  o.planner.starvation_cap_ms[1] = 120'000;
+  auto r = run(w, o, 1);
+  EXPECT_EQ(r.completed, 3);
+  EXPECT_LT(r.tiers[1].max_queue_s, 400);
+  EXPECT_GT(r.preemptions, 2);
+  EXPECT_LT(r.preemptions, 15) << r.preemptions;  // 6
+  EXPECT_EQ(r.rejected_proposals, 0u);
+}
+
 TEST(PlannerActions, ACutInsideATierWaitsUntilItPays) {
   // E's state is 4 x 64 GiB: a re-splice keeps its 4 devices idle for 256 s (cut and restore at
   // 1 GiB/s), 1,024 device-seconds, which W's 2 devices repay after 512 s of waiting. W then waits

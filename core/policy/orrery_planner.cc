@@ -32,10 +32,12 @@ bool OrreryPlanner::starving(const SchedulerCore& core, int job) const {
 
 JobBook::Key OrreryPlanner::key(const SchedulerCore& core, int job) const {
   const auto& j = core.cluster().jobs[job];
-  // Class: the tier; inside it the jobs past the tier's starvation cap first (the longest waiting
-  // first), then Tiresias' discretised LAS levels; inside a level tenants share fairly, and inside
-  // a tenant the least attained service goes first.
-  if (starving(core, job)) return JobBook::Key{kClassesPerTier * j.tier, book_.waiting_since(job), job};
+  // Class: the tier; inside it the jobs past the tier's starvation cap first, then Tiresias'
+  // discretised LAS levels; inside a level tenants share fairly, and inside a tenant (and among
+  // the jobs past the cap) the least attained service goes first. (The longest waiting first
+  // among the jobs past the cap made a device type whose tier's demand never ends a FIFO queue,
+  // its longest jobs ahead of the rest: docs/scheduling.md, "Starvation inside a tier".)
+  if (starving(core, job)) return JobBook::Key{kClassesPerTier * j.tier, j.attained, job};
   return JobBook::Key{kClassesPerTier * j.tier + 1 + las_level(j.attained), j.attained, job};
 }
 
@@ -247,6 +249,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   auto nothing_found = [&] {
     if (static_cast<std::size_t>(ben) >= next_search_.size()) next_search_.resize(static_cast<std::size_t>(ben) + 1, 0);
     next_search_[static_cast<std::size_t>(ben)] = core.now_ms() + o_.search_backoff_ms;
+    // orrery-core plans every 100 ms, so the search comes back when the backoff ends; a caller
+    // that plans only after a change (orrery-sim) is asked for a round then.
+    ctx.replan_at(next_search_[static_cast<std::size_t>(ben)]);
     return false;
   };
   bool waiting_to_pay = false;  // a cut inside the tier that will pay later (a round is asked for)
@@ -292,13 +297,15 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     const std::int64_t v_rank = spec::rank(d, vj);  // (the book files by rank, but it may change meanwhile)
     if (v_rank == ben_rank && !ctx.cut_pending(v)) ctx.freshen(v);  // its service weighed against `ben`'s
     // A lower tier, or a job of the same tier that has had a longer turn: a higher LAS level than
-    // `ben`'s (Tiresias' queues); for `ben` past its tier's starvation cap, any job with more
-    // attained service that has run at least the cap since it started (a quantum: two starving
-    // jobs do not take turns faster); or (fair share) a job of a tenant above the tier's split.
+    // `ben`'s (Tiresias' queues); for `ben` past its tier's starvation cap, any job with more than
+    // twice its attained service that has run at least the cap since it started (a quantum: two
+    // starving jobs do not take turns faster, and each turn at least doubles what the victim has
+    // had over `ben`: PlannerOptions::starvation_cap_ms); or (fair share) a job of a tenant above
+    // the tier's split.
     const bool same_tier_turn =
         v_rank == ben_rank &&
         ((ben_class > 0 && 1 + las_level(vj.attained) > ben_class) ||
-         (ben_class == 0 && vj.attained > bj.attained && core.now_ms() - book_.running_since(v) >= cap) ||
+         (ben_class == 0 && vj.attained > 2 * bj.attained && core.now_ms() - book_.running_since(v) >= cap) ||
          (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held));
     if ((v_rank < ben_rank || (v_rank == ben_rank && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (protected_now(core, book_, v)) continue;  // within its min_runtime_ms (victims.h)

@@ -123,8 +123,10 @@ TEST(Simulator, VictimSearchesSeeAttainedServiceAsOfNow) {
   // the running job's attained service is committed only when a planner weighs it as a victim
   // (PlanContext::freshen, as orrery-core's nodes report it every second): arriving at 4,000 s,
   // past the first LAS threshold (1 GPU-hour; AFS: a GPU-hour more than the newcomer's), the
-  // newcomer has it cut at once; arriving at 3,000 s, before it, it waits for the whole run (the
-  // running job's service committed as of then is no reason to cut it).
+  // newcomer has it cut at once; arriving at 3,000 s, before it, it is not cut for the newcomer
+  // before it passes the threshold at 3,600 s (its service committed as of 3,000 s is no reason).
+  // orrery searches again when its backoff (60 s) ends, as orrery-core, which plans every 100 ms,
+  // would: it cuts the job within a minute of the threshold.
   for (const int arrival : {4000, 3000}) {
     Workload w;
     w.jobs = {job(0, 20000, 1, spec::Tier::kBasic), job(arrival, 100, 1, spec::Tier::kBasic)};
@@ -137,8 +139,11 @@ TEST(Simulator, VictimSearchesSeeAttainedServiceAsOfNow) {
         EXPECT_EQ(r->preemptions, 1) << policy;
         EXPECT_LT(r->tiers[2].max_queue_s, 60) << policy;
       } else {
-        EXPECT_EQ(r->preemptions, 0) << policy;
-        EXPECT_GT(r->tiers[2].max_queue_s, 15000) << policy;
+        EXPECT_GE(r->tiers[2].max_queue_s, 599) << policy;
+        if (std::string(policy) == "orrery") {
+          EXPECT_EQ(r->preemptions, 1);
+          EXPECT_LT(r->tiers[2].max_queue_s, 700);
+        }
       }
     }
   }
@@ -191,7 +196,8 @@ TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   // ends, 5 devices are free (2 + 3) but no region has the 4 that D, arriving at 150 s, needs.
   // orrery moves C to node 0 once D has waited as long as the move costs (1 device x 1 GiB / the
   // checkpoint + transfer + restore rate of 0.48 GiB/s, about 2.1 s, over D's 4 devices: about
-  // 0.5 s), where without it D waits some 1,850 s for A or C to end.
+  // 0.5 s), where without it D waits some 1,650 s, until A has had a GPU-hour (2 devices x 1,800
+  // s): a higher LAS level than D's, so D may cut it.
   const auto fleet = h100_fleet(2, 2, 4);
   Workload w;
   w.jobs = {job(0, 2000, 2, spec::Tier::kStandard), job(0, 100, 3, spec::Tier::kStandard),
@@ -211,7 +217,7 @@ TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   auto stay = simulate(fleet, w, "orrery", opts);
   ASSERT_TRUE(stay.ok()) << stay.reason();
   EXPECT_EQ(stay->migrations, 0);
-  EXPECT_GT(stay->tiers[1].p99_queue_s, 1800);
+  EXPECT_GT(stay->tiers[1].p99_queue_s, 1600);
 }
 
 // 300 synthetic jobs (gangs up to 16) at load 0.9 on one node of 32 devices: a contended run.

@@ -624,7 +624,7 @@ TEST_F(ServiceTest, AJobPlacedOverdueKeepsItsQuantumAcrossARestart) {
   s->tick();
   EXPECT_EQ(s->core().state(1), spec::JobState::kRunning);  // within its quantum
 
-  clock_.advance(51 * minute);  // 61 minutes since it started
+  clock_.advance(23 * hour + 51 * minute);  // 24 h 1 min since it started (the quantum: 24 h)
   ASSERT_TRUE(s->heartbeat(*n1b).ok());
   s->tick();
   EXPECT_EQ(s->core().state(1), spec::JobState::kCheckpointing) << s->jobs()->at(2).note;
