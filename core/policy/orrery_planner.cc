@@ -230,7 +230,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // loss per device, then the mode): the tenant holding most of the tier, then the most devices.
   // (Not the fewest steps since the last checkpoint: a transparent cut loses none of them, and
   // with progress committed as orrery-core commits it, every second, that key picked the jobs
-  // just restored from a cut, to cut them again: docs/scheduling.md, "Open".)
+  // just restored from a cut, to cut them again: docs/scheduling.md, "Service as of now".)
   auto tie_key = [&](int v) { return std::tuple(-shares.held(s.jobs[v].tier, tenant(v)), -s.jobs[v].devices, v); };
   // Fair share among tenants inside the tier: `ben`'s tenant, with `ben` placed, would hold no
   // more than the tier's equal split, so it may take devices from a tenant that, without the
