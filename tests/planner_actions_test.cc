@@ -125,6 +125,24 @@ TEST(PlannerActions, StarvingJobsOfATierTakeTurnsThatDouble) {
   EXPECT_EQ(r.rejected_proposals, 0u);
 }
 
+TEST(PlannerActions, PastTheCapTheLeastAttainedServiceGoesFirst) {
+  // One device; standard's cap 2 min. A (5,000 s) runs from 0 and is cut for a premium job of
+  // 200 s arriving at 50 s (at 110 s: A's periodic checkpoint was in flight at 50 s, and the
+  // search backs off for 60 s); B (5,000 s) arrives at 150 s. When the premium job ends (312 s),
+  // both are past the cap: B, with no service, starts first, though A has waited longer. Oldest
+  // first, A started, and B waited until A had run the cap and B could cut it (451 s).
+  Workload w;
+  w.jobs = {job(0, 5000, 1, spec::Tier::kStandard), job(50, 200, 1, spec::Tier::kPremium),
+            job(150, 5000, 1, spec::Tier::kStandard)};
+  auto o = quiet();
+  o.planner.starvation_cap_ms[1] = 120'000;
+  auto r = run(w, o, 1);
+  EXPECT_EQ(r.completed, 3);
+  EXPECT_LT(r.tiers[1].max_queue_s, 200);  // B: from 150 s to the premium job's end
+  EXPECT_GT(r.tiers[1].max_queue_s, 150);
+  EXPECT_EQ(r.rejected_proposals, 0u);
+}
+
 TEST(PlannerActions, ACutInsideATierWaitsUntilItPays) {
   // E's state is 4 x 64 GiB: a re-splice keeps its 4 devices idle for 256 s (cut and restore at
   // 1 GiB/s), 1,024 device-seconds, which W's 2 devices repay after 512 s of waiting. W then waits
