@@ -61,8 +61,9 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
       if (++looked > o_.max_victim_candidates) break;
       const auto& vj = s.jobs[v];
       if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
-      ctx.freshen(v);  // its service weighed against `ben`'s
-      if (vj.attained < bj.attained + o_.las_threshold_gpu_ms) continue;
+      // Its service as of now (PlanContext::unreported_gpu_ms), committed if kept.
+      if (vj.attained + ctx.unreported_gpu_ms(v) < bj.attained + o_.las_threshold_gpu_ms) continue;
+      ctx.freshen(v);
       if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
       pool.push_back(v);
     }

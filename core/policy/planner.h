@@ -48,11 +48,16 @@ class PlanContext {
   // The planner wants a round at `time_ms` (core clock) even if nothing changes by then: a move
   // that does not pay yet may pay by then. orrery-core plans every 100 ms anyway (default: nothing).
   virtual void replan_at(std::int64_t /*time_ms*/) {}
-  // The planner is about to weigh running job `job`'s attained service against a waiting job's
-  // (spec::precedes inside a rank: a victim must have had strictly more): the caller commits the
-  // job's progress as of now where its last commit is older than a node's report would be.
+  // A running job's attained service is weighed against a waiting job's inside a rank
+  // (spec::precedes: a victim must have had strictly more). unreported_gpu_ms(job): the device
+  // time it has run since its service was last committed, as a node's report would have it now;
+  // freshen(job) commits it (its progress as of now), so that the guard sees what the planner
+  // weighed. Planners weigh committed + unreported and freshen only the jobs they then keep as
+  // candidates (a commit each: on the 1M-job run most jobs looked at are not kept).
   // orrery-core commits the nodes' reports every progress_every_ms (1 s) anyway: nothing to add
-  // (the default). orrery-sim commits what its model ran since the last commit, as a report would.
+  // (the defaults). orrery-sim reports what its model ran since the last commit, where that is
+  // more than a report period ago.
+  virtual std::int64_t unreported_gpu_ms(int /*job*/) const { return 0; }
   virtual void freshen(int /*job*/) {}
 };
 

@@ -35,8 +35,9 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
       for (int v : book_.running(bj.dtype, rank)) {
         if (++looked > o_.max_victim_candidates) break;
         if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
-        ctx.freshen(v);  // its queue is its attained service's
-        if (queue_of(core, v) != 1) continue;
+        // Its queue by its service as of now (PlanContext::unreported_gpu_ms), committed if kept.
+        if (core.cluster().jobs[v].attained + ctx.unreported_gpu_ms(v) < o_.las_threshold_gpu_ms) continue;
+        ctx.freshen(v);
         if (!spec::favoured(d, core.cluster(), ben, v) || !spec::fits_devices_of(d, core.cluster(), ben, v)) continue;
         candidates.push_back(v);
       }

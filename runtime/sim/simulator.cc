@@ -138,9 +138,13 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   }
   bool cut_pending(int j) const override { return proto_->busy(j); }
   // As orrery-core's nodes report it: progress at most a report period (protocol::Timeouts) old.
+  std::int64_t unreported_gpu_ms(int j) const override {
+    if (core_->state(j) != JobState::kRunning) return 0;
+    const std::int64_t since = now() - jobs_[static_cast<std::size_t>(j)].gpu_from_ms;
+    return since >= protocol::Timeouts{}.progress_every_ms ? core_->cluster().jobs[j].devices * since : 0;
+  }
   void freshen(int j) override {
-    if (core_->state(j) == JobState::kRunning && now() - job(j).gpu_from_ms >= protocol::Timeouts{}.progress_every_ms)
-      progress(j);
+    if (unreported_gpu_ms(j) > 0) progress(j);
   }
   void replan_at(std::int64_t t) override {
     t = std::max({t, now(), last_round_ + ms(o_.round_s)});
