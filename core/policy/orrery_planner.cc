@@ -36,7 +36,7 @@ JobBook::Key OrreryPlanner::key(const SchedulerCore& core, int job) const {
   // discretised LAS levels; inside a level tenants share fairly, and inside a tenant (and among
   // the jobs past the cap) the least attained service goes first. (The longest waiting first
   // among the jobs past the cap made a device type whose tier's demand never ends a FIFO queue,
-  // its longest jobs ahead of the rest: docs/scheduling.md, "Starvation inside a tier".)
+  // its longest jobs ahead of the rest: docs/scheduling.md, "Service as of now".)
   if (starving(core, job)) return JobBook::Key{kClassesPerTier * j.tier, j.attained, job};
   return JobBook::Key{kClassesPerTier * j.tier + 1 + las_level(j.attained), j.attained, job};
 }
