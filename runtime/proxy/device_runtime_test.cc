@@ -849,7 +849,9 @@ TEST(NodeRuntime, CheckpointAtAGivenStepAndGoOn) {
   auto rt = start(dir, 1);
   ASSERT_TRUE(rt);
   const int job = 600;
-  ASSERT_TRUE(rt->launch(spec(job, 1, 2, {{0, {1, 0}}}, {"--step-delay-us=5000"})).ok());
+  // 20 ms a step: the request for step 20 must reach the workers before they pass it (with 5 ms,
+  // 100 ms from Started, a loaded machine once missed it and the boundary was skipped).
+  ASSERT_TRUE(rt->launch(spec(job, 1, 2, {{0, {1, 0}}}, {"--step-delay-us=20000"})).ok());
   auto ev = wait_for(*rt, job, Kind::kStarted);
   ASSERT_EQ(ev.back().kind, Kind::kStarted);
   ASSERT_TRUE(rt->checkpoint(job, 1, 20, false).ok());
