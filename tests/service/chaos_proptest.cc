@@ -19,7 +19,9 @@
 // cannot import torch or the orrery Python package is not built beside the binaries.
 // ORRERY_CHAOS_CASES sets the number of sequences (default 6; each takes 5-40 s). RC_PARAMS is
 // passed on to RapidCheck (e.g. RC_PARAMS="seed=42"); shrinking is off unless RC_PARAMS asks for it
-// (noshrink=0), since every step of a shrink replays a whole cluster run.
+// (noshrink=0), since every step of a shrink replays a whole cluster run. A failing case prints
+// "FAILED at line N: <check>" and keeps its directory; RapidCheck then runs it once more, as the
+// next case number, to print its counterexample (that rerun may pass: timing differs).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -160,6 +162,20 @@ std::string torch_reference(const fs::path& dir) {
   return memo;
 }
 
+// RC_ASSERT that prints what failed at once, in the case's own output, and where the case's logs
+// and journal are kept (`dir`, the case's directory, is not removed after a failure). RapidCheck
+// runs a failing case once more to print its counterexample and reports that rerun's result, so a
+// fault that the rerun does not meet would otherwise leave only "no exceptions thrown".
+#define CHAOS_REQUIRE(cond)                                                                   \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
+      std::printf("  FAILED at line %d: %s (logs and journal kept in %s)\n", __LINE__, #cond, \
+                  dir.c_str());                                                               \
+      std::fflush(stdout);                                                                    \
+      RC_FAIL(#cond);                                                                         \
+    }                                                                                         \
+  } while (0)
+
 RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) {
   // At full size from the first case: RapidCheck scales inRange by the size, which grows with the
   // case number, and a chaos run is too costly to spend its first cases on tiny values.
@@ -196,9 +212,9 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
 
   LocalCluster c(kBin, kCore, dir, kNodes, kHeartbeatTimeoutMs);
   auto up = c.start_core();
-  RC_ASSERT(up == "");
+  CHAOS_REQUIRE(up == "");
   for (int n = 1; n <= kNodes; ++n) c.start_node("n" + std::to_string(n));
-  RC_ASSERT(eventually(10000, [&] {
+  CHAOS_REQUIRE(eventually(10000, [&] {
     for (int n = 1; n <= kNodes; ++n)
       if (!c.node_up("n" + std::to_string(n))) return false;
     return true;
@@ -211,7 +227,7 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
   std::string torch_digest;
   if (with_torch) {
     torch_digest = torch_reference(fs::path(dir.string() + "-torch-reference"));
-    RC_ASSERT(!torch_digest.empty());
+    CHAOS_REQUIRE(!torch_digest.empty());
   }
 
   // What was accepted: id -> (world, steps).
@@ -219,8 +235,9 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
   std::set<int> torch_jobs;
   auto submit = [&](service::JobSpec s) {
     auto id = c.submit(s);
-    RC_ASSERT(id.ok());
-    RC_ASSERT(accepted.count(*id) == 0u);  // a fresh id for every accepted submission
+    if (!id.ok()) std::printf("    submit refused: %s\n", id.reason().c_str());
+    CHAOS_REQUIRE(id.ok());
+    CHAOS_REQUIRE(accepted.count(*id) == 0u);  // a fresh id for every accepted submission
     accepted[*id] = {static_cast<int>(s.world), static_cast<int>(s.steps)};
     return *id;
   };
@@ -239,7 +256,7 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
     torch_jobs.insert(submit(s));
   }
   const int first = accepted.begin()->first;
-  RC_ASSERT(eventually(10000, [&] { return c.job_in(first, spec::JobState::kRunning); }));
+  CHAOS_REQUIRE(eventually(10000, [&] { return c.job_in(first, spec::JobState::kRunning); }));
 
   int submitted = 0;
   for (const auto& act : actions) {
@@ -295,7 +312,7 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
       case Act::kKillCore:
         c.kill_core();
         sleep_ms(act.ms);
-        RC_ASSERT(c.start_core(c.port()) == "");
+        CHAOS_REQUIRE(c.start_core(c.port()) == "");
         break;
       case Act::kSubmit: {
         auto s = LocalCluster::mlp_job("extra" + std::to_string(submitted++), 300, 100);
@@ -325,17 +342,19 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
           if (in_flight) ++kills_in_flight;
           std::printf("    core killed %s\n", in_flight ? "with the cut in flight" : "after the cut");
           sleep_ms(act.ms);
-          RC_ASSERT(c.start_core(c.port()) == "");
+          CHAOS_REQUIRE(c.start_core(c.port()) == "");
         }
         break;
       }
     }
     // A refused request says why; either way the core keeps serving.
     if (!st.ok()) {
-      RC_ASSERT(!st.reason().empty());
+      CHAOS_REQUIRE(!st.reason().empty());
       std::printf("    refused: %s\n", st.reason().c_str());
     }
-    RC_ASSERT(c.core().running());
+    if (!c.core().running())
+      std::printf("    the core exited; its log:\n%s\n", c.core().output().c_str());
+    CHAOS_REQUIRE(c.core().running());
     sleep_ms(100);
   }
 
@@ -349,20 +368,26 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
   };
   bool done = eventually(150000, finished);
   auto js = c.jobs();
-  RC_ASSERT(js.has_value());
+  CHAOS_REQUIRE(js.has_value());
   if (!done) {
     for (const auto& j : *js)
       std::printf("  job %d %s: %s\n", j.job, std::string(spec::state_name(j.state)).c_str(), j.note.c_str());
     std::printf("core log: %s\n", c.core().output().substr(0, 4000).c_str());
   }
-  RC_ASSERT(done);
+  CHAOS_REQUIRE(done);
 
   // Exactly the accepted jobs, each ending once, with the reference result.
   std::set<int> known;
   for (const auto& j : *js) known.insert(j.job);
   std::set<int> want;
   for (auto& [id, _] : accepted) want.insert(id);
-  RC_ASSERT(known == want);
+  if (known != want) {
+    std::string k, w;
+    for (int id : known) k += " " + std::to_string(id);
+    for (int id : want) w += " " + std::to_string(id);
+    std::printf("  the core knows jobs%s; accepted were%s\n", k.c_str(), w.c_str());
+  }
+  CHAOS_REQUIRE(known == want);
   std::string all;  // every job's timeline
   for (const auto& j : *js) {
     auto tl = c.timeline(j.job);
@@ -370,20 +395,27 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
     auto [world, steps] = accepted[j.job];
     if (j.state == spec::JobState::kCompleted && torch_jobs.count(j.job)) {
       // Every rank's printed digest and the note's: the uninterrupted run's.
-      RC_ASSERT(count_of(tl, "-> Completed") == 1);
-      RC_ASSERT(LocalCluster::digest_of(j.note) == torch_digest);
+      if (count_of(tl, "-> Completed") != 1 || LocalCluster::digest_of(j.note) != torch_digest)
+        std::printf("  PyTorch job %d: note '%s', uninterrupted digest %s; its timeline:\n%s", j.job,
+                    j.note.c_str(), torch_digest.c_str(), tl.c_str());
+      CHAOS_REQUIRE(count_of(tl, "-> Completed") == 1);
+      CHAOS_REQUIRE(LocalCluster::digest_of(j.note) == torch_digest);
       for (int r = 0; r < world; ++r) {
         const auto printed = LocalCluster::printed_digest(c.rank_output(j.job, r));
         if (printed != torch_digest)
           std::printf("  PyTorch job %d rank %d: digest %s, uninterrupted %s\n", j.job, r,
                       printed.c_str(), torch_digest.c_str());
-        RC_ASSERT(printed == torch_digest);
+        CHAOS_REQUIRE(printed == torch_digest);
       }
       std::printf("  PyTorch job %d: epoch %lld, digest %s on every rank\n", j.job,
                   static_cast<long long>(j.epoch), torch_digest.c_str());
     } else if (j.state == spec::JobState::kCompleted) {
-      RC_ASSERT(count_of(tl, "-> Completed") == 1);
-      RC_ASSERT(LocalCluster::digest_of(j.note) == reference(c, world, steps));
+      const auto got = LocalCluster::digest_of(j.note), uninterrupted = reference(c, world, steps);
+      if (count_of(tl, "-> Completed") != 1 || got != uninterrupted)
+        std::printf("  job %d: digest %s, uninterrupted %s; its timeline:\n%s", j.job, got.c_str(),
+                    uninterrupted.c_str(), tl.c_str());
+      CHAOS_REQUIRE(count_of(tl, "-> Completed") == 1);
+      CHAOS_REQUIRE(got == uninterrupted);
     } else {
       // Failed for good only after a budget was used up: the job's own failures past its
       // retries, or platform faults (node kills, restarts) past the platform cap.
@@ -391,7 +423,7 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
       const int platform = count_of(tl, "NodeLoss");
       std::printf("  job %d failed after %d own failures, %d platform faults: %s\n", j.job, own,
                   platform, j.note.c_str());
-      RC_ASSERT(own > spec::kMaxRetries || platform > spec::kMaxPlatformFaults);
+      CHAOS_REQUIRE(own > spec::kMaxRetries || platform > spec::kMaxPlatformFaults);
     }
   }
 
@@ -401,7 +433,7 @@ RC_GTEST_PROP(Chaos, RandomDisruptionsKeepEveryJobAndItsBitIdenticalResult, ()) 
                     (dir / "replay.txt").string() + " 2>&1";
   int rc = std::system(cmd.c_str());
   if (rc != 0) std::printf("%s\n", read_file((dir / "replay.txt").string()).c_str());
-  RC_ASSERT(rc == 0);
+  CHAOS_REQUIRE(rc == 0);
   std::printf("  %zu jobs, all accounted for (%d preemptions, %d migrations, %d resizes, %d aborts, "
               "%d crashes, %d node losses; %d core kills so far with a cut in flight); journal "
               "replayed clean\n",
