@@ -295,19 +295,24 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   for (int v : pool) {
     const auto& vj = s.jobs[v];
     const std::int64_t v_rank = spec::rank(d, vj);  // (the book files by rank, but it may change meanwhile)
-    // Its service as of now (PlanContext::unreported_gpu_ms), where it is weighed against `ben`'s.
-    const std::int64_t v_attained = vj.attained + (v_rank == ben_rank ? ctx.unreported_gpu_ms(v) : 0);
     // A lower tier, or a job of the same tier that has had a longer turn: a higher LAS level than
     // `ben`'s (Tiresias' queues); for `ben` past its tier's starvation cap, any job with more than
     // twice its attained service that has run at least the cap since it started (a quantum: two
     // starving jobs do not take turns faster, and each turn at least doubles what the victim has
     // had over `ben`: PlannerOptions::starvation_cap_ms); or (fair share) a job of a tenant above
     // the tier's split.
-    const bool same_tier_turn =
-        v_rank == ben_rank &&
-        ((ben_class > 0 && 1 + las_level(v_attained) > ben_class) ||
-         (ben_class == 0 && v_attained > 2 * bj.attained && core.now_ms() - book_.running_since(v) >= cap) ||
-         (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held));
+    auto turn_with = [&](std::int64_t v_attained) {
+      return (ben_class > 0 && 1 + las_level(v_attained) > ben_class) ||
+             (ben_class == 0 && v_attained > 2 * bj.attained && core.now_ms() - book_.running_since(v) >= cap) ||
+             (ben_poor && tenant(v) != tenant(ben) && shares.held(vj.tier, tenant(v)) - vj.devices >= ben_held);
+    };
+    // Weighed against `ben`'s with its service as of now (PlanContext::unreported_gpu_ms): the
+    // committed service first, the unreported part only where that decides (more service never
+    // takes a turn away).
+    const bool same_tier_turn = v_rank == ben_rank && (turn_with(vj.attained) || [&] {
+                                  const std::int64_t unreported = ctx.unreported_gpu_ms(v);
+                                  return unreported > 0 && turn_with(vj.attained + unreported);
+                                }());
     if ((v_rank < ben_rank || (v_rank == ben_rank && !same_tier_turn)) || ctx.cut_pending(v)) continue;
     if (protected_now(core, book_, v)) continue;  // within its min_runtime_ms (victims.h)
     // Placed overdue: a higher tier does not cut it before it has run its quantum (its own tier
@@ -320,7 +325,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
       if (core.now_ms() - book_.running_since(v) < o_.starvation_cap_ms[static_cast<std::size_t>(vj.tier)]) continue;
       quantum_.erase(v);
     }
-    if (v_rank == ben_rank) ctx.freshen(v);  // committed as weighed, for the guard
+    // The guard weighs committed service: a same-rank victim's is committed as of now where the
+    // committed figure alone does not let it go (committing more never makes the guard refuse).
+    if (v_rank == ben_rank && !spec::favoured(d, s, ben, v)) ctx.freshen(v);
     if (!spec::favoured(d, s, ben, v) || (!fits_any && !spec::fits_devices_of(d, s, ben, v))) continue;
     candidates.push_back(v);
     // A shrink only of a transparent job (INV-MODE); inside the tier only when it pays (below).
