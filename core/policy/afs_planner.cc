@@ -56,18 +56,27 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
   // Running jobs of its type that have had at least a threshold more service, the most first.
   std::vector<int> pool;
   int looked = 0;
+  std::int64_t next_candidate = INT64_MAX;  // when the first one passed over will qualify
   for (std::int64_t rank = spec::kNumRanks - 1; rank >= 0 && looked < o_.max_victim_candidates; --rank)
     for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
       const auto& vj = s.jobs[v];
       if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
       // Its service as of now (PlanContext::unreported_gpu_ms), committed if kept.
-      if (vj.attained + ctx.unreported_gpu_ms(v) < bj.attained + o_.las_threshold_gpu_ms) continue;
+      if (vj.attained + ctx.unreported_gpu_ms(v) < bj.attained + o_.las_threshold_gpu_ms) {
+        next_candidate = std::min(next_candidate, reaches_service_at(core, ctx, v, bj.attained + o_.las_threshold_gpu_ms));
+        continue;
+      }
       ctx.freshen(v);
       if (!spec::favoured(d, s, ben, v) || !spec::fits_devices_of(d, s, ben, v)) continue;
       pool.push_back(v);
     }
-  if (pool.empty()) return;
+  // None yet: a round when a job passed over will have had enough more service (a job crossing
+  // the bound may then be enough).
+  auto ask_later = [&] {
+    if (next_candidate != INT64_MAX) ctx.replan_at(next_candidate);
+  };
+  if (pool.empty()) return ask_later();
   // A shrink first: the elastic (transparent) job whose last step weighed least, to the largest
   // count that frees what the beneficiary lacks (the whole gang from a job outside the region the
   // free devices were counted in: victims.h).
@@ -109,6 +118,8 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
   CutNeed::Option chosen;
   if (preempt_for(core, ctx, book_, cover_need(core, book_, vc, need, &chosen), ben) > 0)
     claim_free(core, book_, ben, need, chosen);
+  else
+    ask_later();
 }
 
 void AfsPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {

@@ -30,13 +30,17 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     if (need.devices == 0) return;
     std::vector<int> candidates;
     int looked = 0;
+    std::int64_t next_candidate = INT64_MAX;  // when the first one passed over will qualify
     const auto& bj = core.cluster().jobs[ben];
     for (std::int64_t rank = spec::kNumRanks - 1; rank >= 0 && looked < o_.max_victim_candidates; --rank)
       for (int v : book_.running(bj.dtype, rank)) {
         if (++looked > o_.max_victim_candidates) break;
         if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
         // Its queue by its service as of now (PlanContext::unreported_gpu_ms), committed if kept.
-        if (core.cluster().jobs[v].attained + ctx.unreported_gpu_ms(v) < o_.las_threshold_gpu_ms) continue;
+        if (core.cluster().jobs[v].attained + ctx.unreported_gpu_ms(v) < o_.las_threshold_gpu_ms) {
+          next_candidate = std::min(next_candidate, reaches_service_at(core, ctx, v, o_.las_threshold_gpu_ms));
+          continue;
+        }
         ctx.freshen(v);
         if (!spec::favoured(d, core.cluster(), ben, v) || !spec::fits_devices_of(d, core.cluster(), ben, v)) continue;
         candidates.push_back(v);
@@ -52,6 +56,8 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     CutNeed::Option chosen;
     if (preempt_for(core, ctx, book_, cover_need(core, book_, vc, need, &chosen), ben) > 0)
       claim_free(core, book_, ben, need, chosen);
+    else if (next_candidate != INT64_MAX)
+      ctx.replan_at(next_candidate);  // a job crossing the threshold may then be enough
   });
 }
 

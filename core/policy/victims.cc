@@ -18,6 +18,14 @@ bool protected_now(const SchedulerCore& core, const JobBook& book, int v) {
   return min_run > 0 && core.now_ms() - book.running_since(v) < min_run;
 }
 
+std::int64_t reaches_service_at(const SchedulerCore& core, const PlanContext& ctx, int v, std::int64_t bound) {
+  const auto& vj = core.cluster().jobs[v];
+  const std::int64_t short_by = bound - (vj.attained + ctx.unreported_gpu_ms(v));
+  if (short_by <= 0) return core.now_ms();
+  if (vj.devices <= 0) return INT64_MAX;
+  return core.now_ms() + (short_by + vj.devices - 1) / vj.devices;
+}
+
 namespace {
 
 using Cost = __int128;  // sums of devices x ms over many victims: no overflow

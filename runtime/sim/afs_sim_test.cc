@@ -74,13 +74,17 @@ TEST(AfsPlanner, ShrinksALongRunningJobForAWaitingOne) {
   EXPECT_GT(r->actions[2].stalled_gpu_s, 0);
   EXPECT_EQ(r->rejected_proposals, 0u);
   // A job that arrives while the running one has had less than the threshold more service (80 GPU-s
-  // at 10 s) waits: nothing is cut for it. (Like tiresias, AFS plans in the rounds that follow a
-  // change, devices freed or a job waiting anew, and asks for none of its own: the next one here is
-  // when the first job ends at 1,000 s.)
+  // at 10 s) waits: nothing is cut for it then. AFS asks for a round when the running job will have
+  // had the threshold more (3,600 GPU-s on 8 devices: at 450 s; reaches_service_at), as orrery-core,
+  // planning every 100 ms, would find it then; the running job, rigid, is preempted at that round,
+  // not at once and not at its end (1,000 s).
   w.jobs = {job(0, 1000, 8, spec::Tier::kStandard, 8), job(10, 600, 4, spec::Tier::kStandard, 4)};
   auto early = simulate(one_node(8), w, "afs", opts());
   ASSERT_TRUE(early.ok()) << early.reason();
-  EXPECT_EQ(early->preemptions + early->resizes, 0);
+  EXPECT_EQ(early->resizes, 0);
+  EXPECT_EQ(early->preemptions, 1);
+  EXPECT_GE(early->tiers[1].max_queue_s, 440);  // not before 450 s
+  EXPECT_LT(early->tiers[1].max_queue_s, 500);  // a round and the cut after it
 }
 
 }  // namespace
