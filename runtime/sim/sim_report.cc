@@ -184,6 +184,15 @@ std::string results_json(const std::vector<SimResult>& rs) {
     out += "}";
     out += ", \"offered_load\": " + json_num(r.offered_load);
     out += ", \"offered_load_per_tier\": " + per_tier([](const TierResult& t) { return t.offered_load; });
+    out += ", \"offered_load_pinned_per_tier\": {";
+    for (int t = 0; t < 3; ++t) {
+      out += std::string(t ? ", " : "") + "\"" + kTiers[t] + "\": {";
+      const auto& pl = r.tiers[t].pinned_load;
+      for (std::size_t k = 0; k < pl.size(); ++k)
+        out += (k ? ", " : "") + json_string(pl[k].first) + ": " + json_num(pl[k].second);
+      out += "}";
+    }
+    out += "}";
     out += ", \"workload_copies\": " + std::to_string(r.workload_copies);
     out += ", \"arrival_factor\": " + json_num(r.arrival_factor);
     out += ", \"utilization\": " + json_num(r.utilization);

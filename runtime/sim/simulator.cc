@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "core/clock.h"
 #include "core/journal.h"
@@ -45,6 +46,7 @@ struct JobSim {
   std::int64_t cut_step = -1;     // the step of the cut being written
   std::int64_t launched_epoch = -1;  // the last incarnation whose launch was carried out
   std::int64_t cut_epoch = -1;       // ... and whose cut
+  std::int32_t only_type = -1;    // the one device type that can hold it, if only one can
   bool moved = false;             // the incarnation restores on other devices (a migration)
   bool fail_next_cut = false;     // scripted: the runtime fails the next cut
   JobTimer finish, checkpoint;    // its next finish and periodic checkpoint (JobTimer)
@@ -387,6 +389,22 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     }
   }
 
+  // TierResult::pinned_load: per tier and device type, the offered load of the submitted jobs
+  // only that type can hold, over its devices.
+  void pinned_loads(SimResult& r) const {
+    std::set<std::pair<int, int>> pairs;  // (tier, type) with such jobs
+    for (const auto& js : jobs_)
+      if (js.only_type >= 0) pairs.insert({static_cast<int>(w_.jobs[static_cast<std::size_t>(js.w)].tier), js.only_type});
+    for (const auto& [tier, type] : pairs) {
+      CountedJobs counted(w_.jobs.size(), 0);
+      for (const auto& js : jobs_)
+        if (js.only_type == type && static_cast<int>(w_.jobs[static_cast<std::size_t>(js.w)].tier) == tier)
+          counted[static_cast<std::size_t>(js.w)] = 1;
+      r.tiers[static_cast<std::size_t>(tier)].pinned_load.emplace_back(
+          core_->fleet().device_types[static_cast<std::size_t>(type)], offered_load(w_, types_.count(type), counted));
+    }
+  }
+
   // A job that cannot run on this fleet: not submitted, counted with its reason.
   void unschedulable(const char* why) {
     ++unschedulable_;
@@ -420,10 +438,13 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     // A workload of one tenant submits without one (the core's default tenant).
     std::string types = core_->fleet().device_types[static_cast<std::size_t>(type)];
     const bool several = sj.device_types == 0 || (sj.device_types & (sj.device_types - 1)) != 0;
+    bool others = false;  // the spec names other types that can hold it
     if (several && !o_.pin_types)
       for (int t : types_.allowed(w_, w, type))
-        if (t != type && (!whole || types_.runs_whole(w_, w, t)))  // a whole job: types it runs on whole
+        if (t != type && (!whole || types_.runs_whole(w_, w, t))) {  // a whole job: types it runs on whole
           types += "|" + core_->fleet().device_types[static_cast<std::size_t>(t)];
+          others = true;
+        }
     Decision d = Decision::submit("j" + std::to_string(w), sj.tier, types, sj.world,
                                   whole ? sj.world : sj.min_devices, whole ? sj.world : sj.max_devices, sj.mem_mib,
                                   w_.tenants.size() > 1 ? w_.tenants[static_cast<std::size_t>(sj.tenant)] : "");
@@ -436,6 +457,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     }
     auto& js = job(c->job);
     js.w = w;
+    js.only_type = others ? -1 : type;
     js.total_s = std::max(sj.duration_s, 0.001);
     js.steps = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(js.total_s)));
     ++submitted_;
@@ -598,7 +620,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     for (std::size_t t = 0; t < 3; ++t) {
       const auto& a = sum.tiers[t];
       r.tiers[t] = {a.jobs, a.avg_jct_s, a.p50_jct_s, a.p99_jct_s, a.avg_queue_s, a.p99_queue_s, a.max_queue_s, a.sla_attainment, 0,
-                    a.gang_jobs, a.avg_queue_one_s, a.avg_queue_gang_s};
+                    a.gang_jobs, a.avg_queue_one_s, a.avg_queue_gang_s, {}};
     }
     r.offered_load = offered_load(w_, devices_, submitted);
     for (std::size_t t = 0; t < 3; ++t) {  // each tier's part of it
@@ -607,6 +629,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
         tier[i] = submitted[i] && static_cast<std::size_t>(w_.jobs[i].tier) == t;
       r.tiers[t].offered_load = offered_load(w_, devices_, tier);
     }
+    pinned_loads(r);
     r.actions = ledger_.costs();
     r.sim_s = static_cast<double>(std::max(end, now()) - t0_) / 1000.0;
     r.capacity_gpu_s = static_cast<double>(devices_) * static_cast<double>(end - t0_) / 1000.0;

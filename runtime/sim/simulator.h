@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/fleet.h"
@@ -97,6 +98,11 @@ struct TierResult {
   // device), and the average waits of the one-device jobs and of the gangs.
   std::int64_t gang_jobs = 0;
   double avg_queue_one_s = 0, avg_queue_gang_s = 0;
+  // The offered load of the tier's jobs that only one device type can hold (their spec names one,
+  // or only one of those it names can hold them; every job with --pin-types), over that type's
+  // devices: per type, for the types that have such jobs. A tier whose fleet-wide load is within a
+  // share can still ask more than the share of a type it is pinned to.
+  std::vector<std::pair<std::string, double>> pinned_load;
 };
 
 struct TenantResult {

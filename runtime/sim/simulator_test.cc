@@ -8,6 +8,7 @@
 
 #include "checker/replay.h"
 #include "runtime/sim/fleet_generator.h"
+#include "runtime/sim/offered_load.h"
 #include "runtime/sim/sim_test_util.h"
 #include "runtime/sim/synthetic_workload.h"
 
@@ -147,6 +148,40 @@ TEST(Simulator, VictimSearchesSeeAttainedServiceAsOfNow) {
       }
     }
   }
+}
+
+TEST(Simulator, ReportsTheLoadOfJobsOnlyOneTypeCanHold) {
+  // 4 A100 and 4 H100 devices. Two premium jobs allow only the A100s, one either type; one
+  // standard job either type. The premium tier's pinned load is the two pinned jobs' load over the
+  // 4 A100s (twice what they offer the whole fleet); the jobs that allow both count in no type's.
+  const auto f = *core::Fleet::parse(
+      "region r0\ncluster c0\n"
+      "node a host_mem_mib=262144\ndevices A100-80G count=4 mem_mib=81920\n"
+      "node h host_mem_mib=262144\ndevices H100-80G count=4 mem_mib=81920\n");
+  Workload w;
+  w.device_types = {"A100-80G", "H100-80G"};
+  w.jobs = {job(0, 1000, 2, spec::Tier::kPremium), job(50, 1000, 2, spec::Tier::kPremium),
+            job(100, 1000, 2, spec::Tier::kPremium), job(150, 1000, 2, spec::Tier::kStandard)};
+  w.jobs[0].device_types = w.jobs[2].device_types = 1;  // A100 only
+  w.jobs[1].device_types = w.jobs[3].device_types = 3;  // either
+  auto r = simulate(f, w, "orrery", quiet());
+  ASSERT_TRUE(r.ok()) << r.reason();
+  ASSERT_EQ(r->tiers[0].pinned_load.size(), 1u);
+  EXPECT_EQ(r->tiers[0].pinned_load[0].first, "A100-80G");
+  const double pinned = offered_load(w, 4, CountedJobs{1, 0, 1, 0});
+  EXPECT_GT(pinned, 0);
+  EXPECT_NEAR(r->tiers[0].pinned_load[0].second, pinned, 1e-9);
+  EXPECT_NEAR(offered_load(w, 8, CountedJobs{1, 0, 1, 0}), pinned / 2, 1e-9);
+  EXPECT_TRUE(r->tiers[1].pinned_load.empty());
+  // Submitted with one type each (--pin-types), every job is pinned to the type it was given.
+  auto o = quiet();
+  o.pin_types = true;
+  auto pinned_all = simulate(f, w, "orrery", o);
+  ASSERT_TRUE(pinned_all.ok()) << pinned_all.reason();
+  EXPECT_EQ(pinned_all->tiers[1].pinned_load.size(), 1u);
+  double premium = 0;  // the premium jobs' load, split over the types they were given
+  for (const auto& [type, load] : pinned_all->tiers[0].pinned_load) premium += load * 4;
+  EXPECT_NEAR(premium, offered_load(w, 1, CountedJobs{1, 1, 1, 0}), 1e-9);
 }
 
 TEST(Simulator, ShrinksAnElasticJobBeforePreemptingIt) {
