@@ -50,6 +50,19 @@ double offered_load(const Workload& w, std::int64_t devices, const CountedJobs& 
   return load_at(w, devices, counted, 1.0);
 }
 
+std::map<int, double> offered_load_by_group(const Workload& w, const std::vector<int>& group,
+                                            const std::function<std::int64_t(int)>& devices) {
+  std::map<int, double> out;
+  for (int g : group)
+    if (g >= 0) out.emplace(g, 0.0);
+  for (auto& [g, load] : out) {
+    CountedJobs counted(group.size(), 0);
+    for (std::size_t i = 0; i < group.size(); ++i) counted[i] = group[i] == g;
+    load = offered_load(w, devices(g), counted);
+  }
+  return out;
+}
+
 double offered_load_limit(const Workload& w, std::int64_t devices, const CountedJobs& counted) {
   return load_at(w, devices, counted, std::numeric_limits<double>::infinity());
 }

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "base/result.h"
@@ -50,6 +51,11 @@ using CountedJobs = std::vector<char>;
 
 // The offered load over the steady-state window (above); 0 when the window has no length.
 double offered_load(const Workload& w, std::int64_t devices, const CountedJobs& counted = {});
+// Each group's offered load over its own devices: `group[i]` is job i's group (< 0: in none),
+// `devices(g)` the devices group g's load is counted against (a tier's part of the fleet's load,
+// or the jobs one device type alone can hold, over that type). Only groups with jobs, by group.
+std::map<int, double> offered_load_by_group(const Workload& w, const std::vector<int>& group,
+                                            const std::function<std::int64_t(int)>& devices);
 // The most that compressing the arrival times can offer: the load as every gap between arrivals
 // goes to zero, with every job running on past the window's end. A workload whose jobs are too few
 // for the fleet cannot reach a load above it by scaling time alone (scale_to_load repeats it).

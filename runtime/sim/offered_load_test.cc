@@ -40,6 +40,12 @@ TEST(OfferedLoad, CountsWhatEachJobWouldHoldInsideTheWindow) {
   EXPECT_DOUBLE_EQ(offered_load(w, 4, {1, 0, 1, 1, 1}), 60.0 / 160.0);
   // Limit: every job with work runs from its arrival past the end: 2x40 + 1x30 + 4x20 = 190.
   EXPECT_DOUBLE_EQ(offered_load_limit(w, 4), 190.0 / 160.0);
+  // By group, each over its own devices: jobs 0 and 2 (60 GPU-s) over 4 devices, job 1 (30) over
+  // 2; job 3 and 4 in none.
+  const auto by = offered_load_by_group(w, {0, 1, 0, -1, -1}, [](int g) { return g == 0 ? 4 : 2; });
+  ASSERT_EQ(by.size(), 2u);
+  EXPECT_DOUBLE_EQ(by.at(0), 60.0 / 160.0);
+  EXPECT_DOUBLE_EQ(by.at(1), 30.0 / 80.0);
 }
 
 TEST(OfferedLoad, ScalingReachesTheLoadWithHeavyTailedDurations) {

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
-#include <set>
 
 #include "core/clock.h"
 #include "core/journal.h"
@@ -389,22 +388,6 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     }
   }
 
-  // TierResult::pinned_load: per tier and device type, the offered load of the submitted jobs
-  // only that type can hold, over its devices.
-  void pinned_loads(SimResult& r) const {
-    std::set<std::pair<int, int>> pairs;  // (tier, type) with such jobs
-    for (const auto& js : jobs_)
-      if (js.only_type >= 0) pairs.insert({static_cast<int>(w_.jobs[static_cast<std::size_t>(js.w)].tier), js.only_type});
-    for (const auto& [tier, type] : pairs) {
-      CountedJobs counted(w_.jobs.size(), 0);
-      for (const auto& js : jobs_)
-        if (js.only_type == type && static_cast<int>(w_.jobs[static_cast<std::size_t>(js.w)].tier) == tier)
-          counted[static_cast<std::size_t>(js.w)] = 1;
-      r.tiers[static_cast<std::size_t>(tier)].pinned_load.emplace_back(
-          core_->fleet().device_types[static_cast<std::size_t>(type)], offered_load(w_, types_.count(type), counted));
-    }
-  }
-
   // A job that cannot run on this fleet: not submitted, counted with its reason.
   void unschedulable(const char* why) {
     ++unschedulable_;
@@ -623,13 +606,19 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
                     a.gang_jobs, a.avg_queue_one_s, a.avg_queue_gang_s, {}};
     }
     r.offered_load = offered_load(w_, devices_, submitted);
-    for (std::size_t t = 0; t < 3; ++t) {  // each tier's part of it
-      CountedJobs tier(submitted.size(), 0);
-      for (std::size_t i = 0; i < tier.size(); ++i)
-        tier[i] = submitted[i] && static_cast<std::size_t>(w_.jobs[i].tier) == t;
-      r.tiers[t].offered_load = offered_load(w_, devices_, tier);
-    }
-    pinned_loads(r);
+    // Each tier's part of it; and per tier and device type, the load of the jobs only that type
+    // can hold, over its devices (TierResult::pinned_load).
+    const int types = static_cast<int>(core_->fleet().device_types.size());
+    std::vector<int> tier_of(submitted.size(), -1), pinned(submitted.size(), -1);
+    for (std::size_t i = 0; i < tier_of.size(); ++i)
+      if (submitted[i]) tier_of[i] = static_cast<int>(w_.jobs[i].tier);
+    for (const auto& js : jobs_)
+      if (js.only_type >= 0) pinned[static_cast<std::size_t>(js.w)] = tier_of[static_cast<std::size_t>(js.w)] * types + js.only_type;
+    for (const auto& [t, load] : offered_load_by_group(w_, tier_of, [&](int) { return devices_; }))
+      r.tiers[static_cast<std::size_t>(t)].offered_load = load;
+    for (const auto& [g, load] : offered_load_by_group(w_, pinned, [&](int g) { return types_.count(g % types); }))
+      r.tiers[static_cast<std::size_t>(g / types)].pinned_load.emplace_back(
+          core_->fleet().device_types[static_cast<std::size_t>(g % types)], load);
     r.actions = ledger_.costs();
     r.sim_s = static_cast<double>(std::max(end, now()) - t0_) / 1000.0;
     r.capacity_gpu_s = static_cast<double>(devices_) * static_cast<double>(end - t0_) / 1000.0;
