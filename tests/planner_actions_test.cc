@@ -272,6 +272,33 @@ Workload behind_two_gangs(const core::Fleet& f, int x_devices, double x_s, const
   return w;
 }
 
+TEST(PlannerActions, PastTheCapAGangCutsAsManyJobsOfItsTierAsItNeeds) {
+  // On two_types(), everything pinned to the A100 node (4 devices): 4 premium one-device jobs of
+  // 20,000 s from 0 s keep it full; a premium gang of 4 arrives at 100 s (within the reserve: the
+  // H100s count in it). Past premium's cap (2 min) the gang may cut jobs of its tier with more
+  // than twice its service that have run the cap: all four, though a cut inside a tier takes one
+  // job at most otherwise (max_same_tier_victims). Before, it waited for them all to end (19,900
+  // s). The four, past the cap in turn, take their turns back by the same rule, each at least
+  // doubling the service between two cuts: a few cuts, not a churn.
+  const auto f = two_types();
+  Workload w;
+  w.device_types = {"A100-80G", "H100-80G"};
+  for (int i = 0; i < 4; ++i) w.jobs.push_back(job(0, 20000, 1, spec::Tier::kPremium));
+  w.jobs.push_back(job(100, 1000, 4, spec::Tier::kPremium));
+  for (auto& j : w.jobs) j.device_types = 1;
+  auto o = quiet();
+  ASSERT_EQ(o.planner.max_same_tier_victims, 1);
+  auto r = run_on(f, w, o, "orrery");
+  EXPECT_LT(r.tiers[0].max_queue_s, 1000) << "the gang waited for the one-device jobs' end";
+  EXPECT_GE(r.preemptions, 4);
+  EXPECT_LT(r.preemptions, 40) << r.preemptions;
+  // Without the cap nothing of its tier is cut for it: it waits for the four to end.
+  o.planner.starvation_cap_ms = {0, 0, 0};
+  auto plain = run_on(f, w, o, "orrery");
+  EXPECT_GT(plain.tiers[0].max_queue_s, 19000);
+  EXPECT_EQ(plain.preemptions, 0);
+}
+
 TEST(PlannerActions, AJobThatAllowsSeveralTypesIsPlacedOnAnotherWithRoom) {
   // X (pinned) holds all 4 devices of Y's first type for 1,000 s; Y (2 devices, 100 s, either
   // type) arrives at 10 s and runs at once on the other type, with every planner. Submitted
