@@ -25,6 +25,19 @@ std::string err_of(const std::string& text) {
   return f.ok() ? "" : f.reason();
 }
 
+TEST(FleetTomlTest, AlibabaExampleHasTheTraceClustersModelsInProportion) {
+  // examples/fleets/alibaba-16x8.toml: 16 nodes of 8, the models of the trace's node list by
+  // their share of its 6,212 GPUs (11 G2, 2 T4, one each of G3, P100, V100M32).
+  auto f = load_fleet_toml(ORRERY_SOURCE_DIR "/examples/fleets/alibaba-16x8.toml");
+  ASSERT_TRUE(f.ok()) << f.reason();
+  EXPECT_EQ(f->num_devices(), 128);
+  EXPECT_EQ(f->nodes.size(), 16u);
+  ASSERT_EQ(f->device_types, (std::vector<std::string>{"G2", "T4", "G3", "P100", "V100M32"}));
+  std::vector<int> per_type(f->device_types.size(), 0);
+  for (int d = 0; d < f->num_devices(); ++d) ++per_type[static_cast<std::size_t>(f->device_type(d))];
+  EXPECT_EQ(per_type, (std::vector<int>{88, 16, 8, 8, 8}));
+}
+
 TEST(FleetTomlTest, ExampleFileBuildsTheCoreFleet) {
   auto f = load_fleet_toml(ORRERY_SOURCE_DIR "/examples/fleets/two-regions.toml");
   ASSERT_TRUE(f.ok()) << f.reason();
