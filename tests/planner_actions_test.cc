@@ -2,8 +2,9 @@
 // that does not (or the same scenario with the mechanism switched off), so that each test fails if
 // the mechanism goes: growth into idle devices, a shrink inside a tier for a job of a lower LAS
 // level, the cost rule that delays a cut until the waiting job has waited what it costs, the
-// starvation cap, the tier order under overload (also beyond the premium reserve), and premium's own
-// round budgets, and another device type for a job whose spec allows several (for every planner);
+// starvation cap (and a gang past it cutting as many jobs of its tier as it needs), the tier
+// order under overload (also beyond the premium reserve), and premium's own round budgets, and
+// another device type for a job whose spec allows several (for every planner);
 // backfill of a small job behind gangs that fit nowhere (every planner but FIFO); cuts that free
 // only what a gang lacks beside the free devices (every planner that preempts).
 // (Shrink for a higher tier, preemption of a
