@@ -276,9 +276,9 @@ Workload behind_two_gangs(const core::Fleet& f, int x_devices, double x_s, const
 TEST(PlannerActions, PastTheCapAGangCutsAsManyJobsOfItsTierAsItNeeds) {
   // On two_types(), everything pinned to the A100 node (4 devices): 4 premium one-device jobs of
   // 20,000 s from 0 s keep it full; a premium gang of 4 arrives at 100 s (within the reserve: the
-  // H100s count in it). Past premium's cap (2 min) the gang may cut jobs of its tier with more
-  // than twice its service that have run the cap: all four, though a cut inside a tier takes one
-  // job at most otherwise (max_same_tier_victims). Before, it waited for them all to end (19,900
+  // H100s count in it). Past premium's cap (2 min) the gang, which one node holds, may cut jobs of
+  // its tier with more than twice its service that have run the cap: all four, though a cut
+  // inside a tier takes one job at most otherwise (max_same_tier_victims). Before, it waited for them all to end (19,900
   // s). The four, past the cap in turn, take their turns back by the same rule, each at least
   // doubling the service between two cuts: a few cuts, not a churn.
   const auto f = two_types();
@@ -298,6 +298,25 @@ TEST(PlannerActions, PastTheCapAGangCutsAsManyJobsOfItsTierAsItNeeds) {
   auto plain = run_on(f, w, o, "orrery");
   EXPECT_GT(plain.tiers[0].max_queue_s, 19000);
   EXPECT_EQ(plain.preemptions, 0);
+}
+
+TEST(PlannerActions, PastTheCapAGangLargerThanANodeCutsOneJobOfItsTierAtMost) {
+  // The same on two A100 nodes of 4 (and 8 H100s, so that the reserve holds everything): 8
+  // premium one-device jobs and a premium gang of 8, more than one node holds. Such gangs (of
+  // hundreds, on synthetic workloads) cutting dozens of jobs each churned: it waits for their end.
+  const auto f = *core::Fleet::parse(
+      "region r0\ncluster c0\n"
+      "node a0 host_mem_mib=262144\ndevices A100-80G count=4 mem_mib=81920\n"
+      "node a1 host_mem_mib=262144\ndevices A100-80G count=4 mem_mib=81920\n"
+      "node h host_mem_mib=262144\ndevices H100-80G count=8 mem_mib=81920\n");
+  Workload w;
+  w.device_types = {"A100-80G", "H100-80G"};
+  for (int i = 0; i < 8; ++i) w.jobs.push_back(job(0, 20000, 1, spec::Tier::kPremium));
+  w.jobs.push_back(job(100, 1000, 8, spec::Tier::kPremium));
+  for (auto& j : w.jobs) j.device_types = 1;
+  auto r = run_on(f, w, quiet(), "orrery");
+  EXPECT_GT(r.tiers[0].max_queue_s, 19000);
+  EXPECT_EQ(r.preemptions, 0);
 }
 
 TEST(PlannerActions, AJobThatAllowsSeveralTypesIsPlacedOnAnotherWithRoom) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <limits>
+#include <map>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -140,6 +141,21 @@ void OrreryPlanner::place_overdue(const SchedulerCore& core, PlanContext& ctx) {
   }
 }
 
+std::int64_t OrreryPlanner::node_devices(const SchedulerCore& core, std::int64_t dtype) {
+  if (node_devices_.empty()) {
+    const auto& f = core.fleet();
+    std::map<std::pair<int, int>, std::int64_t> on_node;  // (node, type) -> devices
+    for (const auto& g : f.groups) on_node[{g.node, g.type}] += g.count;
+    node_devices_.assign(f.device_types.size(), 0);
+    for (const auto& [key, n] : on_node) {
+      auto& most = node_devices_[static_cast<std::size_t>(key.second)];
+      most = std::max(most, n);
+    }
+  }
+  const auto t = static_cast<std::size_t>(dtype);
+  return t < node_devices_.size() ? node_devices_[t] : 0;
+}
+
 bool OrreryPlanner::in_overdue_quantum(const SchedulerCore& core, int v) {
   auto it = overdue_placed_.find(v);
   if (it == overdue_placed_.end()) return false;
@@ -241,10 +257,13 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // `ben`'s class in its tier: 0 past the tier's starvation cap, else 1 + its LAS level.
   const std::int64_t ben_class = book_.key_of(ben)[0] % kClassesPerTier;
   const std::int64_t top_level = std::clamp<std::int64_t>(o_.las_levels, 1, kClassesPerTier - 1) - 1;
-  // Past the cap a job may cut as many jobs of its tier as its smallest gang needs (each by the
-  // cap's rule below): else a gang whose type its tier's one-device jobs keep full waits for them
-  // all to end, whatever the cap (a premium gang of 8 on a type of one node: 37 days).
-  const std::int64_t same_tier_most = ben_class == 0 ? std::numeric_limits<std::int64_t>::max() : o_.max_same_tier_victims;
+  // Past the cap a gang that one node can hold may cut as many jobs of its tier as it needs (each
+  // by the cap's rule below): else a gang whose type its tier's one-device jobs keep full waits for
+  // them all to end, whatever the cap (a premium gang of 8 on a type of one node: 37 days). Not a
+  // larger one: gangs of hundreds cutting dozens of jobs each churned (docs/policies.md).
+  const bool node_gang = bj.min_dev <= node_devices(core, bj.dtype);
+  const std::int64_t same_tier_most =
+      ben_class == 0 && node_gang ? std::numeric_limits<std::int64_t>::max() : o_.max_same_tier_victims;
   // Inside the tier only if a rule below can let a job go (and, when at most one job of the tier
   // may be cut, only one that covers, alone, what the gang lacks).
   const bool same_tier_possible = o_.max_same_tier_victims > 0 && (ben_class <= top_level || ben_poor);

@@ -96,9 +96,9 @@ struct PlannerOptions {
   // type, the lowest tier first); bounds a search on large fleets.
   int max_victim_candidates = 256;
   // orrery: a preemption inside a tier (fair share) cuts at most this many jobs for one waiting
-  // job; a waiting job that needs more is helped only by lower tiers' jobs. Not for a job past its
-  // tier's starvation cap: it may cut as many of its tier as its smallest gang needs (each by the
-  // cap's rule), else a gang on a type its tier's small jobs keep full waited for them all to end.
+  // job; a waiting job that needs more is helped only by lower tiers' jobs. Not for a gang past its
+  // tier's starvation cap that one node can hold: it may cut as many of its tier as it needs (each
+  // by the cap's rule), else it waited for the small jobs of its tier on its type to end.
   int max_same_tier_victims = 1;
   // orrery: defragmentation by migration (docs/policies.md). A move costs the moved job's devices
   // for the time its state takes to checkpoint, transfer and restore at this rate (GiB/s, the
