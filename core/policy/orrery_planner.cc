@@ -409,8 +409,8 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   auto victims = cover();
   // Inside a tier a preemption only reorders equals (fair share): it pays when it delays fewer
   // jobs than it helps. Cutting many small jobs for one large gang lengthens the average job's
-  // completion and churns; then only lower tiers' jobs are cut (but for a job past its tier's
-  // starvation cap: same_tier_most above).
+  // completion and churns; then only lower tiers' jobs are cut (but for a gang that one node
+  // holds, past its tier's starvation cap: same_tier_most above).
   // (The cost rule is not applied to these cuts themselves: weighed like shrinks, they made the
   // average JCT 1.7x longer on the Alibaba trace on 8x8 GPUs at load 0.7, docs/scheduling.md; but
   // while a shrink inside the tier waits to pay, no job of the tier is cut instead.)
