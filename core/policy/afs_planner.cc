@@ -60,11 +60,11 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
   for (std::int64_t rank = spec::kNumRanks - 1; rank >= 0 && looked < o_.max_victim_candidates; --rank)
     for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
-      const auto& vj = s.jobs[v];
       if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
-      // Its service as of now (PlanContext::unreported_gpu_ms), committed if kept.
-      if (vj.attained + ctx.unreported_gpu_ms(v) < bj.attained + o_.las_threshold_gpu_ms) {
-        next_candidate = std::min(next_candidate, reaches_service_at(core, ctx, v, bj.attained + o_.las_threshold_gpu_ms));
+      // Its service as of now (PlanContext::unreported_gpu_ms), committed if kept; too little yet:
+      // noted for when it will have enough.
+      if (const auto at = reaches_service_at(core, ctx, v, bj.attained + o_.las_threshold_gpu_ms); at > core.now_ms()) {
+        next_candidate = std::min(next_candidate, at);
         continue;
       }
       ctx.freshen(v);

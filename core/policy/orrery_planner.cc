@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <climits>
 #include <limits>
-#include <map>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -141,21 +140,6 @@ void OrreryPlanner::place_overdue(const SchedulerCore& core, PlanContext& ctx) {
   }
 }
 
-std::int64_t OrreryPlanner::node_devices(const SchedulerCore& core, std::int64_t dtype) {
-  if (node_devices_.empty()) {
-    const auto& f = core.fleet();
-    std::map<std::pair<int, int>, std::int64_t> on_node;  // (node, type) -> devices
-    for (const auto& g : f.groups) on_node[{g.node, g.type}] += g.count;
-    node_devices_.assign(f.device_types.size(), 0);
-    for (const auto& [key, n] : on_node) {
-      auto& most = node_devices_[static_cast<std::size_t>(key.second)];
-      most = std::max(most, n);
-    }
-  }
-  const auto t = static_cast<std::size_t>(dtype);
-  return t < node_devices_.size() ? node_devices_[t] : 0;
-}
-
 bool OrreryPlanner::in_overdue_quantum(const SchedulerCore& core, int v) {
   auto it = overdue_placed_.find(v);
   if (it == overdue_placed_.end()) return false;
@@ -261,7 +245,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // by the cap's rule below): else a gang whose type its tier's one-device jobs keep full waits for
   // them all to end, whatever the cap (a premium gang of 8 on a type of one node: 37 days). Not a
   // larger one: gangs of hundreds cutting dozens of jobs each churned (docs/policies.md).
-  const bool node_gang = bj.min_dev <= node_devices(core, bj.dtype);
+  const FreeDeviceIndex& ix = book_.placer(core).index();
+  const int ben_level = ix.level_for(bj.dtype, bj.mem);
+  const bool node_gang = ben_level >= 0 && bj.min_dev <= ix.max_per_node(ben_level);
   const std::int64_t same_tier_most =
       ben_class == 0 && node_gang ? std::numeric_limits<std::int64_t>::max() : o_.max_same_tier_victims;
   // Inside the tier only if a rule below can let a job go (and, when at most one job of the tier
@@ -302,8 +288,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // Every device of the type has memory for `ben`'s workers (its level is the type's widest, a
   // fixed fact of the fleet): spec::fits_devices_of holds for every candidate (they hold devices of
   // the type only), without a walk over their devices.
-  const FreeDeviceIndex& ix = book_.placer(core).index();
-  const bool fits_any = ix.level_for(bj.dtype, bj.mem) >= 0 && ix.level_for(bj.dtype, bj.mem) == ix.level_for(bj.dtype, 1);
+  const bool fits_any = ben_level >= 0 && ben_level == ix.level_for(bj.dtype, 1);
   // A shrink inside the tier reorders equals: it is made only when what `ben` has waited (its
   // smallest gang x its wait so far: what it can expect to wait on) outweighs what the re-splice
   // costs the shrunk job (cut_cost_s); if not yet, a round is asked for when it will.

@@ -97,9 +97,6 @@ class OrreryPlanner final : public Planner {
   std::vector<std::int64_t> by_wait_since_;  // the entry in by_wait_, -1: none
   std::set<int> overdue_placed_;  // placed overdue: not cut by a higher tier within the quantum
   std::set<int> overdue_now_;     // this round's overdue jobs (place_overdue)
-  // The most devices of `dtype` one node has (the fleet's shape; computed once).
-  std::int64_t node_devices(const SchedulerCore& core, std::int64_t dtype);
-  std::vector<std::int64_t> node_devices_;  // by device type
   std::vector<std::int64_t> next_search_;  // by job: no victim search for it before this time
   // Whether a victim search for `job` found nothing less than search_backoff_ms ago.
   bool backed_off(const SchedulerCore& core, int job) const {

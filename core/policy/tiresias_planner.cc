@@ -36,9 +36,10 @@ void TiresiasPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
       for (int v : book_.running(bj.dtype, rank)) {
         if (++looked > o_.max_victim_candidates) break;
         if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
-        // Its queue by its service as of now (PlanContext::unreported_gpu_ms), committed if kept.
-        if (core.cluster().jobs[v].attained + ctx.unreported_gpu_ms(v) < o_.las_threshold_gpu_ms) {
-          next_candidate = std::min(next_candidate, reaches_service_at(core, ctx, v, o_.las_threshold_gpu_ms));
+        // Its queue by its service as of now (PlanContext::unreported_gpu_ms), committed if kept;
+        // still in the first queue: noted for when it will pass the threshold.
+        if (const auto at = reaches_service_at(core, ctx, v, o_.las_threshold_gpu_ms); at > core.now_ms()) {
+          next_candidate = std::min(next_candidate, at);
           continue;
         }
         ctx.freshen(v);

@@ -52,7 +52,8 @@ bool protected_now(const SchedulerCore& core, const JobBook& book, int v);
 
 // When running job `v`'s attained service as of now (committed + PlanContext::unreported_gpu_ms)
 // reaches `bound` GPU-ms, at the devices it holds (now, if it has; INT64_MAX for a job that holds
-// none). A LAS planner (tiresias, afs) whose search found no victim for a waiting job asks for a
+// none): a time after now means not yet. A LAS planner (tiresias, afs) passes over a candidate
+// with too little service so, and when its search found no victim for a waiting job asks for a
 // round when the first candidate it passed over for too little service will qualify
 // (PlanContext::replan_at), as orrery-core, planning every 100 ms, would search again by then.
 std::int64_t reaches_service_at(const SchedulerCore& core, const PlanContext& ctx, int v, std::int64_t bound);
