@@ -59,8 +59,12 @@ FitLimit FleetFit::limit(const FitRequest& r, std::string* why) const {
   const auto lv = std::lower_bound(levels.begin(), levels.end(), r.mem_mib,
                                    [](const Level& l, std::int64_t mem) { return l.mem < mem; });
   std::int64_t total = 0;  // the most in one region (in the fleet, across_regions)
+  std::int64_t most_on_a_node = 0;
   if (lv != levels.end())
-    for (const auto& reg : lv->regions) total = r.across_regions ? total + reg.total : std::max(total, reg.total);
+    for (const auto& reg : lv->regions) {
+      total = r.across_regions ? total + reg.total : std::max(total, reg.total);
+      most_on_a_node = std::max(most_on_a_node, reg.most_on_a_node);
+    }
   if (total == 0)
     return broken(FitLimit::kDeviceMemory, "no device of type \"" + type + "\" has " +
                                    std::to_string(r.mem_mib) + " MiB for a worker (the largest has " +
@@ -77,6 +81,12 @@ FitLimit FleetFit::limit(const FitRequest& r, std::string* why) const {
     // holds their swapped-out workers. A gang lies within one region (the planners place it so).
     if (count > total) continue;
     const std::int64_t swap = spec::swap_per_device(d, splice, r.mem_mib);
+    if (r.one_node && count <= most_on_a_node) {  // one node holds the devices and the workers
+      for (const auto& reg : lv->regions)
+        for (const auto& [usable, host] : reg.nodes)
+          if (usable >= count && (swap == 0 || host / swap >= count)) return FitLimit::kNone;
+      continue;
+    }
     std::int64_t offered = 0;  // across_regions: summed over the regions
     for (const auto& reg : lv->regions) {
       if (!r.across_regions) offered = 0;

@@ -22,6 +22,9 @@ struct FitRequest {
   spec::Preemption mode = spec::Preemption::kTransparent;
   // The gang may span regions (GangPlacer::allow_cross_region): the fleet counts as one region.
   bool across_regions = false;
+  // A device count that one node of the type's level can hold goes on one node
+  // (GangPlacer::set_one_node_gangs): that node's host memory must hold its spliced-out workers.
+  bool one_node = false;
 };
 
 // The limit a request breaks, the first in this order that no count in range passes.
@@ -38,7 +41,7 @@ enum class FitLimit {
 // [min, max] with world = c * splice (splice within the spec's limit, 1 for a signal or requeue
 // job) fits the fleet: c devices of the type with room for a worker, within one region (where the
 // planners place a gang; anywhere if across_regions), on nodes whose host memory holds the
-// spliced-out workers. (A premium job larger than the premium reserve is admitted spare:
+// spliced-out workers (on one node, with one_node, for a count one node has). (A premium job larger than the premium reserve is admitted spare:
 // spec::EffectAdmit.) Otherwise kInvalidArgument with the limit that no count satisfies.
 //
 // Cost of fits(): O(log levels + splits x regions) where no node's host memory limits the split

@@ -548,6 +548,49 @@ TEST(GangPlacer, AGangAllowedAcrossRegionsIsCountedAcrossThem) {
 
 // ---- Resize and migration -------------------------------------------------------------------
 
+TEST(GangPlacer, OneNodeGangsStayOnOneNode) {
+  // Two 4-device nodes with 2 free each. A gang of 4 spans them; kept to one node (as a pod is) it
+  // waits, and the shortfall says it lacks 2 on the node nearest to fitting.
+  World w(fleet_text({{{4, 4}}}));
+  w.fill(range(0, 2));
+  w.fill(range(4, 2));
+  GangPlacer placer(*w.core);
+  const int a = w.job(4, 4, 4);
+  auto p = placer.propose(a, EventKind::kPlace);
+  ASSERT_EQ(p.kind, Proposal::Kind::kOk) << p.why;
+  EXPECT_EQ(w.nodes_of(p.decision), (std::set<int>{0, 1}));
+  EXPECT_FALSE(placer.one_node(a));
+  placer.set_one_node_gangs(true);
+  EXPECT_TRUE(placer.one_node(a));
+  EXPECT_EQ(placer.propose(a, EventKind::kPlace).kind, Proposal::Kind::kRetryLater);
+  EXPECT_EQ(placer.propose(a, EventKind::kPlace).kind, Proposal::Kind::kRetryLater) << "remembered";
+  EXPECT_EQ(placer.shortfall(a, EventKind::kPlace).devices, -1)
+      << "the count is not what keeps it out: the topology is";
+  // An elastic one (world 4, down to 2) fits one node at 2, and grows on that node only.
+  const int b = w.job(4, 2, 4);
+  p = placer.propose(b, EventKind::kPlace);
+  ASSERT_EQ(p.kind, Proposal::Kind::kOk) << p.why;
+  EXPECT_EQ(p.decision.devices.size(), 2u);
+  EXPECT_EQ(w.nodes_of(p.decision).size(), 1u);
+  w.take(p);
+  w.must(World::ev(EventKind::kStart, b));
+  EXPECT_EQ(placer.propose(b, EventKind::kResizeUp).kind, Proposal::Kind::kRetryLater)
+      << "its node is full; the other node's 2 free devices are not its";
+  EXPECT_EQ(placer.stats().repairs, 0u);
+  EXPECT_EQ(audited(placer), "");
+}
+
+TEST(GangPlacer, OneNodeGangsLargerThanANodeStillSpanNodes) {
+  World w(fleet_text({{{4, 4}}}));
+  GangPlacer placer(*w.core);
+  placer.set_one_node_gangs(true);
+  const int a = w.job(6, 6, 6);
+  EXPECT_FALSE(placer.one_node(a));
+  auto p = placer.propose(a, EventKind::kPlace);
+  ASSERT_EQ(p.kind, Proposal::Kind::kOk) << p.why;
+  EXPECT_EQ(w.nodes_of(p.decision), (std::set<int>{0, 1}));
+}
+
 TEST(GangPlacer, ResizeUpKeepsItsDevicesAndGrowsNearThem) {
   World w(fleet_text({{{8, 8}, {8}}}));
   GangPlacer placer(*w.core);

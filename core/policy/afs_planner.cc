@@ -15,7 +15,9 @@ AfsPlanner::AfsPlanner(const PlannerOptions& o)
     : o_(o), book_([](const SchedulerCore& core, int job) {
         // Every waiting job's first step weighs 1: the shortest expected (least attained) first.
         return JobBook::Key{0, core.cluster().jobs[job].attained, job};
-      }) {}
+      }) {
+  book_.set_one_node_gangs(o.one_node_gangs);
+}
 
 double AfsPlanner::throughput(std::int64_t world, std::int64_t c) {
   if (c <= 0 || world <= 0) return 0;

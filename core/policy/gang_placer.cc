@@ -39,22 +39,31 @@ void GangPlacer::allow_cross_region(int job, bool allowed) {
   cross_region_[static_cast<std::size_t>(job)] = allowed;
 }
 
-Proposal GangPlacer::propose(int job, EventKind event, int want, int avoid_scope) {
-  if (const Proposal* miss = remembered_miss(job, event, want, avoid_scope)) return *miss;
+bool GangPlacer::one_node(int job) const {
+  if (!one_node_gangs_ || job < 0 || job >= core_.cluster().num_jobs()) return false;
+  const auto& jv = core_.cluster().jobs[static_cast<std::size_t>(job)];
+  const int level = index_.level_for(jv.dtype, jv.mem);
+  return level >= 0 && jv.min_dev <= index_.max_per_node(level);
+}
+
+Proposal GangPlacer::propose(int job, EventKind event, int want, int avoid_scope, int avoid_node) {
+  if (const Proposal* miss = remembered_miss(job, event, want, avoid_scope, avoid_node)) return *miss;
   return plan_checked(job, event, want);
 }
 
 const Proposal& GangPlacer::propose_kept(int job, EventKind event) {
-  if (const Proposal* miss = remembered_miss(job, event, -1, -1)) return *miss;
+  if (const Proposal* miss = remembered_miss(job, event, -1, -1, -1)) return *miss;
   kept_ = plan_checked(job, event, -1);
   return kept_;
 }
 
-const Proposal* GangPlacer::remembered_miss(int job, EventKind event, int want, int avoid_scope) {
+const Proposal* GangPlacer::remembered_miss(int job, EventKind event, int want, int avoid_scope, int avoid_node) {
   ++stats_.proposals;
   index_.sync();
   avoid_scope_ = avoid_scope > index_.fleet_scope() && avoid_scope < index_.scopes() ? avoid_scope : -1;
-  rememberable_ = want <= 0 && avoid_scope_ < 0 && (event == EventKind::kPlace || event == EventKind::kResume);
+  avoid_node_ = avoid_node >= 0 && avoid_node < index_.nodes() ? avoid_node : -1;
+  rememberable_ = want <= 0 && avoid_scope_ < 0 && avoid_node_ < 0 &&
+                  (event == EventKind::kPlace || event == EventKind::kResume);
   if (!rememberable_ || !missed_again(job, event)) return nullptr;
   ++stats_.misses_remembered;
   return &miss_answer_[misses_[static_cast<std::size_t>(job)].cross ? 1 : 0];
@@ -84,7 +93,7 @@ Proposal GangPlacer::plan_checked(int job, EventKind event, int want) {
 
 bool GangPlacer::fits_on(int job, EventKind event, std::int64_t type) {
   index_.sync();
-  avoid_scope_ = -1;
+  avoid_scope_ = avoid_node_ = -1;
   retry_later_ = false;
   type_override_ = type;
   const Proposal p = plan(job, event, -1);
@@ -94,7 +103,7 @@ bool GangPlacer::fits_on(int job, EventKind event, std::int64_t type) {
 
 GangPlacer::Shortfall GangPlacer::shortfall(int job, EventKind event) {
   index_.sync();
-  avoid_scope_ = -1;
+  avoid_scope_ = avoid_node_ = -1;
   retry_later_ = false;
   shortfall_ = {};
   count_tags_ = true;  // the reservations free to the job counted even where it cannot fit
@@ -148,6 +157,7 @@ bool GangPlacer::never_fits(int job, bool cross, bool ask, std::string* why) {
   fit.mem_mib = jv.mem;
   fit.mode = static_cast<spec::Preemption>(jv.mode);
   fit.across_regions = cross;
+  fit.one_node = one_node_gangs_;
   if (static_cast<std::size_t>(job) >= fit_memo_.size()) {
     if (!ask) return false;
     fit_memo_.resize(static_cast<std::size_t>(job) + 1);
@@ -293,13 +303,21 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
     begin_query();
     picks.clear();
     bool ok = false;
-    if (!keep_held_) {
+    // A count one node can hold, under one_node_gangs: that node only (a resize: the one it is on).
+    const bool on_one_node = one_node_gangs_ && c <= index_.max_per_node(level_);
+    if (!keep_held_ && on_one_node) {
+      if (const int n = best_node(index_.fleet_scope(), need); n >= 0) {
+        picks.push_back({n, need});
+        ok = true;
+      }
+    } else if (!keep_held_) {
       ok = place_in_fleet(need, cross, picks);
     } else {
       if (anchor_node >= 0 && eff(anchor_node) >= need) {
         picks.push_back({anchor_node, need});
         ok = true;
       }
+      if (!ok && on_one_node) continue;  // it grows on its own node only
       // In the cluster: one node (fill_cluster's first choice), else several.
       if (!ok && anchor_cluster >= 0) ok = fill_cluster(anchor_cluster, need, picks);
       if (!ok && anchor_region >= 0) ok = place_in_region(anchor_region, need, picks);
@@ -384,6 +402,14 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
           most = std::max(most, index_.total(level_, index_.region_scope(r)) + region_tagged_[static_cast<std::size_t>(r)]);
       }
     }
+    // A gang kept to one node has at most what one node has free to it.
+    if (one_node_gangs_ && least_need <= index_.max_per_node(level_)) {
+      std::int64_t node_most = index_.prev_nonempty(level_, index_.fleet_scope(), index_.max_per_node(level_));
+      if (!tag_walk_skipped)
+        for (int n : tag_nodes_)
+          node_most = std::max<std::int64_t>(node_most, base(n) + tag_usable_[static_cast<std::size_t>(n)]);
+      most = std::min(most, node_most);
+    }
     deficit_ = least_need - most;
     // The shortfall (shortfall(), which never skips the walk): the same, per region that can hold
     // the gang at all. Where some region has devices enough by count, the count is not what
@@ -426,17 +452,18 @@ void GangPlacer::begin_query() {
     index_.for_each_host_below(per_new_ * index_.max_per_node(level_), [&](int n) { adjust(n); });
     for (int n : held_nodes_) adjust(n);
   }
-  if (avoid_scope_ >= 0) {  // the avoided scope's nodes offer nothing
-    for (int n : index_.scope_nodes(avoid_scope_)) {
-      const auto i = static_cast<std::size_t>(n);
-      if (!adjusted(n)) {
-        if (base(n) == 0) continue;
-        adj_stamp_[i] = stamp_;
-        adj_nodes_.push_back(n);
-      }
-      adj_eff_[i] = 0;
+  auto avoid = [&](int n) {  // the node offers nothing
+    const auto i = static_cast<std::size_t>(n);
+    if (!adjusted(n)) {
+      if (base(n) == 0) return;
+      adj_stamp_[i] = stamp_;
+      adj_nodes_.push_back(n);
     }
-  }
+    adj_eff_[i] = 0;
+  };
+  if (avoid_scope_ >= 0)
+    for (int n : index_.scope_nodes(avoid_scope_)) avoid(n);
+  if (avoid_node_ >= 0) avoid(avoid_node_);
   // What the adjusted nodes change in each scope's total, once: scope_total() is asked for every
   // cluster and region of a fill, and a walk over the adjusted nodes (hundreds where many devices
   // are reserved) each time was a quarter of a 1M-job run.

@@ -19,6 +19,9 @@
 //     cluster by the cluster rule. Never across regions, unless allow_cross_region(job): then
 //     regions of most free devices whole and the rest in one region by the region rule.
 //     Ties go to the lowest node, cluster or region id: the proposal is a function of the state.
+//   - With one_node_gangs (PlannerOptions::one_node_gangs), a device count that one node of the
+//     job's level can hold (at most FreeDeviceIndex::max_per_node) goes on one node only, as a
+//     Kubernetes pod does (and as the Alibaba trace's pods did); larger counts span nodes as above.
 //   - ResizeUp keeps the held devices and grows near them: on their node (when on one), else in
 //     their cluster (one node, else several), else in their region; never outside it (unless
 //     allowed to cross regions). Migrate never reuses the held devices.
@@ -61,9 +64,9 @@ class GangPlacer {
   // kRetryLater: no placement now (not enough free devices where the rules allow);
   // kInfeasible: never (no device count in range splits the world, no device of the type has the
   // memory, more devices than one region has, a job in the wrong state, or not a placement event).
-  // `avoid_scope` (>= 0, a FreeDeviceIndex scope other than the fleet): no device there
-  // (defragmentation moves jobs out of it).
-  Proposal propose(int job, spec::EventKind event, int want = -1, int avoid_scope = -1);
+  // `avoid_scope` (>= 0, a FreeDeviceIndex scope other than the fleet) or `avoid_node` (>= 0): no
+  // device there (defragmentation moves jobs out of it).
+  Proposal propose(int job, spec::EventKind event, int want = -1, int avoid_scope = -1, int avoid_node = -1);
   // propose(job, event), its answer kept by the placer (valid until the next propose_kept): no
   // Proposal is built or copied for a miss it remembers. A walk over a long queue asks again and
   // again about the same jobs (on the 1M synthetic run most of its proposals are such misses).
@@ -99,6 +102,15 @@ class GangPlacer {
     return job >= 0 && static_cast<std::size_t>(job) < cross_region_.size() && cross_region_[static_cast<std::size_t>(job)];
   }
 
+  // Gangs that one node can hold go on one node (the rule above). A planner-wide setting, not
+  // journaled: whoever runs the planner sets it again after a restart.
+  void set_one_node_gangs(bool on) { one_node_gangs_ = on; }
+  bool one_node_gangs() const { return one_node_gangs_; }
+  // Whether waiting or running `job`'s smallest gang is kept to one node: one_node_gangs, and one
+  // node of its level holds min_devices (its devices then come from one node, and cuts for it
+  // must free them there: victims.h).
+  bool one_node(int job) const;
+
   // Catches up with the core now (propose() does it anyway).
   void sync() { index_.sync(); }
   const FreeDeviceIndex& index() const { return index_; }
@@ -121,7 +133,7 @@ class GangPlacer {
   Proposal plan(int job, spec::EventKind event, int want);
   // propose()'s two halves: a miss remembered for `job` (counted; null if none), else the plan,
   // checked with the core.
-  const Proposal* remembered_miss(int job, spec::EventKind event, int want, int avoid_scope);
+  const Proposal* remembered_miss(int job, spec::EventKind event, int want, int avoid_scope, int avoid_node);
   Proposal plan_checked(int job, spec::EventKind event, int want);
   // Why the core would refuse the decision now (SchedulerCore::check), or "".
   std::string check(const Decision& d) const;
@@ -220,6 +232,8 @@ class GangPlacer {
   std::int64_t deficit_ = 0;  // ... and by how many at least (Miss::deficit)
   std::vector<std::int64_t> region_tagged_;  // by region: tagged devices free to the job
   int avoid_scope_ = -1;  // its nodes count as full for the query
+  int avoid_node_ = -1;   // counts as full for the query
+  bool one_node_gangs_ = false;
 };
 
 }  // namespace orrery::core::policy

@@ -241,7 +241,10 @@ int JobBook::place_waiting(const SchedulerCore& core, PlanContext& ctx, const Pl
   const auto types = static_cast<std::int64_t>(core.fleet().device_types.size());
   const int limit = strict ? 1 : o.max_failed_tries_per_type;
   Tries t(static_cast<int>(types), limit, o.premium_round_budget, premium_budget && !strict);
-  if (!round_begun_) claimed_.clear();  // else begin_round() cleared them, before earlier cuts
+  if (!round_begun_) {  // else begin_round() cleared them, before earlier cuts
+    claimed_.clear();
+    claimed_node_.clear();
+  }
   round_begun_ = false;
   if (++round_ == 0) {  // wrapped: no stale mark may equal a round again
     std::fill(tried_in_.begin(), tried_in_.end(), 0);
@@ -428,6 +431,10 @@ int JobBook::backfill(const SchedulerCore& core, PlanContext& ctx, Tries& t, int
       // gang can take, unless devices are reserved for it (its cuts are over): the placer decides.
       auto may_fit = [&] {
         if (ix.has_reservations(j)) return true;
+        if (pl.one_node(j)) {  // a gang kept to one node: what one node has open, at most
+          pl.sync();
+          if (jv.min_dev > ix.prev_nonempty(level, ix.fleet_scope(), ix.max_per_node(level))) return false;
+        }
         if (pl.cross_region(j)) {
           pl.sync();
           return jv.min_dev <= ix.total(level, ix.fleet_scope()) - claimed_total(type);

@@ -128,6 +128,7 @@ class JobBook {
   // overdue jobs) are counted for the rest of the round. Without it place_waiting forgets them.
   void begin_round() {
     claimed_.clear();
+    claimed_node_.clear();
     round_begun_ = true;
   }
 
@@ -139,15 +140,33 @@ class JobBook {
     auto it = claimed_.find({type, region});
     return it == claimed_.end() ? 0 : it->second;
   }
+  // The same on one node, for gangs kept to one node (GangPlacer::one_node); claim_free_on_node
+  // counts them in their region (`region`, as claim_free takes it) as well.
+  void claim_free_on_node(std::int64_t type, int region, int node, std::int64_t devices) {
+    claim_free(type, region, devices);
+    claimed_node_[{type, node}] += devices;
+  }
+  std::int64_t claimed_free_on_node(std::int64_t type, int node) const {
+    auto it = claimed_node_.find({type, node});
+    return it == claimed_node_.end() ? 0 : it->second;
+  }
 
   // Whether waiting `job` may be moved to another device type now (Retype): its spec names several,
   // and no devices are being freed for it or kept for it (they are of its type).
   bool may_retype(const SchedulerCore& core, int job);
 
+  // Gangs that one node can hold go on one node (PlannerOptions::one_node_gangs), in the placer.
+  void set_one_node_gangs(bool on) {
+    one_node_gangs_ = on;
+    if (placer_) placer_->set_one_node_gangs(on);
+  }
   // The gang placer (core/policy/gang_placer.h) over `core`, built on first use and kept: it
   // follows the core's commits through its change feed. One core per book.
   GangPlacer& placer(const SchedulerCore& core) {
-    if (!placer_ || &placer_->index().core() != &core) placer_ = std::make_unique<GangPlacer>(core);
+    if (!placer_ || &placer_->index().core() != &core) {
+      placer_ = std::make_unique<GangPlacer>(core);
+      placer_->set_one_node_gangs(one_node_gangs_);
+    }
     return *placer_;
   }
 
@@ -171,6 +190,7 @@ class JobBook {
   bool place_in_order(const SchedulerCore& core, PlanContext& ctx, int j, Tries& t, const Proposal*& own);
   std::function<Key(const SchedulerCore&, int)> key_;
   std::map<std::pair<std::int64_t, int>, std::int64_t> claimed_;  // claim_free, this round
+  std::map<std::pair<std::int64_t, int>, std::int64_t> claimed_node_;  // claim_free_on_node, by (type, node)
   bool by_tenant_;
   TenantShares shares_;
   WaitLanes lanes_;
@@ -213,6 +233,7 @@ class JobBook {
   std::map<int, int> cut_for_;  // victim -> beneficiary, while the victim's cut is under way
   std::vector<int> helped_;     // by beneficiary: how many of those cuts are for it
   std::unique_ptr<GangPlacer> placer_;
+  bool one_node_gangs_ = false;  // set_one_node_gangs
 };
 
 }  // namespace orrery::core::policy

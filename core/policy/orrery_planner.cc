@@ -15,7 +15,9 @@ namespace orrery::core::policy {
 using spec::EventKind;
 
 OrreryPlanner::OrreryPlanner(const PlannerOptions& o)
-    : o_(o), book_([this](const SchedulerCore& core, int job) { return key(core, job); }, /*by_tenant=*/true) {}
+    : o_(o), book_([this](const SchedulerCore& core, int job) { return key(core, job); }, /*by_tenant=*/true) {
+  book_.set_one_node_gangs(o.one_node_gangs);
+}
 
 std::int64_t OrreryPlanner::las_level(std::int64_t attained) const {
   const int levels = std::clamp(o_.las_levels, 1, static_cast<int>(kClassesPerTier) - 1);
@@ -407,106 +409,6 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   if (victims.empty() && !waiting_to_pay) return nothing_found();
   if (preempt_for(core, ctx, book_, victims, ben) == 0) return false;
   claim_free(core, book_, ben, cn, chosen);
-  return true;
-}
-
-bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, int ben) {
-  if (o_.migration_gib_per_s <= 0) return false;
-  // Moves started for `ben` whose devices have not moved yet (orrery-core takes the cut before it
-  // commits the Migrate): wait for them rather than move more.
-  if (auto it = moving_for_.find(ben); it != moving_for_.end()) {
-    for (int v : it->second)
-      if (ctx.cut_pending(v) && core.state(v) == spec::JobState::kRunning) return true;
-    moving_for_.erase(it);
-  }
-  if (moves_ >= o_.max_defrag_moves_per_round) return false;
-  const auto& s = core.cluster();
-  const auto& bj = s.jobs[ben];
-  GangPlacer& placer = book_.placer(core);
-  placer.sync();
-  const FreeDeviceIndex& ix = placer.index();
-  const int level = ix.level_for(bj.dtype, bj.mem);
-  if (level < 0 || ix.regions() < 2) return false;
-  // Fragmentation is the reason only when enough devices are free, but no region (the widest
-  // scope a gang may span) has enough.
-  const std::int64_t need = bj.min_dev;
-  const std::int64_t free_all = ix.total(level, ix.fleet_scope());
-  if (free_all < need) return false;  // too few free anywhere (the common case on a full fleet)
-  int r = -1;
-  std::int64_t free_r = -1;
-  for (int k = 0; k < ix.regions(); ++k)
-    if (const std::int64_t f = ix.total(level, ix.region_scope(k)); f > free_r) {
-      free_r = f;
-      r = k;
-    }
-  const std::int64_t deficit = need - free_r;
-  if (deficit <= 0 || free_all - free_r < deficit) return false;
-
-  // Jobs of `ben`'s tier or lower wholly in region r, the cheapest to move first.
-  auto cost_s = [&](int v) {  // device-seconds the move costs: its devices idle while it moves
-    const double gib = static_cast<double>(s.jobs[v].world) * static_cast<double>(s.jobs[v].mem) / 1024.0;
-    const double idle = static_cast<double>(s.jobs[v].devices) * gib / o_.migration_gib_per_s;
-    // A signal or requeue job also loses its run since it started (victims.h): a migration is a
-    // cut like a preemption's.
-    const double run = static_cast<double>(loss_per_device_ms(core, book_, v)) *
-                       static_cast<double>(s.jobs[v].devices) / 1000.0;
-    return idle + run;
-  };
-  struct Mover {
-    double cost;
-    std::int64_t frees;
-    int job;
-  };
-  std::vector<Mover> movers;
-  int looked = 0;
-  for (std::int64_t rank = spec::kNumRanks - 1; rank >= spec::kRanksPerTier * bj.tier && looked < o_.max_victim_candidates; --rank)
-    for (int v : book_.running(bj.dtype, rank)) {
-      if (++looked > o_.max_victim_candidates) break;
-      if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
-      // Placed overdue: not moved for a higher tier within its quantum.
-      if (spec::rank(spec::Concrete{}, s.jobs[v]) > spec::rank(spec::Concrete{}, bj) && in_overdue_quantum(core, v))
-        continue;
-      std::int64_t frees = 0;
-      bool inside = true;
-      for (auto dev : s.jobs[v].held) {
-        inside = inside && ix.region_of(s.node_of(static_cast<int>(dev))) == r;
-        frees += ix.in_level(level, static_cast<int>(dev)) ? 1 : 0;
-      }
-      if (inside && frees > 0) movers.push_back({cost_s(v), frees, v});
-    }
-  std::sort(movers.begin(), movers.end(),
-            [](const Mover& a, const Mover& b) { return std::tie(a.cost, a.job) < std::tie(b.cost, b.job); });
-  std::vector<int> chosen;
-  double cost = 0;
-  std::int64_t freed = 0;
-  for (const auto& m : movers) {
-    if (freed >= deficit) break;
-    chosen.push_back(m.job);
-    cost += m.cost;
-    freed += m.frees;
-  }
-  if (freed < deficit || static_cast<int>(chosen.size()) > o_.max_defrag_moves_per_round - moves_) return false;
-  // Moving pays when the waiting job's devices x its wait so far (what it can expect to wait on)
-  // outweigh the moves; if not yet, ask for a round when they will.
-  const double waited_s = static_cast<double>(core.now_ms() - book_.waiting_since(ben)) / 1000.0;
-  if (cost > static_cast<double>(need) * waited_s) {
-    ctx.replan_at(book_.waiting_since(ben) + static_cast<std::int64_t>(cost / static_cast<double>(need) * 1000.0) + 1);
-    return false;
-  }
-  int started = 0;
-  for (int v : chosen) {
-    auto p = placer.propose(v, EventKind::kMigrate, -1, ix.region_scope(r));
-    if (p.kind != Proposal::Kind::kOk || !ctx.propose(p.decision)) break;  // no room elsewhere: stop
-    ++started;
-    ++moves_;
-    moving_for_[ben].push_back(v);
-  }
-  if (started == 0) return false;
-  ctx.note(ben, "defragmenting: " + std::to_string(started) + " job(s) moving out of its region");
-  // Where a migration frees its old devices at once (orrery-sim), the job fits now; orrery-core
-  // frees them after the cut, and a later round places it.
-  const auto ev = core.state(ben) == spec::JobState::kQueued ? EventKind::kPlace : EventKind::kResume;
-  if (auto p = placer.propose(ben, ev); p.kind == Proposal::Kind::kOk) ctx.propose(p.decision);
   return true;
 }
 

@@ -110,6 +110,18 @@ class OrreryPlanner final : public Planner {
   bool move_to_roomiest_type(const SchedulerCore& core, PlanContext& ctx, int ben);
   // Defragmentation by migration for `ben` (step 5); true if migrations started.
   bool defragment_for(const SchedulerCore& core, PlanContext& ctx, int ben);
+  // The same for a gang kept to one node (GangPlacer::one_node) whose device level is `level`:
+  // the node that the cheapest moves empty enough for it (core/policy/orrery_defrag.cc).
+  bool pack_node_for(const SchedulerCore& core, PlanContext& ctx, int ben, int level);
+  // Device-seconds migrating running job v costs: its devices idle while it moves, and the work a
+  // signal or requeue job loses.
+  double move_cost_s(const SchedulerCore& core, int v) const;
+  // Whether running `v` may be moved out of the way of waiting `ben` now.
+  bool movable_for(const SchedulerCore& core, PlanContext& ctx, int v, int ben);
+  // Proposes the moves of `movers` off `avoid_scope` or `avoid_node`, then `ben`'s placement;
+  // true if a move started.
+  bool start_moves(const SchedulerCore& core, PlanContext& ctx, int ben, const std::vector<int>& movers,
+                   int avoid_scope, int avoid_node, const std::string& where);
   int moves_ = 0;  // defragmentation migrations started this round
   std::map<int, std::vector<int>> moving_for_;  // waiting job -> the jobs moving out of its way
   void grow(const SchedulerCore& core, PlanContext& ctx);

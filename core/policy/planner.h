@@ -67,6 +67,11 @@ struct PlannerOptions {
   // for it, its own type only if none faster has room (Gavel's idea, with one speed per type for
   // every job). Empty: the spec's order, its own type first.
   std::map<std::string, double> type_speed;
+  // Every planner: a gang that one node of its type can hold is placed on one node, as a
+  // Kubernetes pod is (GangPlacer::set_one_node_gangs); cuts for it free devices on one node
+  // (victims.h) and orrery's defragmentation packs a node for it. false: gangs span the nodes of a
+  // cluster, then a region, as the placer's topology rules allow.
+  bool one_node_gangs = false;
   // Tiresias: the attained service (GPU-milliseconds) that moves a job from the first queue to the
   // second (the paper's discretised 2D-LAS with two queues).
   std::int64_t las_threshold_gpu_ms = 3'600'000;  // one GPU-hour

@@ -10,7 +10,9 @@ namespace orrery::core::policy {
 TiresiasPlanner::TiresiasPlanner(const PlannerOptions& o)
     : o_(o), book_([this](const SchedulerCore& core, int job) {
         return JobBook::Key{queue_of(core, job), job, 0};
-      }) {}
+      }) {
+  book_.set_one_node_gangs(o.one_node_gangs);
+}
 
 int TiresiasPlanner::queue_of(const SchedulerCore& core, int job) const {
   return core.cluster().jobs[job].attained < o_.las_threshold_gpu_ms ? 0 : 1;

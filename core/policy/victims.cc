@@ -1,7 +1,12 @@
 #include "core/policy/victims.h"
 
 #include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
 #include <tuple>
+
+#include "spec/model.h"
 
 namespace orrery::core::policy {
 
@@ -108,6 +113,57 @@ int job_region(const SchedulerCore& core, JobBook& book, int v) {
 
 bool region_matches(int job_region, int region) { return region < 0 || job_region == -1 || job_region == region; }
 
+// More than any job holds: no cut covers it.
+constexpr std::int64_t kNoCover = std::numeric_limits<std::int64_t>::max() / 4;
+
+// The region key cut_need counts a node's claims under (-1 on a one-region fleet).
+int claim_region(const SchedulerCore& core, JobBook& book, int node) {
+  const FreeDeviceIndex& ix = book.placer(core).index();
+  return ix.regions() == 1 ? -1 : ix.region_of(node);
+}
+
+// cover_need for a gang kept to one node (victims.h, CutNeed).
+std::vector<int> cover_on_one_node(const SchedulerCore& core, JobBook& book, const std::vector<VictimCandidate>& candidates,
+                                   const CutNeed& need, CutNeed::Option* chosen) {
+  const auto& s = core.cluster();
+  // Each candidate on each node where it holds devices of the gang's level, with those devices.
+  std::map<int, std::vector<VictimCandidate>> on;
+  const FreeDeviceIndex& ix = book.placer(core).index();
+  for (const auto& c : candidates) {
+    std::map<int, std::int64_t> per_node;
+    for (auto dev : s.jobs[c.job].held)
+      if (ix.in_level(need.level, static_cast<int>(dev))) ++per_node[s.node_of(static_cast<int>(dev))];
+    for (const auto& [node, devices] : per_node) {
+      VictimCandidate here = c;
+      here.devices = devices;
+      on[node].push_back(here);
+    }
+  }
+  using Score = std::tuple<std::int64_t, std::int64_t, Cost, std::int64_t, int>;  // (class, devices, loss, lack, node)
+  std::optional<Score> best;
+  std::vector<int> best_victims;
+  for (const auto& [node, inside] : on) {
+    const std::int64_t lack = need.lack_on(core, book, node);
+    if (lack <= 0 || lack >= kNoCover) continue;  // fits there by count (host memory refuses), or cannot hold it
+    auto victims = cheapest_victims(inside, lack);
+    if (victims.empty()) continue;
+    Score sc{0, 0, 0, lack, node};
+    for (int v : victims) {
+      const auto& c = *std::find_if(inside.begin(), inside.end(), [&](const VictimCandidate& x) { return x.job == v; });
+      std::get<0>(sc) = std::max(std::get<0>(sc), c.cls);
+      std::get<1>(sc) += c.devices;
+      std::get<2>(sc) += cost_of(c);
+    }
+    if (!best || sc < *best) {
+      best = sc;
+      best_victims = std::move(victims);
+    }
+  }
+  if (chosen) *chosen = best ? CutNeed::Option{claim_region(core, book, std::get<4>(*best)), std::get<3>(*best), std::get<4>(*best)}
+                             : CutNeed::Option{-1, need.whole, -1};
+  return best_victims;
+}
+
 }  // namespace
 
 CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben) {
@@ -117,7 +173,19 @@ CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben) {
   const auto sf = placer.shortfall(ben, ev);
   CutNeed n;
   n.whole = n.devices = bj.min_dev;
+  n.dtype = bj.dtype;
+  n.job = ben;
   if (sf.devices == 0 && book.claimed_free(bj.dtype, -1) == 0) n.devices = 0;  // it fits now
+  if (placer.one_node(ben)) {  // cover_need chooses the node; here a lower bound
+    if (n.devices == 0) return n;
+    const FreeDeviceIndex& ix = placer.index();
+    n.one_node = true;
+    n.level = ix.level_for(bj.dtype, bj.mem);
+    // (Devices reserved for it are free to it: with any, no bound but one.)
+    const std::int64_t most = ix.has_reservations(ben) ? n.whole - 1 : ix.prev_nonempty(n.level, ix.fleet_scope(), ix.max_per_node(n.level));
+    n.devices = std::max<std::int64_t>(1, n.whole - most);
+    return n;
+  }
   if (sf.devices <= 0) return n;
   const bool one_region = placer.index().regions() == 1;
   for (const auto& [r, lack] : sf.regions) {
@@ -135,7 +203,27 @@ CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben) {
   return n;
 }
 
+std::int64_t CutNeed::lack_on(const SchedulerCore& core, JobBook& book, int node) const {
+  const FreeDeviceIndex& ix = book.placer(core).index();
+  if (!ix.up(node) || ix.capacity(level, node) < whole) return kNoCover;
+  std::int64_t reserved = 0;  // reserved for it, or for a job it outranks
+  const auto& s = core.cluster();
+  ix.for_each_tagged(level, node, [&](int dev) {
+    const auto r = s.resv_for[dev];
+    if (spec::reserved(spec::Concrete{}, s, dev) && (r == job || spec::outranks(spec::Concrete{}, s, job, r))) ++reserved;
+    return true;
+  });
+  return whole - (ix.open(level, node) + reserved - book.claimed_free_on_node(dtype, node));
+}
+
 CutNeed::Option CutNeed::for_victim(const SchedulerCore& core, JobBook& book, int v) const {
+  if (one_node) {
+    const auto& held = core.cluster().jobs[v].held;
+    const int node = held.empty() ? -1 : core.cluster().node_of(static_cast<int>(*held.begin()));
+    if (node < 0 || !std::all_of(held.begin(), held.end(), [&](auto dev) { return core.cluster().node_of(static_cast<int>(dev)) == node; }))
+      return {-1, kNoCover, -1};
+    return {claim_region(core, book, node), lack_on(core, book, node), node};
+  }
   const int r = options.empty() ? -1 : job_region(core, book, v);
   for (const auto& o : options)
     if (region_matches(r, o.region)) return o;
@@ -144,6 +232,7 @@ CutNeed::Option CutNeed::for_victim(const SchedulerCore& core, JobBook& book, in
 
 std::vector<int> cover_need(const SchedulerCore& core, JobBook& book, const std::vector<VictimCandidate>& candidates,
                             const CutNeed& need, CutNeed::Option* chosen) {
+  if (need.one_node) return cover_on_one_node(core, book, candidates, need, chosen);
   std::vector<int> where;  // each candidate's region, once (not per option)
   if (std::any_of(need.options.begin(), need.options.end(), [](const CutNeed::Option& o) { return o.region >= 0; })) {
     where.reserve(candidates.size());
@@ -164,7 +253,10 @@ std::vector<int> cover_need(const SchedulerCore& core, JobBook& book, const std:
 }
 
 void claim_free(const SchedulerCore& core, JobBook& book, int ben, const CutNeed& need, const CutNeed::Option& chosen) {
-  if (chosen.devices < need.whole)
+  if (chosen.devices >= need.whole) return;
+  if (chosen.node >= 0)
+    book.claim_free_on_node(core.cluster().jobs[ben].dtype, chosen.region, chosen.node, need.whole - chosen.devices);
+  else
     book.claim_free(core.cluster().jobs[ben].dtype, chosen.region, need.whole - chosen.devices);
 }
 

@@ -83,21 +83,39 @@ std::vector<int> cheapest_victims(std::vector<VictimCandidate> candidates, std::
 // min_devices), anywhere, where the count is not what stands in the way (host memory, topology);
 // 0 where it fits now. Counting the free devices matters where they are many: a gang of 8 with 6
 // devices free needs 2 cut, not 8 (before, such a gang waited until victims alone covered it).
+//
+// A gang kept to one node (GangPlacer::one_node) needs its devices freed on one node: `one_node`,
+// no `options` and no fallback anywhere; `devices` is then a lower bound (the gang less the most
+// one node has open), and cover_need chooses the node: of the nodes that can hold the gang where
+// the candidates hold devices, the one whose cover cuts the lowest tier only, then the fewest
+// devices, then loses least (ties: the least lacking, the lowest node). What it lacks on a node is
+// the gang less the node's devices of its level free to it (open, or reserved for it or for a job
+// it outranks: its earlier cuts' devices count where they are), less those other jobs' cuts
+// counted on there this round.
 struct CutNeed {
   std::int64_t devices = 0;  // the least of `options`' (the whole gang where there are none)
   int region = -1;
   std::int64_t whole = 0;
+  bool one_node = false;
+  int level = -1;            // the gang's level in the placer's index (one_node)
+  std::int64_t dtype = -1;   // its device type
+  int job = -1;              // the waiting job
   // Per region that can hold the gang (-1: the fleet), what cuts there must free, the least
-  // first; only those below the whole gang.
+  // first; only those below the whole gang. `node`: the node the cuts free it on (one_node).
   struct Option {
     int region = -1;
     std::int64_t devices = 0;
+    int node = -1;
   };
   std::vector<Option> options;
   bool counts_free() const { return devices < whole; }
   // What cutting running job `v` must free with others of its region: its region's option, else
-  // the whole gang anywhere (region -1, `whole`: the fallback below).
+  // the whole gang anywhere (region -1, `whole`: the fallback below). For a gang kept to one node:
+  // what it lacks on v's node, where v holds devices on that node only and the node can hold the
+  // gang; else more than any job holds (no shrink of v frees it).
   Option for_victim(const SchedulerCore& core, JobBook& book, int v) const;
+  // What a gang kept to one node lacks on `node` (one_node).
+  std::int64_t lack_on(const SchedulerCore& core, JobBook& book, int node) const;
 };
 CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben);
 // The victims among `candidates` (cheapest_victims' order and rules) that cover `need`: region by

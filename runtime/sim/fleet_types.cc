@@ -15,8 +15,8 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: the job's device type choic
 
 }  // namespace
 
-FleetTypes::FleetTypes(const Workload& w, const core::Fleet& fleet)
-    : count_(fleet.device_types.size(), 0), fleet_type_(fleet_type_ids(w, fleet)), fit_(fleet) {
+FleetTypes::FleetTypes(const Workload& w, const core::Fleet& fleet, bool one_node)
+    : count_(fleet.device_types.size(), 0), fleet_type_(fleet_type_ids(w, fleet)), fit_(fleet), one_node_(one_node) {
   for (const auto& g : fleet.groups) count_[static_cast<std::size_t>(g.type)] += g.count;
 }
 
@@ -28,6 +28,7 @@ std::vector<std::pair<int, std::int64_t>> FleetTypes::holding(const Workload& w,
   r.min_devices = sj.min_devices;
   r.max_devices = sj.max_devices;
   r.mem_mib = sj.mem_mib;  // as a transparent job (runs_whole() decides whether it may be another)
+  r.one_node = one_node_;
   auto consider = [&](int t) {
     if (t < 0) return;
     for (auto& [u, c] : ok)
@@ -84,11 +85,12 @@ bool FleetTypes::runs_whole(const Workload& w, int job, int type) const {
   r.world = r.min_devices = r.max_devices = sj.world;
   r.mem_mib = sj.mem_mib;
   r.mode = spec::Preemption::kSignal;
+  r.one_node = one_node_;
   return fit_.limit(r) == core::FitLimit::kNone;
 }
 
-CountedJobs schedulable_jobs(const Workload& w, const core::Fleet& fleet) {
-  const FleetTypes types(w, fleet);
+CountedJobs schedulable_jobs(const Workload& w, const core::Fleet& fleet, bool one_node) {
+  const FleetTypes types(w, fleet, one_node);
   CountedJobs c(w.jobs.size(), 0);
   for (std::size_t i = 0; i < w.jobs.size(); ++i) c[i] = types.choose(w, static_cast<int>(i)).type >= 0;
   return c;

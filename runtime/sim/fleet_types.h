@@ -17,7 +17,9 @@ namespace orrery::sim {
 class FleetTypes {
  public:
   FleetTypes() = default;
-  FleetTypes(const Workload& w, const core::Fleet& fleet);
+  // `one_node`: the planners keep a gang that one node can hold to one node
+  // (PlannerOptions::one_node_gangs), and the fit says so (core::FitRequest::one_node).
+  FleetTypes(const Workload& w, const core::Fleet& fleet, bool one_node = false);
 
   struct Choice {
     int type = -1;              // the fleet's device type id, -1 when none can hold the job
@@ -41,6 +43,7 @@ class FleetTypes {
   std::vector<std::int64_t> count_;  // per fleet type: devices
   std::vector<int> fleet_type_;      // per workload type: the fleet's id, -1 when absent
   core::FleetFit fit_;
+  bool one_node_ = false;
   // The types that can ever hold job `w` (fit_) with their device counts, in the fleet's order;
   // *closest (if given): of the limits the types it allows break, the one nearest to fitting
   // (kNone when the fleet has no type it allows at all).
@@ -50,6 +53,6 @@ class FleetTypes {
 // The jobs the simulator submits on `fleet` (those counted in the offered load): a device type can
 // hold them (a premium job larger than the premium reserve is admitted spare: it counts too). (A
 // spec the core refuses is found only when submitted.)
-CountedJobs schedulable_jobs(const Workload& w, const core::Fleet& fleet);
+CountedJobs schedulable_jobs(const Workload& w, const core::Fleet& fleet, bool one_node = false);
 
 }  // namespace orrery::sim

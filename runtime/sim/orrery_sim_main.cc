@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   double load = 0.8;
   bool json = false, check = false, quiet = false, elastic = false, no_defrag = false, no_backfill = false;
+  bool one_node = false, span_nodes = false;
   orrery::sim::SimOptions o;
   app.add_option("--fleet", fleet_path,
                  "fleet file: TOML (.toml, docs/simulator.md), the Alibaba node list (.csv) or the core's "
@@ -147,6 +148,12 @@ int main(int argc, char** argv) {
   app.add_option("--mtbf-h", o.cost.node_mtbf_h, "mean time between failures of a node, hours (default 0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--repair-s", o.cost.repair_s, "a failed node is back after (default 3600 s)")->check(CLI::NonNegativeNumber);
+  auto* one_node_opt = app.add_flag("--one-node", one_node,
+                                    "every planner: a gang that one node of its type can hold is placed on one node, "
+                                    "as a Kubernetes pod is (default with --trace: each of the trace's tasks is a pod)");
+  app.add_flag("--span-nodes", span_nodes,
+               "every planner: gangs span the nodes of a cluster, then a region (default with --synthetic)")
+      ->excludes(one_node_opt);
   app.add_flag("--no-defrag", no_defrag, "orrery: no defragmentation by migration (to compare)");
   app.add_flag("--no-backfill", no_backfill,
                "every planner: no backfill behind gangs that fit nowhere, only the round's budget of tries (to compare)");
@@ -170,6 +177,7 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 1;
   }
+  o.planner.one_node_gangs = one_node || (!trace.empty() && !span_nodes);
   if (no_defrag) o.planner.migration_gib_per_s = 0;
   if (no_backfill) o.planner.backfill = false;
   o.planner.overdue_cap_ms = static_cast<std::int64_t>(std::llround(overdue_cap_h * 3.6e6));
@@ -252,7 +260,7 @@ int main(int argc, char** argv) {
   sim::LoadScaling scaling;
   if (load_opt->count() > 0 || synthetic > 0) {
     auto s = sim::scale_to_load(workload, fleet->num_devices(), load, copies, [&](const sim::Workload& x) {
-      return sim::schedulable_jobs(x, *fleet);
+      return sim::schedulable_jobs(x, *fleet, o.planner.one_node_gangs);
     });
     if (!s) {
       std::fprintf(stderr, "orrery-sim: --load: %s (--repeat N repeats the workload's jobs)\n", s.reason().c_str());

@@ -73,7 +73,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
       if (!j) return j.status();
       journal_ = std::move(*j);
     }
-    types_ = FleetTypes(w_, fleet);
+    types_ = FleetTypes(w_, fleet, o_.planner.one_node_gangs);
     if (auto st = core::policy::check_type_speed(fleet, o_.planner.type_speed); !st) return st;
     speed_ = core::policy::speeds_by_type(fleet, o_.planner.type_speed);
     auto c = core::SchedulerCore::create(std::move(fleet), clock_, journal_.get());

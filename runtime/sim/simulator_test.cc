@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
 
 #include "checker/replay.h"
 #include "runtime/sim/fleet_generator.h"
@@ -253,6 +254,62 @@ TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   ASSERT_TRUE(stay.ok()) << stay.reason();
   EXPECT_EQ(stay->migrations, 0);
   EXPECT_GT(stay->tiers[1].p99_queue_s, 1600);
+}
+
+TEST(Simulator, PacksANodeByMigrationForAGangKeptToOneNode) {
+  // The same jobs on one cluster of two 4-device nodes. Gangs span its nodes by default, so D
+  // starts at once on 2 + 3 free devices; kept to one node (PlannerOptions::one_node_gangs, as
+  // pods are) it fits neither node, and orrery moves C off node 1, where 3 devices are free, once
+  // D has waited as long as the move costs; without defragmentation D waits for A's turn (A then
+  // has a higher LAS level), and is cut for it on A's node: 2 free there + A's 2.
+  const auto fleet = h100_fleet(1, 2, 4);
+  Workload w;
+  w.jobs = {job(0, 2000, 2, spec::Tier::kStandard), job(0, 100, 3, spec::Tier::kStandard),
+            job(1, 2000, 1, spec::Tier::kStandard), job(150, 100, 4, spec::Tier::kStandard)};
+  auto spanning = simulate(fleet, w, "orrery", quiet());
+  ASSERT_TRUE(spanning.ok()) << spanning.reason();
+  EXPECT_EQ(spanning->migrations, 0);
+  EXPECT_LT(spanning->tiers[1].max_queue_s, 5);
+  auto opts = quiet();
+  opts.planner.one_node_gangs = true;
+  auto packed = simulate(fleet, w, "orrery", opts);
+  ASSERT_TRUE(packed.ok()) << packed.reason();
+  EXPECT_EQ(packed->completed, 4);
+  EXPECT_EQ(packed->migrations, 1);
+  EXPECT_EQ(packed->preemptions, 0);
+  EXPECT_EQ(packed->rejected_proposals, 0u);
+  EXPECT_LT(packed->tiers[1].max_queue_s, 30);
+  opts.planner.migration_gib_per_s = 0;
+  auto stay = simulate(fleet, w, "orrery", opts);
+  ASSERT_TRUE(stay.ok()) << stay.reason();
+  EXPECT_EQ(stay->completed, 4);
+  EXPECT_EQ(stay->migrations, 0);
+  EXPECT_EQ(stay->preemptions, 1) << "A, and only A: the cut frees D's node";
+  EXPECT_GT(stay->tiers[1].max_queue_s, 1600);
+}
+
+TEST(Simulator, CutsForAGangKeptToOneNodeFreeOneNode) {
+  // Two 4-device nodes: node 0 holds two premium jobs and basic jobs 2 and 3, node 1 basic jobs
+  // 4 to 7 (best fit fills node 0 first). A standard gang of 4 arrives on the full fleet. Of the
+  // basic jobs, those with the lowest ids would go first (2, 3, 4, 5: two on each node), and the
+  // gang would not fit; kept to one node, the four cuts are on node 1, and it starts when they end.
+  const auto fleet = h100_fleet(1, 2, 4);
+  Workload w;
+  w.jobs = {job(0, 5000, 1, spec::Tier::kPremium), job(0, 5000, 1, spec::Tier::kPremium)};
+  for (int i = 0; i < 6; ++i) w.jobs.push_back(job(1 + i / 2, 5000, 1, spec::Tier::kBasic));
+  w.jobs.push_back(job(100, 100, 4, spec::Tier::kStandard));
+  for (const char* policy : {"orrery", "tiresias", "afs"}) {
+    auto opts = quiet();
+    opts.planner.one_node_gangs = true;
+    auto r = simulate(fleet, w, policy, opts);
+    ASSERT_TRUE(r.ok()) << policy << ": " << r.reason();
+    EXPECT_EQ(r->completed, 9) << policy;
+    EXPECT_EQ(r->rejected_proposals, 0u) << policy;
+    if (std::string(policy) == "orrery") {  // a higher tier: at once
+      EXPECT_EQ(r->preemptions, 4) << policy;
+      EXPECT_LT(r->tiers[1].max_queue_s, 60) << policy;
+    }
+  }
 }
 
 // 300 synthetic jobs (gangs up to 16) at load 0.9 on one node of 32 devices: a contended run.
