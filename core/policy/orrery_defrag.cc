@@ -17,6 +17,46 @@ namespace orrery::core::policy {
 
 using spec::EventKind;
 
+namespace {
+
+// A running job that could move out of the way: what the move costs (device-seconds) and frees.
+struct Mover {
+  double cost;
+  std::int64_t frees;
+  int job;
+};
+struct Moves {
+  std::vector<int> jobs;
+  double cost = 0;
+  std::int64_t freed = 0;
+};
+
+// The cheapest movers first (ties: the lowest job), until they free `deficit`.
+Moves cheapest_moves(std::vector<Mover>& movers, std::int64_t deficit) {
+  std::sort(movers.begin(), movers.end(),
+            [](const Mover& a, const Mover& b) { return std::tie(a.cost, a.job) < std::tie(b.cost, b.job); });
+  Moves m;
+  for (const auto& v : movers) {
+    if (m.freed >= deficit) break;
+    m.jobs.push_back(v.job);
+    m.cost += v.cost;
+    m.freed += v.frees;
+  }
+  return m;
+}
+
+// Moving pays when the waiting job's `need` devices x its wait so far (since `waiting_since`:
+// what it can expect to wait on) outweigh the moves' `cost`; if not yet, a round is asked for
+// when they will.
+bool moves_pay(const SchedulerCore& core, PlanContext& ctx, std::int64_t waiting_since, std::int64_t need, double cost) {
+  const double waited_s = static_cast<double>(core.now_ms() - waiting_since) / 1000.0;
+  if (cost <= static_cast<double>(need) * waited_s) return true;
+  ctx.replan_at(waiting_since + static_cast<std::int64_t>(cost / static_cast<double>(need) * 1000.0) + 1);
+  return false;
+}
+
+}  // namespace
+
 double OrreryPlanner::move_cost_s(const SchedulerCore& core, int v) const {
   const auto& vj = core.cluster().jobs[v];
   const double gib = static_cast<double>(vj.world) * static_cast<double>(vj.mem) / 1024.0;
@@ -27,11 +67,20 @@ double OrreryPlanner::move_cost_s(const SchedulerCore& core, int v) const {
   return idle + run;
 }
 
-bool OrreryPlanner::movable_for(const SchedulerCore& core, PlanContext& ctx, int v, int ben) {
-  if (ctx.cut_pending(v) || protected_now(core, book_, v)) return false;
-  // Placed overdue: not moved for a higher tier within its quantum.
-  const auto& s = core.cluster();
-  return !(spec::rank(spec::Concrete{}, s.jobs[v]) > spec::rank(spec::Concrete{}, s.jobs[ben]) && in_overdue_quantum(core, v));
+std::vector<int> OrreryPlanner::movable_for(const SchedulerCore& core, PlanContext& ctx, int ben) {
+  const auto& bj = core.cluster().jobs[ben];
+  std::vector<int> out;
+  int looked = 0;
+  for (std::int64_t rank = spec::kNumRanks - 1; rank >= spec::kRanksPerTier * bj.tier && looked < o_.max_victim_candidates; --rank)
+    for (int v : book_.running(bj.dtype, rank)) {
+      if (++looked > o_.max_victim_candidates) break;
+      if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
+      // Placed overdue: not moved for a higher tier within its quantum.
+      if (spec::rank(spec::Concrete{}, core.cluster().jobs[v]) > spec::rank(spec::Concrete{}, bj) && in_overdue_quantum(core, v))
+        continue;
+      out.push_back(v);
+    }
+  return out;
 }
 
 bool OrreryPlanner::start_moves(const SchedulerCore& core, PlanContext& ctx, int ben, const std::vector<int>& movers,
@@ -88,45 +137,20 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
   if (deficit <= 0 || free_all - free_r < deficit) return false;
 
   // Jobs of `ben`'s tier or lower wholly in region r, the cheapest to move first.
-  struct Mover {
-    double cost;
-    std::int64_t frees;
-    int job;
-  };
   std::vector<Mover> movers;
-  int looked = 0;
-  for (std::int64_t rank = spec::kNumRanks - 1; rank >= spec::kRanksPerTier * bj.tier && looked < o_.max_victim_candidates; --rank)
-    for (int v : book_.running(bj.dtype, rank)) {
-      if (++looked > o_.max_victim_candidates) break;
-      if (!movable_for(core, ctx, v, ben)) continue;
-      std::int64_t frees = 0;
-      bool inside = true;
-      for (auto dev : s.jobs[v].held) {
-        inside = inside && ix.region_of(s.node_of(static_cast<int>(dev))) == r;
-        frees += ix.in_level(level, static_cast<int>(dev)) ? 1 : 0;
-      }
-      if (inside && frees > 0) movers.push_back({move_cost_s(core, v), frees, v});
+  for (int v : movable_for(core, ctx, ben)) {
+    std::int64_t frees = 0;
+    bool inside = true;
+    for (auto dev : s.jobs[v].held) {
+      inside = inside && ix.region_of(s.node_of(static_cast<int>(dev))) == r;
+      frees += ix.in_level(level, static_cast<int>(dev)) ? 1 : 0;
     }
-  std::sort(movers.begin(), movers.end(),
-            [](const Mover& a, const Mover& b) { return std::tie(a.cost, a.job) < std::tie(b.cost, b.job); });
-  std::vector<int> chosen;
-  double cost = 0;
-  std::int64_t freed = 0;
-  for (const auto& m : movers) {
-    if (freed >= deficit) break;
-    chosen.push_back(m.job);
-    cost += m.cost;
-    freed += m.frees;
+    if (inside && frees > 0) movers.push_back({move_cost_s(core, v), frees, v});
   }
-  if (freed < deficit || static_cast<int>(chosen.size()) > o_.max_defrag_moves_per_round - moves_) return false;
-  // Moving pays when the waiting job's devices x its wait so far (what it can expect to wait on)
-  // outweigh the moves; if not yet, ask for a round when they will.
-  const double waited_s = static_cast<double>(core.now_ms() - book_.waiting_since(ben)) / 1000.0;
-  if (cost > static_cast<double>(need) * waited_s) {
-    ctx.replan_at(book_.waiting_since(ben) + static_cast<std::int64_t>(cost / static_cast<double>(need) * 1000.0) + 1);
-    return false;
-  }
-  return start_moves(core, ctx, ben, chosen, ix.region_scope(r), -1, "region");
+  const Moves chosen = cheapest_moves(movers, deficit);
+  if (chosen.freed < deficit || static_cast<int>(chosen.jobs.size()) > o_.max_defrag_moves_per_round - moves_) return false;
+  if (!moves_pay(core, ctx, book_.waiting_since(ben), need, chosen.cost)) return false;
+  return start_moves(core, ctx, ben, chosen.jobs, ix.region_scope(r), -1, "region");
 }
 
 bool OrreryPlanner::pack_node_for(const SchedulerCore& core, PlanContext& ctx, int ben, int level) {
@@ -139,61 +163,34 @@ bool OrreryPlanner::pack_node_for(const SchedulerCore& core, PlanContext& ctx, i
   const std::int64_t free_all = ix.total(level, ix.fleet_scope());
   if (free_all < need || ix.prev_nonempty(level, ix.fleet_scope(), ix.max_per_node(level)) >= need) return false;
   // Jobs of `ben`'s tier or lower wholly on one node that can hold the gang, by node.
-  struct Mover {
-    double cost;
-    std::int64_t devices;
-    int job;
-  };
   std::map<int, std::vector<Mover>> on;
-  int looked = 0;
-  for (std::int64_t rank = spec::kNumRanks - 1; rank >= spec::kRanksPerTier * bj.tier && looked < o_.max_victim_candidates; --rank)
-    for (int v : book_.running(bj.dtype, rank)) {
-      if (++looked > o_.max_victim_candidates) break;
-      const auto& held = s.jobs[v].held;
-      if (held.empty() || !movable_for(core, ctx, v, ben)) continue;
-      const int node = s.node_of(static_cast<int>(*held.begin()));
-      if (ix.capacity(level, node) < need || !ix.up(node)) continue;
-      if (!std::all_of(held.begin(), held.end(), [&](auto dev) { return s.node_of(static_cast<int>(dev)) == node; }))
-        continue;
-      on[node].push_back({move_cost_s(core, v), static_cast<std::int64_t>(held.size()), v});
-    }
+  for (int v : movable_for(core, ctx, ben)) {
+    const auto& held = s.jobs[v].held;
+    if (held.empty()) continue;
+    const int node = s.node_of(static_cast<int>(*held.begin()));
+    if (ix.capacity(level, node) < need || !ix.up(node)) continue;
+    if (!std::all_of(held.begin(), held.end(), [&](auto dev) { return s.node_of(static_cast<int>(dev)) == node; }))
+      continue;
+    on[node].push_back({move_cost_s(core, v), static_cast<std::int64_t>(held.size()), v});
+  }
   // The node whose cheapest moves free what it lacks at the least cost (ties: the lowest node);
   // the moved jobs need as many devices elsewhere, and one round's budget of moves.
   int best = -1;
-  double best_cost = 0;
-  std::vector<int> chosen;
+  Moves chosen;
   for (auto& [node, movers] : on) {
-    const std::int64_t open = ix.open(level, node) - book_.claimed_free_on_node(bj.dtype, node);
-    const std::int64_t deficit = need - open;
+    const std::int64_t deficit = need - (ix.open(level, node) - book_.claimed_free_on_node(bj.dtype, node));
     if (deficit <= 0) continue;
-    std::sort(movers.begin(), movers.end(),
-              [](const Mover& a, const Mover& b) { return std::tie(a.cost, a.job) < std::tie(b.cost, b.job); });
-    std::vector<int> take;
-    double cost = 0;
-    std::int64_t freed = 0;
-    for (const auto& m : movers) {
-      if (freed >= deficit) break;
-      take.push_back(m.job);
-      cost += m.cost;
-      freed += m.devices;
-    }
-    if (freed < deficit || freed > free_all - ix.open(level, node) ||
-        static_cast<int>(take.size()) > o_.max_defrag_moves_per_round - moves_)
+    Moves m = cheapest_moves(movers, deficit);
+    if (m.freed < deficit || m.freed > free_all - ix.open(level, node) ||
+        static_cast<int>(m.jobs.size()) > o_.max_defrag_moves_per_round - moves_)
       continue;
-    if (best < 0 || cost < best_cost) {
+    if (best < 0 || m.cost < chosen.cost) {
       best = node;
-      best_cost = cost;
-      chosen = std::move(take);
+      chosen = std::move(m);
     }
   }
-  if (best < 0) return false;
-  // Moving pays when the waiting job's devices x its wait so far outweigh the moves (as above).
-  const double waited_s = static_cast<double>(core.now_ms() - book_.waiting_since(ben)) / 1000.0;
-  if (best_cost > static_cast<double>(need) * waited_s) {
-    ctx.replan_at(book_.waiting_since(ben) + static_cast<std::int64_t>(best_cost / static_cast<double>(need) * 1000.0) + 1);
-    return false;
-  }
-  return start_moves(core, ctx, ben, chosen, -1, best, "node");
+  if (best < 0 || !moves_pay(core, ctx, book_.waiting_since(ben), need, chosen.cost)) return false;
+  return start_moves(core, ctx, ben, chosen.jobs, -1, best, "node");
 }
 
 }  // namespace orrery::core::policy

@@ -116,8 +116,9 @@ class OrreryPlanner final : public Planner {
   // Device-seconds migrating running job v costs: its devices idle while it moves, and the work a
   // signal or requeue job loses.
   double move_cost_s(const SchedulerCore& core, int v) const;
-  // Whether running `v` may be moved out of the way of waiting `ben` now.
-  bool movable_for(const SchedulerCore& core, PlanContext& ctx, int v, int ben);
+  // The running jobs of `ben`'s type that may move out of its way now: of its tier or lower, the
+  // lowest first, at most max_victim_candidates looked at.
+  std::vector<int> movable_for(const SchedulerCore& core, PlanContext& ctx, int ben);
   // Proposes the moves of `movers` off `avoid_scope` or `avoid_node`, then `ben`'s placement;
   // true if a move started.
   bool start_moves(const SchedulerCore& core, PlanContext& ctx, int ben, const std::vector<int>& movers,

@@ -226,6 +226,15 @@ TEST(Simulator, TenantsShareATierFairly) {
   EXPECT_LT(orrery->tenant_mean_queue_s, fifo->tenant_mean_queue_s);
 }
 
+// The defragmentation tests' jobs: A (2 devices, 2,000 s) and B (3 devices, 100 s) at 0, C (1
+// device, 2,000 s) at 1 s, D (4 devices, 100 s) at 150 s; all standard.
+Workload defrag_jobs() {
+  Workload w;
+  w.jobs = {job(0, 2000, 2, spec::Tier::kStandard), job(0, 100, 3, spec::Tier::kStandard),
+            job(1, 2000, 1, spec::Tier::kStandard), job(150, 100, 4, spec::Tier::kStandard)};
+  return w;
+}
+
 TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   // Two regions of one 4-device node (a gang never spans regions). A (2 devices, 2,000 s) lands
   // on node 0; B (3 devices, 100 s) on node 1; C (1 device, 2,000 s) on node 1 (best fit). When B
@@ -235,9 +244,7 @@ TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   // 0.5 s), where without it D waits some 1,650 s, until A has had a GPU-hour (2 devices x 1,800
   // s): a higher LAS level than D's, so D may cut it.
   const auto fleet = h100_fleet(2, 2, 4);
-  Workload w;
-  w.jobs = {job(0, 2000, 2, spec::Tier::kStandard), job(0, 100, 3, spec::Tier::kStandard),
-            job(1, 2000, 1, spec::Tier::kStandard), job(150, 100, 4, spec::Tier::kStandard)};
+  const Workload w = defrag_jobs();
   auto orrery = simulate(fleet, w, "orrery", quiet());
   ASSERT_TRUE(orrery.ok()) << orrery.reason();
   EXPECT_EQ(orrery->completed, 4);
@@ -263,9 +270,7 @@ TEST(Simulator, PacksANodeByMigrationForAGangKeptToOneNode) {
   // D has waited as long as the move costs; without defragmentation D waits for A's turn (A then
   // has a higher LAS level), and is cut for it on A's node: 2 free there + A's 2.
   const auto fleet = h100_fleet(1, 2, 4);
-  Workload w;
-  w.jobs = {job(0, 2000, 2, spec::Tier::kStandard), job(0, 100, 3, spec::Tier::kStandard),
-            job(1, 2000, 1, spec::Tier::kStandard), job(150, 100, 4, spec::Tier::kStandard)};
+  const Workload w = defrag_jobs();
   auto spanning = simulate(fleet, w, "orrery", quiet());
   ASSERT_TRUE(spanning.ok()) << spanning.reason();
   EXPECT_EQ(spanning->migrations, 0);
