@@ -67,6 +67,9 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--type-speed", serve.type_speed,
                         "relative speed of device types, e.g. H100-80G=2,A100-80G=1 (others 1): a job whose "
                         "spec names several types is placed on the fastest with room");
+  serve_cmd->add_flag("--one-node", serve.one_node_gangs,
+                      "a gang that one node of its type can hold is placed on one node, as a Kubernetes pod is "
+                      "(default: gangs span a cluster's nodes, then a region's)");
 
   CLI11_PARSE(app, argc, argv);
 

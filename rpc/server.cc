@@ -444,6 +444,7 @@ int serve(const ServeOptions& o, std::ostream& out, std::ostream& err) {
   so.user_checkpoint_root = o.user_checkpoint_root;
   so.launch_timeout_ms = o.launch_timeout_ms;
   so.policy = o.policy;
+  so.one_node_gangs = o.one_node_gangs;
   if (!o.type_speed.empty()) {
     auto sp = core::policy::parse_type_speed(o.type_speed);
     if (!sp) {

@@ -30,6 +30,7 @@ struct ServeOptions {
   std::int64_t tick_ms = 100;  // planner loop period
   std::string policy = "orrery";  // the planner (core/policy/planner.h)
   std::string type_speed;         // "NAME=SPEED,...": the planner's device type speeds; empty: none
+  bool one_node_gangs = false;    // a gang one node can hold goes on one node (ServiceOptions)
 };
 
 // Runs until SIGINT or SIGTERM. Prints "orrery-core serve: listening on HOST:PORT" (the real port

@@ -138,9 +138,11 @@ Result<std::unique_ptr<Service>> Service::open(const ServiceOptions& options,
   s->protocol_ = std::make_unique<protocol::Protocol>(*s->core_, timeouts);
   s->driver_ = std::make_unique<protocol::Driver>(*s->core_, *s->protocol_, *s);
   s->placer_ = std::make_unique<core::policy::GangPlacer>(*s->core_);
+  s->placer_->set_one_node_gangs(options.one_node_gangs);
   if (auto st = core::policy::check_type_speed(s->core_->fleet(), options.type_speed); !st) return st;
   core::policy::PlannerOptions planner_options;
   planner_options.type_speed = options.type_speed;
+  planner_options.one_node_gangs = options.one_node_gangs;
   s->planner_ = core::policy::make_planner(options.policy, planner_options);
   if (!s->planner_) return Status::InvalidArgument("unknown policy \"" + options.policy + "\"");
   for (int j = 0; j < s->core_->num_jobs(); ++j) s->planner_->job_recovered(*s->core_, j, entered.since(j), entered.waited(j));

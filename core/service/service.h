@@ -74,6 +74,11 @@ struct ServiceOptions {
   // type of the fleet).
   std::string policy = "orrery";
   std::map<std::string, double> type_speed;
+  // A gang that one node of its type can hold goes on one node, as a Kubernetes pod does
+  // (PlannerOptions::one_node_gangs; orrery-core serve --one-node): the planner's placements and
+  // cuts, and the check at submission that a job can ever be placed. false: gangs span a
+  // cluster's nodes, then a region's.
+  bool one_node_gangs = false;
   // Where signal jobs save themselves (ORRERY_CHECKPOINT_DIR = ROOT/job-J): a path every node
   // sees alike (a shared filesystem across machines). Empty: DATA/user-checkpoints, or the node's
   // own folder when the service has no data directory.

@@ -30,6 +30,7 @@ Result<int> Service::submit(const JobSpec& spec) {
   fit.max_devices = spec.max_devices;
   fit.mem_mib = spec.mem_mib;
   fit.mode = spec.preemption;
+  fit.one_node = options_.one_node_gangs;
   Status first_limit = Status::Ok();
   std::string usable;
   for (int type : *types) {

@@ -189,6 +189,43 @@ TEST_F(ServiceTest, TypeSpeedsPlaceAJobOnTheFastestTypeItNames) {
   EXPECT_EQ(refused.reason(), "type speed for \"TPU\": the fleet has no such device type");
 }
 
+// orrery-core serve --one-node: a gang that one node can hold waits for a node with room rather
+// than spanning two. Two nodes of three devices with one free on each (a job of 2 on each): a
+// third job of 2 spans them by default; with the option it waits (moving a job of 2 off a node
+// needs 2 free elsewhere: nothing to pack). Every policy.
+TEST_F(ServiceTest, OneNodeGangsWaitForANodeWithRoom) {
+  const auto f = core::Fleet::parse(
+      "region r\ncluster c\nnode n1 host_mem_mib=4096\ndevices host count=3 mem_mib=256\n"
+      "node n2 host_mem_mib=4096\ndevices host count=3 mem_mib=256\n");
+  ASSERT_TRUE(f.ok()) << f.reason();
+  for (const char* policy : {"orrery", "fifo", "tiresias", "afs"})
+    for (const bool one_node : {false, true}) {
+      SCOPED_TRACE(std::string(policy) + (one_node ? ", one node" : ", spanning"));
+      TearDown();
+      SetUp();
+      auto o = opts_;
+      o.policy = policy;
+      o.one_node_gangs = one_node;
+      auto opened = Service::open(o, *f, clock_);
+      ASSERT_TRUE(opened.ok()) << opened.reason();
+      auto& s = **opened;
+      ASSERT_TRUE(s.register_node("n1", {"host", 3, 256}, {}, std::make_shared<RecordingLink>()).ok());
+      ASSERT_TRUE(s.register_node("n2", {"host", 3, 256}, {}, std::make_shared<RecordingLink>()).ok());
+      std::vector<int> ids;
+      for (int i = 0; i < 3; ++i) {
+        auto id = s.submit(rigid(spec::Tier::kStandard));
+        ASSERT_TRUE(id.ok()) << id.reason();
+        ids.push_back(*id);
+        s.tick();
+      }
+      EXPECT_EQ(s.core().state(ids[0]), spec::JobState::kPlaced);
+      EXPECT_EQ(s.core().state(ids[1]), spec::JobState::kPlaced);
+      EXPECT_NE(s.core().cluster().node_of(s.core().cluster().jobs[ids[0]].held[0]),
+                s.core().cluster().node_of(s.core().cluster().jobs[ids[1]].held[0]));
+      EXPECT_EQ(s.core().state(ids[2]), one_node ? spec::JobState::kQueued : spec::JobState::kPlaced);
+    }
+}
+
 // The planner runs every tick (orrery-core: every 100 ms), whatever changed. A job naming two types
 // whose gang fits neither (3 free devices on each, a gang of 4) is not moved from one to the other
 // tick after tick: nothing is committed while nothing changes. Every policy.
