@@ -112,6 +112,26 @@ TEST(FleetFit, HostMemoryIsCountedNodeByNodeWhereSomeNodeLimitsTheSplit) {
   EXPECT_EQ(fit.limit(req(f, "H100", 9, 9, 9, 1024)), FitLimit::kNone);        // unspliced: all 9
 }
 
+TEST(FleetFit, AGangKeptToOneNodeNeedsOneNodesHostMemory) {
+  // Kept to one node (GangPlacer::set_one_node_gangs), a gang's spliced-out workers need one
+  // node's host memory. Two nodes of 4 devices and 6 GiB: 16 workers of 1 GiB on 4 devices swap 3
+  // GiB a device, so each node holds 2 such devices: 2 + 2 spanning, no node alone. 8 workers
+  // (1 GiB a device) fit one node; 5 devices are more than one node has, and still span.
+  const auto f = fleet(
+      "premium_reserve 0\nregion r\ncluster c1\n"
+      "node a host_mem_mib=6144\ndevices H100 count=4 mem_mib=81920\n"
+      "node b host_mem_mib=6144\ndevices H100 count=4 mem_mib=81920\n");
+  const FleetFit fit(f);
+  auto one_node = [&](FitRequest r) {
+    r.one_node = true;
+    return r;
+  };
+  EXPECT_EQ(fit.limit(req(f, "H100", 16, 4, 4, 1024)), FitLimit::kNone) << "spanning: 2 + 2";
+  EXPECT_EQ(fit.limit(one_node(req(f, "H100", 16, 4, 4, 1024))), FitLimit::kHostMemory);
+  EXPECT_EQ(fit.limit(one_node(req(f, "H100", 8, 4, 4, 1024))), FitLimit::kNone);
+  EXPECT_EQ(fit.limit(one_node(req(f, "H100", 5, 5, 5, 1024))), FitLimit::kNone);
+}
+
 // The rule as written (per split, per region, node by node), against FleetFit on random fleets and
 // requests: the precomputed levels and the shortcut where no node limits a split give the same
 // answer, and the same limit.

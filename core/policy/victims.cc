@@ -222,7 +222,9 @@ CutNeed::Option CutNeed::for_victim(const SchedulerCore& core, JobBook& book, in
     const int node = held.empty() ? -1 : core.cluster().node_of(static_cast<int>(*held.begin()));
     if (node < 0 || !std::all_of(held.begin(), held.end(), [&](auto dev) { return core.cluster().node_of(static_cast<int>(dev)) == node; }))
       return {-1, kNoCover, -1};
-    return {claim_region(core, book, node), lack_on(core, book, node), node};
+    const std::int64_t lack = lack_on(core, book, node);
+    // A node where it fits by count is not one for cuts (cover_on_one_node passes it over too).
+    return lack > 0 ? CutNeed::Option{claim_region(core, book, node), lack, node} : CutNeed::Option{-1, kNoCover, -1};
   }
   const int r = options.empty() ? -1 : job_region(core, book, v);
   for (const auto& o : options)

@@ -111,8 +111,8 @@ struct CutNeed {
   bool counts_free() const { return devices < whole; }
   // What cutting running job `v` must free with others of its region: its region's option, else
   // the whole gang anywhere (region -1, `whole`: the fallback below). For a gang kept to one node:
-  // what it lacks on v's node, where v holds devices on that node only and the node can hold the
-  // gang; else more than any job holds (no shrink of v frees it).
+  // what it lacks on v's node, where v holds devices on that node only, the node can hold the
+  // gang and it lacks some there; else more than any job holds (no shrink of v frees it).
   Option for_victim(const SchedulerCore& core, JobBook& book, int v) const;
   // What a gang kept to one node lacks on `node` (one_node).
   std::int64_t lack_on(const SchedulerCore& core, JobBook& book, int node) const;
