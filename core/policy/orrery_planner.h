@@ -17,10 +17,11 @@
 //     gang x its wait >= the re-splice's cost at cut_gib_per_s). The freed devices are reserved
 //     for the waiting job by the core (the spec's Suspend and Shrink effects);
 //  4. grows elastic jobs into idle devices of a type no job waits for, up to their max_devices;
-//  5. defragmentation by migration: a waiting job that does not fit although enough devices of
-//     its kind are free, scattered over regions (a gang spans nodes and clusters, never regions),
-//     gets the region nearest to fitting it emptied by migrating running jobs of its tier or
-//     lower to other regions — when moving pays: the
+//  5. defragmentation by migration (core/policy/orrery_defrag.cc): a waiting job that does not
+//     fit although enough devices of its kind are free, scattered over regions (a gang spans
+//     nodes and clusters, never regions) or, for a gang kept to one node
+//     (PlannerOptions::one_node_gangs), over nodes, gets the region or node nearest to fitting it
+//     emptied by migrating running jobs of its tier or lower elsewhere — when moving pays: the
 //     moves' cost (devices x state / PlannerOptions::migration_gib_per_s) is at most the waiting
 //     job's devices x the time it has waited. Tried before shrinking or preempting (a migration
 //     loses no work and keeps the moved job's devices).
