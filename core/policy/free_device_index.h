@@ -112,6 +112,8 @@ class FreeDeviceIndex {
   int prev_nonempty(int level, int scope, int from) const;
   // The smallest k >= from with a non-empty bucket, or 0.
   int next_nonempty(int level, int scope, int from) const;
+  // The most open devices of the level on one Up node of the fleet (0: none).
+  int most_open_on_a_node(int level) const { return prev_nonempty(level, fleet_scope(), max_per_node(level)); }
 
   // Supply counters. The level's grows by at least the number of devices of the level that may
   // have become free to some job: one for a device that turned open, or tagged or re-tagged for a

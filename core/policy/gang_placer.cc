@@ -39,8 +39,8 @@ void GangPlacer::allow_cross_region(int job, bool allowed) {
   cross_region_[static_cast<std::size_t>(job)] = allowed;
 }
 
-bool GangPlacer::one_node(int job) const {
-  if (!one_node_gangs_ || job < 0 || job >= core_.cluster().num_jobs()) return false;
+bool GangPlacer::fits_one_node(int job) const {
+  if (job < 0 || job >= core_.cluster().num_jobs()) return false;
   const auto& jv = core_.cluster().jobs[static_cast<std::size_t>(job)];
   const int level = index_.level_for(jv.dtype, jv.mem);
   return level >= 0 && jv.min_dev <= index_.max_per_node(level);
@@ -404,7 +404,7 @@ Proposal GangPlacer::plan(int job, EventKind event, int want) {
     }
     // A gang kept to one node has at most what one node has free to it.
     if (one_node_gangs_ && least_need <= index_.max_per_node(level_)) {
-      std::int64_t node_most = index_.prev_nonempty(level_, index_.fleet_scope(), index_.max_per_node(level_));
+      std::int64_t node_most = index_.most_open_on_a_node(level_);
       if (!tag_walk_skipped)
         for (int n : tag_nodes_)
           node_most = std::max<std::int64_t>(node_most, base(n) + tag_usable_[static_cast<std::size_t>(n)]);

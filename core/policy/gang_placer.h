@@ -106,10 +106,13 @@ class GangPlacer {
   // journaled: whoever runs the planner sets it again after a restart.
   void set_one_node_gangs(bool on) { one_node_gangs_ = on; }
   bool one_node_gangs() const { return one_node_gangs_; }
-  // Whether waiting or running `job`'s smallest gang is kept to one node: one_node_gangs, and one
-  // node of its level holds min_devices (its devices then come from one node, and cuts for it
-  // must free them there: victims.h).
-  bool one_node(int job) const;
+  // Whether one node of `job`'s level (its type, with memory for a worker) can hold its smallest
+  // gang (min_devices).
+  bool fits_one_node(int job) const;
+  // Whether waiting or running `job`'s smallest gang is kept to one node: one_node_gangs, and
+  // fits_one_node (its devices then come from one node, and cuts for it must free them there:
+  // victims.h).
+  bool one_node(int job) const { return one_node_gangs_ && fits_one_node(job); }
 
   // Catches up with the core now (propose() does it anyway).
   void sync() { index_.sync(); }

@@ -433,7 +433,7 @@ int JobBook::backfill(const SchedulerCore& core, PlanContext& ctx, Tries& t, int
         if (ix.has_reservations(j)) return true;
         if (pl.one_node(j)) {  // a gang kept to one node: what one node has open, at most
           pl.sync();
-          if (jv.min_dev > ix.prev_nonempty(level, ix.fleet_scope(), ix.max_per_node(level))) return false;
+          if (jv.min_dev > ix.most_open_on_a_node(level)) return false;
         }
         if (pl.cross_region(j)) {
           pl.sync();

@@ -161,17 +161,13 @@ bool OrreryPlanner::pack_node_for(const SchedulerCore& core, PlanContext& ctx, i
   // enough open (else claims, reservations or host memory keep it out: not for moves to mend).
   const std::int64_t need = bj.min_dev;
   const std::int64_t free_all = ix.total(level, ix.fleet_scope());
-  if (free_all < need || ix.prev_nonempty(level, ix.fleet_scope(), ix.max_per_node(level)) >= need) return false;
+  if (free_all < need || ix.most_open_on_a_node(level) >= need) return false;
   // Jobs of `ben`'s tier or lower wholly on one node that can hold the gang, by node.
   std::map<int, std::vector<Mover>> on;
   for (int v : movable_for(core, ctx, ben)) {
-    const auto& held = s.jobs[v].held;
-    if (held.empty()) continue;
-    const int node = s.node_of(static_cast<int>(*held.begin()));
-    if (ix.capacity(level, node) < need || !ix.up(node)) continue;
-    if (!std::all_of(held.begin(), held.end(), [&](auto dev) { return s.node_of(static_cast<int>(dev)) == node; }))
-      continue;
-    on[node].push_back({move_cost_s(core, v), static_cast<std::int64_t>(held.size()), v});
+    const int node = job_node(core, v);
+    if (node < 0 || ix.capacity(level, node) < need || !ix.up(node)) continue;
+    on[node].push_back({move_cost_s(core, v), static_cast<std::int64_t>(s.jobs[v].held.size()), v});
   }
   // The node whose cheapest moves free what it lacks at the least cost (ties: the lowest node);
   // the moved jobs need as many devices elsewhere, and one round's budget of moves.

@@ -247,11 +247,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // by the cap's rule below): else a gang whose type its tier's one-device jobs keep full waits for
   // them all to end, whatever the cap (a premium gang of 8 on a type of one node: 37 days). Not a
   // larger one: gangs of hundreds cutting dozens of jobs each churned (docs/policies.md).
-  const FreeDeviceIndex& ix = book_.placer(core).index();
-  const int ben_level = ix.level_for(bj.dtype, bj.mem);
-  const bool node_gang = ben_level >= 0 && bj.min_dev <= ix.max_per_node(ben_level);
-  const std::int64_t same_tier_most =
-      ben_class == 0 && node_gang ? std::numeric_limits<std::int64_t>::max() : o_.max_same_tier_victims;
+  const std::int64_t same_tier_most = ben_class == 0 && book_.placer(core).fits_one_node(ben)
+                                          ? std::numeric_limits<std::int64_t>::max()
+                                          : o_.max_same_tier_victims;
   // Inside the tier only if a rule below can let a job go (and, when at most one job of the tier
   // may be cut, only one that covers, alone, what the gang lacks).
   const bool same_tier_possible = o_.max_same_tier_victims > 0 && (ben_class <= top_level || ben_poor);
@@ -290,6 +288,8 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // Every device of the type has memory for `ben`'s workers (its level is the type's widest, a
   // fixed fact of the fleet): spec::fits_devices_of holds for every candidate (they hold devices of
   // the type only), without a walk over their devices.
+  const FreeDeviceIndex& ix = book_.placer(core).index();
+  const int ben_level = ix.level_for(bj.dtype, bj.mem);
   const bool fits_any = ben_level >= 0 && ben_level == ix.level_for(bj.dtype, 1);
   // A shrink inside the tier reorders equals: it is made only when what `ben` has waited (its
   // smallest gang x its wait so far: what it can expect to wait on) outweighs what the re-splice

@@ -12,6 +12,14 @@ namespace orrery::core::policy {
 
 int mode_rank(spec::Preemption m) { return static_cast<int>(m); }  // the enum's order is the rank
 
+int job_node(const SchedulerCore& core, int v) {
+  const auto& s = core.cluster();
+  const auto& held = s.jobs[v].held;
+  if (held.empty()) return -1;
+  const int node = s.node_of(static_cast<int>(*held.begin()));
+  return std::all_of(held.begin(), held.end(), [&](auto dev) { return s.node_of(static_cast<int>(dev)) == node; }) ? node : -1;
+}
+
 std::int64_t loss_per_device_ms(const SchedulerCore& core, const JobBook& book, int v) {
   if (core.job_info(v).mode == spec::Preemption::kTransparent) return 0;  // cut at its current step
   // Signal and requeue: the run since the incarnation started (victims.h says why for signal).
@@ -182,7 +190,7 @@ CutNeed cut_need(const SchedulerCore& core, JobBook& book, int ben) {
     n.one_node = true;
     n.level = ix.level_for(bj.dtype, bj.mem);
     // (Devices reserved for it are free to it: with any, no bound but one.)
-    const std::int64_t most = ix.has_reservations(ben) ? n.whole - 1 : ix.prev_nonempty(n.level, ix.fleet_scope(), ix.max_per_node(n.level));
+    const std::int64_t most = ix.has_reservations(ben) ? n.whole - 1 : ix.most_open_on_a_node(n.level);
     n.devices = std::max<std::int64_t>(1, n.whole - most);
     return n;
   }
@@ -218,10 +226,8 @@ std::int64_t CutNeed::lack_on(const SchedulerCore& core, JobBook& book, int node
 
 CutNeed::Option CutNeed::for_victim(const SchedulerCore& core, JobBook& book, int v) const {
   if (one_node) {
-    const auto& held = core.cluster().jobs[v].held;
-    const int node = held.empty() ? -1 : core.cluster().node_of(static_cast<int>(*held.begin()));
-    if (node < 0 || !std::all_of(held.begin(), held.end(), [&](auto dev) { return core.cluster().node_of(static_cast<int>(dev)) == node; }))
-      return {-1, kNoCover, -1};
+    const int node = job_node(core, v);
+    if (node < 0) return {-1, kNoCover, -1};
     const std::int64_t lack = lack_on(core, book, node);
     // A node where it fits by count is not one for cuts (cover_on_one_node passes it over too).
     return lack > 0 ? CutNeed::Option{claim_region(core, book, node), lack, node} : CutNeed::Option{-1, kNoCover, -1};

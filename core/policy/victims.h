@@ -39,6 +39,9 @@
 
 namespace orrery::core::policy {
 
+// The node that holds every device running job `v` holds: -1 when it holds none or spans nodes.
+int job_node(const SchedulerCore& core, int v);
+
 // Ties between equal losses: transparent (0) before signal (1) before requeue (2).
 int mode_rank(spec::Preemption m);
 
