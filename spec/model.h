@@ -325,8 +325,9 @@ typename D::Bool fits_reserve(const D&, const ClusterVars<D>& s, const typename 
 }
 
 // The job's rank for precedence: its tier, with a spare premium job (admitted beyond the reserve)
-// between the premium jobs admitted within it and the standard tier. Smaller ranks first; a tier's
-// ranks are kRanksPerTier * tier and the next one.
+// between the premium jobs admitted within it and the standard tier (between those two, a lead in
+// service reverses it: precedes). Smaller ranks first; a tier's ranks are kRanksPerTier * tier and
+// the next one.
 inline constexpr int kRanksPerTier = 2;
 inline constexpr int kNumRanks = kRanksPerTier * kNumTiers;
 template <class D>
@@ -365,15 +366,34 @@ typename D::Bool exact_split(const D& d, const typename D::Int& world, const typ
          times_small(d, count, splice, kSpliceLimit) == world;
 }
 
+// The reserve's order between premium jobs gives way to service once one has had far more: a
+// spare premium job takes precedence over one within the reserve that has had more than this much
+// more attained service (GPU-ms: 24 GPU-hours), and one within the reserve takes it back only once
+// its lead is at most half of it. Else a premium job within the reserve could hold a type that
+// spare ones wait for, for as long as it runs (months, on a type of a few devices); and with one
+// threshold the two would take turns each time either received a moment's service.
+inline constexpr std::int64_t kReserveLeadGpuMs = std::int64_t{24} * 3600 * 1000;
+
 // Job `ben` takes precedence over job `victim` for devices: it is waiting, needs the victim's
-// device type (anything else would free devices it cannot use), and has a strictly higher rank
-// (its tier; a spare premium job below the premium jobs within the reserve), or the same rank and
-// strictly less attained service (the same-tier fair-share rule).
+// device type (anything else would free devices it cannot use), and
+//  - has a higher tier; or
+//  - is of the same tier and rank (both premium within the reserve, both spare, or both of a lower
+//    tier) and has had strictly less attained service (the same-tier fair-share rule); or
+//  - is a premium job within the reserve, the victim a spare one, and its lead in attained service
+//    over the victim is at most kReserveLeadGpuMs / 2; or
+//  - is a spare premium job, the victim one within the reserve, with a lead of more than
+//    kReserveLeadGpuMs over `ben`.
+// Never both ways between two jobs (the last two need the lead of the job within the reserve to be
+// at most kReserveLeadGpuMs / 2 and more than kReserveLeadGpuMs).
 template <class D>
 typename D::Bool precedes(const D& d, const JobVars<D>& ben, const JobVars<D>& victim) {
   const auto rb = rank(d, ben), rv = rank(d, victim);
+  const auto same_tier = ben.tier == victim.tier;
+  const auto reserve_first = rb < rv && ben.attained <= victim.attained + d.k(kReserveLeadGpuMs / 2);
+  const auto lead_given_way = rv < rb && ben.attained + d.k(kReserveLeadGpuMs) < victim.attained;
   return waiting_state(d, ben.state) && ben.dtype == victim.dtype &&
-         (rb < rv || (rb == rv && ben.attained < victim.attained));
+         ((!same_tier && rb < rv) || (rb == rv && ben.attained < victim.attained) ||
+          (same_tier && (reserve_first || lead_given_way)));
 }
 
 // An operator's decision for no one (a suspension or a shrink no waiting job asked for): the core

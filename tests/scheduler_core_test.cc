@@ -728,6 +728,57 @@ TEST_F(SchedulerCoreTest, APremiumJobBeyondTheReserveIsSpareUntilARestartFindsRo
     EXPECT_TRUE(spec::state_invariant(spec::Concrete{}, inv, c.cluster())) << spec::inv_id(inv);
 }
 
+// The reserve's order gives way to a lead in service (spec::kReserveLeadGpuMs, M): a spare premium
+// job cuts one within the reserve that has had more than M more service than it, and the one cut
+// takes precedence again only once its lead is at most M / 2 (so the two do not take turns each
+// time either has had a moment's service).
+TEST_F(SchedulerCoreTest, ASparePremiumJobCutsOneWithinTheReserveThatLeadsByMoreThanADay) {
+  constexpr std::int64_t kM = spec::kReserveLeadGpuMs;
+  ManualClock clock;
+  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);  // 8 devices, reserve 4
+  ASSERT_TRUE(core.ok());
+  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
+  auto& c = **core;
+  auto must = [&](const Decision& d) {
+    auto r = c.commit(d);
+    EXPECT_TRUE(r.ok()) << d.describe() << ": " << r.reason();
+  };
+  auto refused = [&](const Decision& d) {
+    auto r = c.commit(d);
+    ASSERT_FALSE(r.ok()) << d.describe();
+    EXPECT_NE(r.reason().find("beneficiary favoured by rank"), std::string::npos) << r.reason();
+  };
+  must(submit("within", Tier::kPremium, 4, 4, 4));
+  must(ev(EventKind::kAdmit, 0));
+  must(submit("spare", Tier::kPremium, 4, 4, 4));
+  must(ev(EventKind::kAdmit, 1));
+  ASSERT_EQ(c.cluster().jobs[1].spare, 1);
+  must(on(EventKind::kPlace, 0, {4, 5, 6, 7}, 1));
+  must(ev(EventKind::kStart, 0));
+  must(submit("standard", Tier::kStandard, 4, 4, 4));  // a lower tier: never, whatever the lead
+  must(ev(EventKind::kAdmit, 2));
+  // A lead of exactly M does not let the spare job cut it; one of M + 1 does.
+  must(progress(0, 1, kM));
+  refused(for_job(EventKind::kPreempt, 0, 1));
+  must(progress(0, 2, 1));
+  refused(for_job(EventKind::kPreempt, 0, 2));
+  must(for_job(EventKind::kPreempt, 0, 1));
+  must(at_step(EventKind::kCheckpointDone, 0, 2));
+  EXPECT_EQ(reserved_for(c.cluster())[4], 1);  // its devices are kept for the spare job
+  must(on(EventKind::kPlace, 1, {4, 5, 6, 7}, 1));
+  must(ev(EventKind::kStart, 1));
+  EXPECT_EQ(c.cluster().jobs[1].spare, 1);  // the reserve still counts job 0: no room to join
+  EXPECT_EQ(c.cluster().jobs[0].spare, 0);  // and job 0 keeps its guarantee (INV-ADMIT)
+  // Job 0, waiting, leads by M + 1: it may not cut the spare job back until its lead is M / 2.
+  refused(for_job(EventKind::kPreempt, 1, 0));
+  must(progress(1, 1, kM / 2));
+  refused(for_job(EventKind::kPreempt, 1, 0));
+  must(progress(1, 2, 1));
+  must(for_job(EventKind::kPreempt, 1, 0));
+  for (auto inv : spec::kAllInvariants)
+    EXPECT_TRUE(spec::state_invariant(spec::Concrete{}, inv, c.cluster())) << spec::inv_id(inv);
+}
+
 // Attained service is what the same-tier fair-share rule compares: it must never wrap around to a
 // negative value (which would make a job that received the most service look the most deprived).
 TEST_F(SchedulerCoreTest, AttainedServiceDoesNotWrapAround) {

@@ -269,18 +269,25 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // Nothing to search when the lower tiers together hold too few devices of the type and the tier
   // itself cannot let a job go (O(1): the book's counters).
   // "Tier" below is the rank (spec::rank): a premium job admitted beyond the reserve (spare) is a
-  // lower tier to one admitted within it, and its equal only to the other spare ones.
+  // lower tier to one admitted within it, and its equal only to the other spare ones; but a spare
+  // `ben` past its tier's starvation cap may also cut one within the reserve that the spec lets it
+  // (a lead in service of more than spec::kReserveLeadGpuMs: spec::precedes), inside the tier as
+  // for its equals.
   const std::int64_t ben_rank = spec::rank(d, bj);
-  auto same_rank = [&](int v) { return spec::rank(d, s.jobs[v]) == ben_rank; };
+  const std::int64_t low_rank = bj.spare == 1 && ben_class == 0 ? ben_rank - 1 : ben_rank;
+  auto inside_tier = [&](int v) {
+    const std::int64_t r = spec::rank(d, s.jobs[v]);
+    return r == ben_rank || (r < ben_rank && r >= low_rank);
+  };
   if (!same_tier_possible && book_.running_devices_below(bj.dtype, ben_rank) < need) return nothing_found();
   // The beneficiary's device type only (no other frees devices it can use), the lowest rank first.
   std::vector<int> pool;
   int looked = 0;
-  for (std::int64_t rank = spec::kNumRanks - 1; rank >= ben_rank && looked < o_.max_victim_candidates; --rank) {
+  for (std::int64_t rank = spec::kNumRanks - 1; rank >= low_rank && looked < o_.max_victim_candidates; --rank) {
     if (rank == ben_rank && !same_tier_possible) break;
     for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
-      if (rank == ben_rank && same_tier_most == 1 && s.jobs[v].devices < need) continue;
+      if (rank <= ben_rank && same_tier_most == 1 && s.jobs[v].devices < need) continue;
       pool.push_back(v);
     }
   }
@@ -324,7 +331,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
                                   const std::int64_t unreported = ctx.unreported_gpu_ms(v);
                                   return unreported > 0 && turn_with(vj.attained + unreported);
                                 }());
-    if ((v_rank < ben_rank || (v_rank == ben_rank && !same_tier_turn)) || ctx.cut_pending(v)) continue;
+    // A job within the reserve, for a spare `ben`: the spec's lead decides (favoured, below).
+    const bool reserve_turn = v_rank < ben_rank && v_rank >= low_rank;
+    if ((v_rank < ben_rank && !reserve_turn) || (v_rank == ben_rank && !same_tier_turn) || ctx.cut_pending(v)) continue;
     if (protected_now(core, book_, v)) continue;  // within its min_runtime_ms (victims.h)
     // Placed overdue: a higher tier does not cut it before it has run its quantum (its own tier
     // by the rules above, as any job of it).
@@ -332,13 +341,14 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     // A job placed past its tier's starvation cap runs at least the cap before its tier may cut it
     // again: else the next newcomer of a lower LAS level would cut it at once, and the cap would
     // bound its waits but not its progress.
-    if (v_rank == ben_rank && quantum_.count(v) != 0) {
+    if (v_rank <= ben_rank && quantum_.count(v) != 0) {
       if (core.now_ms() - book_.running_since(v) < o_.starvation_cap_ms[static_cast<std::size_t>(vj.tier)]) continue;
       quantum_.erase(v);
     }
-    // The guard weighs committed service: a same-rank victim's is committed as of now where the
-    // committed figure alone does not let it go (committing more never makes the guard refuse).
-    if (v_rank == ben_rank && !spec::favoured(d, s, ben, v)) ctx.freshen(v);
+    // The guard weighs committed service inside the tier (a spare job and one within the reserve
+    // by their lead: spec::precedes): a victim's is committed as of now where the committed figure
+    // alone does not let it go (committing more never makes the guard refuse).
+    if (vj.tier == bj.tier && !spec::favoured(d, s, ben, v)) ctx.freshen(v);
     if (!spec::favoured(d, s, ben, v) || (!fits_any && !spec::fits_devices_of(d, s, ben, v))) continue;
     candidates.push_back(v);
     // A shrink only of a transparent job (INV-MODE); inside the tier only when it pays (below).
@@ -356,7 +366,7 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     for (std::int64_t f = 1, c = vj.world; f <= spec::kSpliceLimit && to == 0; c = vj.world / ++f)
       if (vj.world % f == 0 && c <= vj.devices - frees && c >= vj.min_dev) to = c;
     if (to == 0) continue;
-    if (same_rank(v) && !pays({v})) {
+    if (inside_tier(v) && !pays({v})) {
       shrink_deferred = true;  // it will pay: a preemption inside the tier would cost as much
       continue;
     }
@@ -401,9 +411,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // (The cost rule is not applied to these cuts themselves: weighed like shrinks, they made the
   // average JCT 1.7x longer on the Alibaba trace on 8x8 GPUs at load 0.7, docs/scheduling.md; but
   // while a shrink inside the tier waits to pay, no job of the tier is cut instead.)
-  if (std::any_of(victims.begin(), victims.end(), same_rank) &&
+  if (std::any_of(victims.begin(), victims.end(), inside_tier) &&
       (static_cast<std::int64_t>(victims.size()) > same_tier_most || shrink_deferred)) {
-    std::erase_if(candidates, same_rank);
+    std::erase_if(candidates, inside_tier);
     victims = cover();
   }
   if (victims.empty() && !waiting_to_pay) return nothing_found();

@@ -317,6 +317,29 @@ TEST(Simulator, CutsForAGangKeptToOneNodeFreeOneNode) {
   }
 }
 
+TEST(Simulator, ASparePremiumJobTakesTurnsWithOneWithinTheReserveThatLeadsByADay) {
+  // One device, all of it the premium reserve. A (300,000 s) is admitted within it, B (60,000 s)
+  // just after, spare: B may cut A only once A leads it by more than a day of service
+  // (spec::kReserveLeadGpuMs, M = 86,400 s on one device), and A may take the device back only
+  // once its lead is M / 2 again. So B starts at about 86,400 s, A cuts it back 43,200 s later,
+  // B cuts A again when A leads by M once more (about 172,800 s) and ends about 189,600 s, A about
+  // 360,000 s: three cuts (before the lead rule, B waited A's 300,000 s; with one threshold the two
+  // would take turns at every round). The planner weighs the service as of now (freshen), and
+  // searches again while a cut is refused. (tiresias and afs may make the same cuts, but ask for
+  // rounds at their LAS bounds only: on this quiet fleet none comes when the lead passes M.)
+  Workload w;
+  w.jobs = {job(0, 300'000, 1, spec::Tier::kPremium), job(10, 60'000, 1, spec::Tier::kPremium)};
+  auto r = simulate(one_node(1), w, "orrery", quiet());
+  ASSERT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->completed, 2);
+  EXPECT_EQ(r->rejected_proposals, 0u);
+  EXPECT_EQ(r->preemptions, 3);
+  EXPECT_GT(r->tiers[0].max_queue_s, 86'400);  // B's wait for its first start
+  EXPECT_LT(r->tiers[0].max_queue_s, 86'500);
+  EXPECT_GT(r->avg_jct_s, (360'000 + 189'600) / 2 - 500);
+  EXPECT_LT(r->avg_jct_s, (360'000 + 189'600) / 2 + 1'000);
+}
+
 // 300 synthetic jobs (gangs up to 16) at load 0.9 on one node of 32 devices: a contended run.
 Result<Workload> contended(const core::Fleet& fleet) {
   SyntheticOptions so;
