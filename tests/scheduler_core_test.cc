@@ -663,20 +663,33 @@ TEST_F(SchedulerCoreTest, ReservationsProtectTheBeneficiaryButNeverBlockAHigherT
     EXPECT_TRUE(spec::state_invariant(spec::Concrete{}, inv, c.cluster())) << spec::inv_id(inv);
 }
 
+// A core over the default fleet (8 devices, premium reserve 4) with every node Up, and a commit
+// that must be accepted.
+struct UpCore {
+  ManualClock clock;
+  std::unique_ptr<SchedulerCore> core;
+  UpCore() {
+    auto c = SchedulerCore::create(default_fleet(), clock, nullptr);
+    EXPECT_TRUE(c.ok());
+    if (!c.ok()) return;
+    core = std::move(*c);
+    EXPECT_TRUE(bring_up_all_nodes(*core).ok());
+  }
+  void must(const Decision& d) {
+    auto r = core->commit(d);
+    EXPECT_TRUE(r.ok()) << d.describe() << ": " << r.reason();
+  }
+};
+
 // A premium job beyond the premium reserve is admitted spare: it counts nothing against the reserve,
 // ranks below every premium job within it (neither its lower attained service nor its tier lets it
 // cut one, and one within the reserve may cut it on equal service), and joins the reserve when a
 // restart finds room.
 TEST_F(SchedulerCoreTest, APremiumJobBeyondTheReserveIsSpareUntilARestartFindsRoom) {
-  ManualClock clock;
-  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);  // 8 devices, reserve 4
-  ASSERT_TRUE(core.ok());
-  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
-  auto& c = **core;
-  auto must = [&](const Decision& d) {
-    auto r = c.commit(d);
-    EXPECT_TRUE(r.ok()) << d.describe() << ": " << r.reason();
-  };
+  UpCore up;
+  ASSERT_TRUE(up.core);
+  auto& c = *up.core;
+  auto must = [&](const Decision& d) { up.must(d); };
   auto spare = [&](int j) { return c.cluster().jobs[j].spare; };
   auto counted = [&] { return c.cluster().premium_admitted.front(); };
   must(submit("within", Tier::kPremium, 4, 4, 4));
@@ -734,15 +747,10 @@ TEST_F(SchedulerCoreTest, APremiumJobBeyondTheReserveIsSpareUntilARestartFindsRo
 // time either has had a moment's service).
 TEST_F(SchedulerCoreTest, ASparePremiumJobCutsOneWithinTheReserveThatLeadsByMoreThanADay) {
   constexpr std::int64_t kM = spec::kReserveLeadGpuMs;
-  ManualClock clock;
-  auto core = SchedulerCore::create(default_fleet(), clock, nullptr);  // 8 devices, reserve 4
-  ASSERT_TRUE(core.ok());
-  ASSERT_TRUE(bring_up_all_nodes(**core).ok());
-  auto& c = **core;
-  auto must = [&](const Decision& d) {
-    auto r = c.commit(d);
-    EXPECT_TRUE(r.ok()) << d.describe() << ": " << r.reason();
-  };
+  UpCore up;
+  ASSERT_TRUE(up.core);
+  auto& c = *up.core;
+  auto must = [&](const Decision& d) { up.must(d); };
   auto refused = [&](const Decision& d) {
     auto r = c.commit(d);
     ASSERT_FALSE(r.ok()) << d.describe();
