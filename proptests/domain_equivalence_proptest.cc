@@ -287,17 +287,17 @@ SParams random_params(const Cluster& s, int j) {
   }
   p.gpu_ms = uniform(0, 8) == 0 ? spec::kMaxAttained - attained + uniform(0, 2)
                                 : uniform<std::int64_t>(-1, 400);
-  // A beneficiary: a waiting job of the same device type that comes before the acting one (a
-  // higher tier, or the same with less service: what a preemption or a shrink needs), any waiting
-  // job, any job, or none.
+  // A beneficiary: a waiting job of the same device type that comes before the acting one
+  // (spec::precedes: a higher tier, or the same with less service or, between the premium reserve
+  // and spare jobs, its standing and lead; what a preemption or a shrink needs), any waiting job,
+  // any job, or none.
   std::vector<int> waiting, ahead;
   for (int b = 0; b < n; ++b) {
     const auto& bj = s.jobs[static_cast<std::size_t>(b)];
     const auto st = static_cast<JobState>(bj.state);
     if (b == j || (st != JobState::kQueued && st != JobState::kSuspended)) continue;
     waiting.push_back(b);
-    if (real && bj.dtype == job->dtype &&
-        (bj.tier < job->tier || (bj.tier == job->tier && bj.attained < job->attained)))
+    if (real && spec::precedes(spec::Concrete{}, bj, *job))
       ahead.push_back(b);
   }
   const int broll = uniform(0, 4);

@@ -165,8 +165,10 @@ std::string describe_job(const RefJob& j) {
   return o.str();
 }
 
-// May waiting job `b` take resources from job `v`? Strictly better tier, or the same tier and
-// strictly less service received.
+// May waiting job `b` take resources from job `v`? Strictly better tier; or the same tier, and of
+// two premium jobs one within the reserve and one spare, the one within while it leads the other by
+// at most half of kRefReserveLeadGpuMs, the spare one once that lead is more than all of it; else
+// (the same standing) strictly less service received.
 bool ref_favoured(const RefModel& m, std::int64_t b, int v) {
   if (b < 0 || b >= m.num_jobs() || b == v) return false;
   const RefJob& ben = m.jobs[static_cast<std::size_t>(b)];
@@ -174,7 +176,10 @@ bool ref_favoured(const RefModel& m, std::int64_t b, int v) {
   if (!ref_waiting(ben.state)) return false;
   if (ben.dtype != vic.dtype) return false;  // it could not use the victim's devices
   if (ben.tier != vic.tier) return ben.tier < vic.tier;
-  if (ben.spare != vic.spare) return !ben.spare;  // within the premium reserve before beyond it
+  if (ben.spare != vic.spare) {
+    const std::int64_t within_lead = ben.spare ? vic.attained - ben.attained : ben.attained - vic.attained;
+    return ben.spare ? within_lead > kRefReserveLeadGpuMs : within_lead <= kRefReserveLeadGpuMs / 2;
+  }
   return ben.attained < vic.attained;
 }
 

@@ -27,6 +27,9 @@ inline constexpr std::int64_t kRefMaxRetries = 3;
 // Platform faults (NodeLoss) a job survives before it fails for good; its retries untouched.
 inline constexpr std::int64_t kRefMaxPlatformFaults = 100;
 inline constexpr int kRefNumTiers = 3;
+// Between a premium job within the reserve and a spare one, the reserve's order gives way to a
+// lead in service of more than a day (GPU-ms); the job within goes first again at half of it.
+inline constexpr std::int64_t kRefReserveLeadGpuMs = std::int64_t{24} * 3600 * 1000;
 // Input bounds, so that nothing overflows 64-bit arithmetic: workers per job, MiB per worker,
 // GPU-ms of attained service per job.
 inline constexpr std::int64_t kRefMaxWorld = std::int64_t{1} << 20;
@@ -88,7 +91,8 @@ struct RefJob {
   // not placed or resumed meanwhile.
   bool hold = false;
   // A premium job admitted beyond the premium reserve: it counts nothing against the reserve and
-  // ranks below the premium jobs within it, until a (re)start finds room in the reserve.
+  // ranks below the premium jobs within it (unless one leads it by more than
+  // kRefReserveLeadGpuMs of service), until a (re)start finds room in the reserve.
   bool spare = false;
   // The device types its spec allows when it names several ("A|B", the first its type at
   // submission); empty when it names one. Retype moves a waiting job to another of them.

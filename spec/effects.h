@@ -117,7 +117,8 @@ void unadmit(const D& d, ClusterVars<D>& s, int j) {
 
 // Admission: the job is admitted. A premium job that fits within the premium reserve adds its
 // min_dev to the premium counter; one that does not is admitted spare (it counts nothing, and
-// ranks below the premium jobs within the reserve until it joins it: join_reserve).
+// ranks below the premium jobs within the reserve until it joins it, join_reserve, or one of them
+// leads it in service by more than kReserveLeadGpuMs: precedes).
 struct EffectAdmit {
   static constexpr std::string_view name = "count_admitted_or_spare";
   template <class D>

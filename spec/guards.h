@@ -203,9 +203,10 @@ struct GuardShrink {
   }
 };
 
-// Preemption only in favour of a waiting job of a strictly higher rank (its tier; a premium job
-// admitted beyond the reserve ranks below those within it), or of the same rank with strictly less
-// attained service, that can use the devices (they will be reserved for it); or an
+// Preemption only in favour of a waiting job that takes precedence over the victim (precedes: a
+// strictly higher tier; or the same rank with strictly less attained service; a premium job
+// admitted beyond the reserve ranks below those within it until one leads it in service by more
+// than kReserveLeadGpuMs), that can use the devices (they will be reserved for it); or an
 // operator's suspension, for no one (the job is then held: EffectPreempt).
 struct GuardPreempt {
   static constexpr std::string_view name = "favoured_beneficiary";

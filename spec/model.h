@@ -55,8 +55,9 @@ struct JobVars {
                   // resumed until an operator releases it (Release), 0 otherwise
   Int spare;      // 1: a premium job admitted beyond the premium reserve (INV-ADMIT). It counts
                   // nothing against the reserve, carries no guarantee and ranks below every
-                  // premium job admitted within it (precedes); it joins the reserve when it is
-                  // (re)started and the reserve has room for it. 0 otherwise
+                  // premium job admitted within it (until one leads it in service by more than
+                  // kReserveLeadGpuMs: precedes); it joins the reserve when it is (re)started and
+                  // the reserve has room for it. 0 otherwise
   typename D::DevSet held;    // the devices held now
   typename D::DevSet target;  // while Migrating or Resizing: the devices the job moves to once
                               // the cut is stored (those it does not hold are reserved for it);

@@ -682,9 +682,9 @@ struct UpCore {
 };
 
 // A premium job beyond the premium reserve is admitted spare: it counts nothing against the reserve,
-// ranks below every premium job within it (neither its lower attained service nor its tier lets it
-// cut one, and one within the reserve may cut it on equal service), and joins the reserve when a
-// restart finds room.
+// ranks below every premium job within it (neither its lower attained service, short of a lead of
+// more than spec::kReserveLeadGpuMs (the next test), nor its tier lets it cut one, and one within
+// the reserve may cut it on equal service), and joins the reserve when a restart finds room.
 TEST_F(SchedulerCoreTest, APremiumJobBeyondTheReserveIsSpareUntilARestartFindsRoom) {
   UpCore up;
   ASSERT_TRUE(up.core);

@@ -62,7 +62,8 @@ class JobBook {
     auto it = running_devices_.find({dtype, rank});
     return it == running_devices_.end() ? 0 : it->second;
   }
-  // The same, summed over the ranks below `rank` (those a job of that rank outranks).
+  // The same, summed over the ranks below `rank` (those a job of that rank outranks, but for the
+  // lead in service between premium's reserve and spare jobs, spec::precedes: an estimate there).
   std::int64_t running_devices_below(std::int64_t dtype, std::int64_t rank) const {
     std::int64_t n = 0;
     for (std::int64_t r = rank + 1; r < spec::kNumRanks; ++r) n += running_devices(dtype, r);

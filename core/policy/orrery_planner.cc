@@ -210,6 +210,22 @@ bool OrreryPlanner::move_to_roomiest_type(const SchedulerCore& core, PlanContext
   return core.accepts(r) && ctx.propose(r);
 }
 
+namespace {
+
+// Whether waiting `ben` takes precedence over running `victim` (spec::precedes) once the victim's
+// `unreported` service is committed: the spec's rule on a copy of the victim's fields (its device
+// sets, which precedes does not read, left empty).
+bool precedes_as_of_now(const spec::Concrete& d, const spec::JobVars<spec::Concrete>& ben,
+                        const spec::JobVars<spec::Concrete>& victim, std::int64_t unreported) {
+  if (unreported <= 0) return false;
+  spec::JobVars<spec::Concrete> now;
+  for (const auto& [name, field] : spec::job_fields<spec::Concrete>()) now.*field = victim.*field;
+  now.attained += unreported;
+  return spec::precedes(d, ben, now);
+}
+
+}  // namespace
+
 bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int ben) {
   const spec::Concrete d;
   const auto& s = core.cluster();
@@ -347,8 +363,12 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
     }
     // The guard weighs committed service inside the tier (a spare job and one within the reserve
     // by their lead: spec::precedes): a victim's is committed as of now where the committed figure
-    // alone does not let it go (committing more never makes the guard refuse).
-    if (vj.tier == bj.tier && !spec::favoured(d, s, ben, v)) ctx.freshen(v);
+    // alone does not let it go (committing more never makes the guard refuse). Equals were weighed
+    // as of now above (same_tier_turn); the others are weighed here, so that only a job the guard
+    // will then let go is committed (PlanContext::freshen).
+    if (vj.tier == bj.tier && !spec::favoured(d, s, ben, v) &&
+        (v_rank == ben_rank || precedes_as_of_now(d, bj, vj, ctx.unreported_gpu_ms(v))))
+      ctx.freshen(v);
     if (!spec::favoured(d, s, ben, v) || (!fits_any && !spec::fits_devices_of(d, s, ben, v))) continue;
     candidates.push_back(v);
     // A shrink only of a transparent job (INV-MODE); inside the tier only when it pays (below).

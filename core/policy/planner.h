@@ -48,8 +48,9 @@ class PlanContext {
   // The planner wants a round at `time_ms` (core clock) even if nothing changes by then: a move
   // that does not pay yet may pay by then. orrery-core plans every 100 ms anyway (default: nothing).
   virtual void replan_at(std::int64_t /*time_ms*/) {}
-  // A running job's attained service is weighed against a waiting job's inside a rank
-  // (spec::precedes: a victim must have had strictly more). unreported_gpu_ms(job): the device
+  // A running job's attained service is weighed against a waiting job's inside a tier
+  // (spec::precedes: inside a rank a victim must have had strictly more; between premium's reserve
+  // and spare jobs, their lead decides). unreported_gpu_ms(job): the device
   // time it has run since its service was last committed, as a node's report would have it now;
   // freshen(job) commits it (its progress as of now), so that the guard sees what the planner
   // weighed. Planners weigh committed + unreported and freshen only the jobs they then keep as
