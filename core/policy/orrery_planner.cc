@@ -287,8 +287,9 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   // "Tier" below is the rank (spec::rank): a premium job admitted beyond the reserve (spare) is a
   // lower tier to one admitted within it, and its equal only to the other spare ones; but a spare
   // `ben` past its tier's starvation cap may also cut one within the reserve that the spec lets it
-  // (a lead in service of more than spec::kReserveLeadGpuMs: spec::precedes), inside the tier as
-  // for its equals.
+  // (a lead in service of more than spec::kReserveLeadGpuMs: spec::precedes). Such a victim counts
+  // as inside the tier (the limit on victims, the pay rule for shrinks), but the lead, not the LAS
+  // levels that order `ben`'s equals, decides whether it may go.
   const std::int64_t ben_rank = spec::rank(d, bj);
   const std::int64_t low_rank = bj.spare == 1 && ben_class == 0 ? ben_rank - 1 : ben_rank;
   auto inside_tier = [&](int v) {
