@@ -338,6 +338,14 @@ TEST(Simulator, ASparePremiumJobTakesTurnsWithOneWithinTheReserveThatLeadsByADay
   EXPECT_LT(r->tiers[0].max_queue_s, 86'500);
   EXPECT_GT(r->avg_jct_s, (360'000 + 189'600) / 2 - 500);
   EXPECT_LT(r->avg_jct_s, (360'000 + 189'600) / 2 + 1'000);
+  // Where A ends within a day of service (80,000 s), the reserve's order stands: no cut, and B
+  // waits for A's end.
+  w.jobs[0] = job(0, 80'000, 1, spec::Tier::kPremium);
+  auto within_a_day = simulate(one_node(1), w, "orrery", quiet());
+  ASSERT_TRUE(within_a_day.ok()) << within_a_day.reason();
+  EXPECT_EQ(within_a_day->completed, 2);
+  EXPECT_EQ(within_a_day->preemptions, 0);
+  EXPECT_GT(within_a_day->tiers[0].max_queue_s, 79'900);
 }
 
 // 300 synthetic jobs (gangs up to 16) at load 0.9 on one node of 32 devices: a contended run.
