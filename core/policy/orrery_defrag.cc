@@ -71,12 +71,17 @@ std::vector<int> OrreryPlanner::movable_for(const SchedulerCore& core, PlanConte
   const auto& bj = core.cluster().jobs[ben];
   std::vector<int> out;
   int looked = 0;
-  for (std::int64_t rank = spec::kNumRanks - 1; rank >= spec::kRanksPerTier * bj.tier && looked < o_.max_victim_candidates; --rank)
+  // Its tier's jobs and lower tiers'; for a job past the overdue cap (place_overdue), any tier's. A
+  // move costs a job a pause, never its devices, and without it a gang kept to one node waits
+  // for a node that no higher tier's job holds, which their one-device jobs may never leave (a
+  // trace variant's 4x8: standard gangs of 8 waited 7.7 days on average, docs/scheduling.md).
+  const std::int64_t lowest = overdue_now_.count(ben) != 0 ? 0 : spec::kRanksPerTier * bj.tier;
+  for (std::int64_t rank = spec::kNumRanks - 1; rank >= lowest && looked < o_.max_victim_candidates; --rank)
     for (int v : book_.running(bj.dtype, rank)) {
       if (++looked > o_.max_victim_candidates) break;
       if (ctx.cut_pending(v) || protected_now(core, book_, v)) continue;
-      // Placed overdue: not moved for a higher tier within its quantum.
-      if (spec::rank(spec::Concrete{}, core.cluster().jobs[v]) > spec::rank(spec::Concrete{}, bj) && in_overdue_quantum(core, v))
+      // Placed overdue: not moved for another rank's job within its quantum.
+      if (spec::rank(spec::Concrete{}, core.cluster().jobs[v]) != spec::rank(spec::Concrete{}, bj) && in_overdue_quantum(core, v))
         continue;
       out.push_back(v);
     }

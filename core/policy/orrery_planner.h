@@ -117,8 +117,9 @@ class OrreryPlanner final : public Planner {
   // Device-seconds migrating running job v costs: its devices idle while it moves, and the work a
   // signal or requeue job loses.
   double move_cost_s(const SchedulerCore& core, int v) const;
-  // The running jobs of `ben`'s type that may move out of its way now: of its tier or lower, the
-  // lowest first, at most max_victim_candidates looked at.
+  // The running jobs of `ben`'s type that may move out of its way now: of its tier or lower (of
+  // any tier for a job past the overdue cap), the lowest first, at most max_victim_candidates
+  // looked at.
   std::vector<int> movable_for(const SchedulerCore& core, PlanContext& ctx, int ben);
   // Proposes the moves of `movers` off `avoid_scope` or `avoid_node`, then `ben`'s placement;
   // true if a move started.

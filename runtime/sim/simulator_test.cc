@@ -293,6 +293,38 @@ TEST(Simulator, PacksANodeByMigrationForAGangKeptToOneNode) {
   EXPECT_GT(stay->tiers[1].max_queue_s, 1600);
 }
 
+TEST(Simulator, AnOverdueGangKeptToOneNodeMovesAHigherTiersJobOutOfItsWay) {
+  // Two 4-device nodes. Basic jobs of 3 devices (100 s) fill each node's best fit, and a premium
+  // one-device job (1,000,000 s) goes beside each; when the basic jobs end, 3 devices are free on
+  // each node. A standard gang of 4, kept to one node, arrives at 200 s: 6 devices are free but
+  // no node has 4, and the two premium jobs, which it may neither cut (INV-TIER) nor move (its
+  // packing moves its tier's and lower tiers' jobs), stay. Past the overdue cap (72 h) it may move
+  // any tier's job: one premium job moves beside the other, and the gang starts then, not when a
+  // premium job ends. No job is cut.
+  const auto fleet = h100_fleet(1, 2, 4);
+  Workload w;
+  w.jobs = {job(0, 100, 3, spec::Tier::kBasic), job(0, 1'000'000, 1, spec::Tier::kPremium),
+            job(1, 100, 3, spec::Tier::kBasic), job(1, 1'000'000, 1, spec::Tier::kPremium),
+            job(200, 1'000, 4, spec::Tier::kStandard)};
+  auto opts = quiet();
+  opts.planner.one_node_gangs = true;
+  auto r = simulate(fleet, w, "orrery", opts);
+  ASSERT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->completed, 5);
+  EXPECT_EQ(r->rejected_proposals, 0u);
+  EXPECT_EQ(r->preemptions, 0);
+  EXPECT_EQ(r->migrations, 1);
+  const double cap_s = static_cast<double>(opts.planner.overdue_cap_ms) / 1000.0;
+  EXPECT_GE(r->tiers[1].max_queue_s, cap_s);
+  EXPECT_LT(r->tiers[1].max_queue_s, cap_s + 120);
+  // Without the overdue cap it waits for a premium job's end.
+  opts.planner.overdue_cap_ms = 0;
+  auto no_cap = simulate(fleet, w, "orrery", opts);
+  ASSERT_TRUE(no_cap.ok()) << no_cap.reason();
+  EXPECT_EQ(no_cap->migrations, 0);
+  EXPECT_GT(no_cap->tiers[1].max_queue_s, 999'000);
+}
+
 TEST(Simulator, CutsForAGangKeptToOneNodeFreeOneNode) {
   // Two 4-device nodes: node 0 holds two premium jobs and basic jobs 2 and 3, node 1 basic jobs
   // 4 to 7 (best fit fills node 0 first). A standard gang of 4 arrives on the full fleet. Of the
