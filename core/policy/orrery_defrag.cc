@@ -45,16 +45,6 @@ Moves cheapest_moves(std::vector<Mover>& movers, std::int64_t deficit) {
   return m;
 }
 
-// Moving pays when the waiting job's `need` devices x its wait so far (since `waiting_since`:
-// what it can expect to wait on) outweigh the moves' `cost`; if not yet, a round is asked for
-// when they will.
-bool moves_pay(const SchedulerCore& core, PlanContext& ctx, std::int64_t waiting_since, std::int64_t need, double cost) {
-  const double waited_s = static_cast<double>(core.now_ms() - waiting_since) / 1000.0;
-  if (cost <= static_cast<double>(need) * waited_s) return true;
-  ctx.replan_at(waiting_since + static_cast<std::int64_t>(cost / static_cast<double>(need) * 1000.0) + 1);
-  return false;
-}
-
 }  // namespace
 
 double OrreryPlanner::move_cost_s(const SchedulerCore& core, int v) const {
@@ -154,7 +144,7 @@ bool OrreryPlanner::defragment_for(const SchedulerCore& core, PlanContext& ctx, 
   }
   const Moves chosen = cheapest_moves(movers, deficit);
   if (chosen.freed < deficit || static_cast<int>(chosen.jobs.size()) > o_.max_defrag_moves_per_round - moves_) return false;
-  if (!moves_pay(core, ctx, book_.waiting_since(ben), need, chosen.cost)) return false;
+  if (!repaid(core, ctx, ben, chosen.cost)) return false;  // moving pays
   return start_moves(core, ctx, ben, chosen.jobs, ix.region_scope(r), -1, "region");
 }
 
@@ -190,7 +180,7 @@ bool OrreryPlanner::pack_node_for(const SchedulerCore& core, PlanContext& ctx, i
       chosen = std::move(m);
     }
   }
-  if (best < 0 || !moves_pay(core, ctx, book_.waiting_since(ben), need, chosen.cost)) return false;
+  if (best < 0 || !repaid(core, ctx, ben, chosen.cost)) return false;  // moving pays
   return start_moves(core, ctx, ben, chosen.jobs, -1, best, "node");
 }
 

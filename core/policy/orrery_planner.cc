@@ -157,6 +157,15 @@ double OrreryPlanner::cut_cost_s(const SchedulerCore& core, int v) const {
   return static_cast<double>(vj.devices) * (idle + static_cast<double>(loss_per_device_ms(core, book_, v)) / 1000.0);
 }
 
+bool OrreryPlanner::repaid(const SchedulerCore& core, PlanContext& ctx, int ben, double cost_s) {
+  const auto need = static_cast<double>(core.cluster().jobs[ben].min_dev);
+  const std::int64_t since = book_.waiting_since(ben);
+  const double waited_s = static_cast<double>(core.now_ms() - since) / 1000.0;
+  if (cost_s <= need * waited_s) return true;
+  ctx.replan_at(since + static_cast<std::int64_t>(cost_s / need * 1000.0) + 1);
+  return false;
+}
+
 void OrreryPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
   book_.admit_all(core, ctx);
   promote_starving(core, ctx);
@@ -315,16 +324,13 @@ bool OrreryPlanner::free_for(const SchedulerCore& core, PlanContext& ctx, int be
   const FreeDeviceIndex& ix = book_.placer(core).index();
   const int ben_level = ix.level_for(bj.dtype, bj.mem);
   const bool fits_any = ben_level >= 0 && ben_level == ix.level_for(bj.dtype, 1);
-  // A shrink inside the tier reorders equals: it is made only when what `ben` has waited (its
-  // smallest gang x its wait so far: what it can expect to wait on) outweighs what the re-splice
-  // costs the shrunk job (cut_cost_s); if not yet, a round is asked for when it will.
-  const double waited_s = static_cast<double>(core.now_ms() - book_.waiting_since(ben)) / 1000.0;
+  // A shrink inside the tier reorders equals: it is made only when what `ben` has waited outweighs
+  // what the re-splice costs the shrunk job (cut_cost_s, repaid).
   auto pays = [&](const std::vector<int>& victims) {
     double cost = 0;
     for (int v : victims) cost += cut_cost_s(core, v);
-    if (cost <= static_cast<double>(bj.min_dev) * waited_s) return true;
+    if (repaid(core, ctx, ben, cost)) return true;
     waiting_to_pay = true;
-    ctx.replan_at(book_.waiting_since(ben) + static_cast<std::int64_t>(cost / static_cast<double>(bj.min_dev) * 1000.0) + 1);
     return false;
   };
   for (int v : pool) {

@@ -21,9 +21,10 @@
 //     fit although enough devices of its kind are free, scattered over regions (a gang spans
 //     nodes and clusters, never regions) or, for a gang kept to one node
 //     (PlannerOptions::one_node_gangs), over nodes, gets the region or node nearest to fitting it
-//     emptied by migrating running jobs of its tier or lower elsewhere — when moving pays: the
-//     moves' cost (devices x state / PlannerOptions::migration_gib_per_s) is at most the waiting
-//     job's devices x the time it has waited. Tried before shrinking or preempting (a migration
+//     emptied by migrating running jobs of its tier or lower (any tier's, past the overdue cap)
+//     elsewhere — when moving pays (repaid): the moves' cost (devices x state /
+//     PlannerOptions::migration_gib_per_s) is at most the waiting job's devices x the time it has
+//     waited. Tried before shrinking or preempting (a migration
 //     loses no work and keeps the moved job's devices).
 // Placement itself is the gang placement policy's (core/policy/gang_placement.h). docs/policies.md.
 #pragma once
@@ -80,6 +81,10 @@ class OrreryPlanner final : public Planner {
   // Device-seconds a cut (or re-splice) of running job v costs: its devices idle while its state
   // is cut and restored, and the work a signal or requeue job loses.
   double cut_cost_s(const SchedulerCore& core, int v) const;
+  // Whether what waiting `ben` has waited (its smallest gang x its wait so far: what it can expect
+  // to wait on) outweighs `cost_s` device-seconds of cuts or moves made for it; if not yet, a round
+  // is asked for when it will.
+  bool repaid(const SchedulerCore& core, PlanContext& ctx, int ben, double cost_s);
   std::array<std::set<std::pair<std::int64_t, int>>, spec::kNumTiers> aging_;
   std::vector<std::int64_t> aging_since_;  // the entry in aging_, -1: none
   std::set<int> quantum_;  // jobs placed past their cap, until their quantum is over
