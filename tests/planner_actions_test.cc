@@ -1,17 +1,20 @@
 // The orrery planner's actions, each in a small simulated scenario built to need it, beside one
 // that does not (or the same scenario with the mechanism switched off), so that each test fails if
-// the mechanism goes: growth into idle devices, a shrink inside a tier for a job of a lower LAS
-// level, the cost rule that delays a cut until the waiting job has waited what it costs, the
-// starvation cap (and a gang past it cutting as many jobs of its tier as it needs), the tier
-// order under overload (also beyond the premium reserve), and premium's own round budgets, and
-// another device type for a job whose spec allows several (for every planner);
-// backfill of a small job behind gangs that fit nowhere (every planner but FIFO); cuts that free
-// only what a gang lacks beside the free devices (every planner that preempts).
-// (Shrink for a higher tier, preemption of a
-// lower tier and defragmentation by migration: runtime/sim/simulator_test.cc; the cheapest
-// victims: tests/victim_choice_test.cc.) docs/scheduling.md.
+// the mechanism goes: the LAS levels' thresholds, growth into idle devices, a shrink inside a tier
+// for a job of a lower LAS level, the cost rule that delays a cut until the waiting job has waited
+// what it costs, the starvation cap (and a gang past it cutting as many jobs of its tier as it
+// needs, a larger one as many as max_same_tier_victims), the overdue cap and its quantum, the
+// tier order under overload (also beyond the premium reserve), and premium's own round budgets,
+// and another device type for a job whose spec allows several (for every planner); backfill of a
+// small job behind gangs that fit nowhere (every planner but FIFO); cuts that free only what a
+// gang lacks beside the free devices (every planner that preempts). (Shrink for a higher tier,
+// preemption of a lower tier and defragmentation by migration: runtime/sim/simulator_test.cc; the
+// cheapest victims: tests/victim_choice_test.cc.) docs/scheduling.md.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
+#include "core/policy/orrery_planner.h"
 #include "runtime/sim/fleet_generator.h"
 #include "runtime/sim/fleet_types.h"
 #include "runtime/sim/sim_test_util.h"
@@ -37,6 +40,22 @@ SimResult run(const Workload& w, const SimOptions& o, int devices = 4) {
   EXPECT_EQ(r->rejected_proposals, 0u);
   EXPECT_EQ(r->completed, static_cast<std::int64_t>(w.jobs.size()));
   return *r;
+}
+
+TEST(PlannerActions, AJobReachesTheNextLasLevelAtEachThreshold) {
+  // Thresholds 1 GPU-hour x 4^k (k = 0, 1, 2) for the default 4 levels.
+  core::policy::PlannerOptions o;
+  const core::policy::OrreryPlanner p(o);
+  const std::int64_t h = o.las_threshold_gpu_ms;
+  EXPECT_EQ(p.las_level(0), 0);
+  EXPECT_EQ(p.las_level(h - 1), 0);
+  EXPECT_EQ(p.las_level(h), 1);
+  EXPECT_EQ(p.las_level(4 * h - 1), 1);
+  EXPECT_EQ(p.las_level(4 * h), 2);
+  EXPECT_EQ(p.las_level(16 * h), 3);
+  EXPECT_EQ(p.las_level(INT64_MAX), 3);  // the last level holds the rest
+  o.las_levels = 2;
+  EXPECT_EQ(core::policy::OrreryPlanner(o).las_level(16 * h), 1);
 }
 
 TEST(PlannerActions, GrowsIntoIdleDevicesWhenThereAreSome) {
@@ -183,20 +202,26 @@ TEST(PlannerActions, TiersHoldUnderOverload) {
 TEST(PlannerActions, NoJobWaitsPastTheOverdueCapWhateverItsTier) {
   // 4 devices; a premium job of 4 devices and 500 s arrives every 400 s for 10,000 s: premium
   // alone asks more than the fleet has, and its queue only grows. A basic job of 1 device and
-  // 100 s arrives at 10 s. By the tiers alone it waits for the premium backlog to end (past
+  // 600 s arrives at 10 s. By the tiers alone it waits for the premium backlog to end (past
   // 12,000 s). With an overdue cap of 1,000 s it is placed first once a premium job ends after
-  // that, and runs its 100 s uncut (a quantum of 200 s): its wait stays within the cap and one
-  // premium job's run.
+  // that, and runs its 600 s uncut (a quantum of 800 s), though premium jobs wait for its device
+  // all along: its wait stays within the cap and one premium job's run.
   Workload w;
   for (int i = 0; i < 25; ++i) w.jobs.push_back(job(400.0 * i, 500, 4, spec::Tier::kPremium));
-  w.jobs.insert(w.jobs.begin() + 1, job(10, 100, 1, spec::Tier::kBasic));  // in arrival order
+  w.jobs.insert(w.jobs.begin() + 1, job(10, 600, 1, spec::Tier::kBasic));  // in arrival order
   auto o = quiet();
   o.planner.overdue_cap_ms = 1'000'000;
-  o.planner.overdue_quantum_ms = 200'000;
+  o.planner.overdue_quantum_ms = 800'000;
   auto capped = run(w, o);
   EXPECT_GE(capped.tiers[2].max_queue_s, 1000);
   EXPECT_LT(capped.tiers[2].max_queue_s, 1000 + 500 + 30);
-  EXPECT_LT(capped.tiers[2].avg_jct_s, 1000 + 500 + 30 + 100 + 10);  // not cut within its quantum
+  EXPECT_LT(capped.tiers[2].avg_jct_s, 1000 + 500 + 30 + 600 + 10);  // not cut within its quantum
+  // With a quantum of 200 s a premium job cuts it once it has run that (4,010 s on 2026-11-29;
+  // 8,381 s with no quantum at all).
+  o.planner.overdue_quantum_ms = 200'000;
+  auto short_quantum = run(w, o);
+  EXPECT_GT(short_quantum.preemptions, 0);
+  EXPECT_GT(short_quantum.tiers[2].avg_jct_s, 1000 + 500 + 30 + 600 + 10 + 500);
   o.planner.overdue_cap_ms = 0;
   auto tiers_only = run(w, o);
   EXPECT_GT(tiers_only.tiers[2].max_queue_s, 12000);
@@ -317,6 +342,17 @@ TEST(PlannerActions, PastTheCapAGangLargerThanANodeCutsOneJobOfItsTierAtMost) {
   auto r = run_on(f, w, quiet(), "orrery");
   EXPECT_GT(r.tiers[0].max_queue_s, 19000);
   EXPECT_EQ(r.preemptions, 0);
+  // The limit counts victims: with 4 of its tier allowed it still may not cut the 8 it needs,
+  // and with 8 it does.
+  auto o = quiet();
+  o.planner.max_same_tier_victims = 4;
+  auto four = run_on(f, w, o, "orrery");
+  EXPECT_GT(four.tiers[0].max_queue_s, 19000);
+  EXPECT_EQ(four.preemptions, 0);
+  o.planner.max_same_tier_victims = 8;
+  auto eight = run_on(f, w, o, "orrery");
+  EXPECT_LT(eight.tiers[0].max_queue_s, 1000);
+  EXPECT_GE(eight.preemptions, 8);
 }
 
 TEST(PlannerActions, AJobThatAllowsSeveralTypesIsPlacedOnAnotherWithRoom) {

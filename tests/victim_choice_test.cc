@@ -1,7 +1,9 @@
 // Which running jobs the planners preempt for a waiting one (core/policy/victims.h): the set that
 // loses least by preemption mode (a transparent job only the time of its cut, signal and requeue
 // jobs their run since they started; ties: transparent, signal, requeue), never a job within its
-// min_runtime_ms, through the orrery and tiresias planners on a real core with a ManualClock.
+// min_runtime_ms (nor, inside its tier, one placed past its tier's starvation cap before it has
+// run the cap), Tiresias' most attained service first, through the orrery and tiresias planners
+// on a real core with a ManualClock.
 // Every scenario gives the job the old order (lower id, same progress) would pick the lower id,
 // so each test fails if the weighting is taken out.
 #include <gtest/gtest.h>
@@ -34,12 +36,13 @@ struct World : PlanContext {
   std::vector<Decision> proposed;  // this round's, in order
   std::set<int> cutting;
 
-  World(int devices, const std::string& policy = "orrery")
+  World(int devices, const std::string& policy = "orrery", const PlannerOptions& options = {})
       : World("premium_reserve " + std::to_string(devices) +
                   "\nregion r\ncluster c\nnode n0 host_mem_mib=1048576\ndevices H100-80G count=" +
                   std::to_string(devices) + " mem_mib=81920\n",
-              policy) {}
-  World(const std::string& fleet_text, const std::string& policy) : planner(make_planner(policy)) {
+              policy, options) {}
+  World(const std::string& fleet_text, const std::string& policy, const PlannerOptions& options = {})
+      : planner(make_planner(policy, options)) {
     auto fleet = Fleet::parse(fleet_text);
     if (!fleet) throw std::runtime_error("fleet: " + fleet.reason());
     auto made = SchedulerCore::create(std::move(*fleet), clock, nullptr);
@@ -261,6 +264,50 @@ TEST(VictimChoice, TiresiasWeighsTheLossToo) {
   w.submit(Preemption::kTransparent, Tier::kPremium);
   w.round();
   EXPECT_EQ(w.preempted(), V{t});
+}
+
+TEST(VictimChoice, TiresiasCutsTheMostAttainedServiceFirst) {
+  // Two transparent jobs in the second queue (each loses only its cut's time): the one that has
+  // had the most service goes, not the lower id.
+  World w(2, "tiresias");
+  const int a = w.submit(Preemption::kTransparent);
+  const int b = w.submit(Preemption::kTransparent);
+  w.round();
+  w.clock.advance(3'600'000);
+  w.serve(a, 3'600'000);
+  w.serve(b, 7'200'000);
+  w.submit(Preemption::kTransparent, Tier::kPremium);
+  w.round();
+  EXPECT_EQ(w.preempted(), V{b});
+  EXPECT_EQ(w.core->state(a), JobState::kRunning);
+}
+
+TEST(VictimChoice, AJobPlacedPastItsTiersCapIsNotCutInsideItsTierWithinTheCap) {
+  // One device; standard's starvation cap 2 min, LAS levels from 60 GPU-s. B (standard) waits
+  // behind a premium job for 130 s, past its cap, and is placed when it ends; 10 s later B has a
+  // higher LAS level than C, a standard newcomer, which may cut a job of a higher level, but not
+  // B before it has run the cap (its quantum); then C cuts it.
+  PlannerOptions o;
+  o.starvation_cap_ms = {120'000, 120'000, 0};
+  o.las_threshold_gpu_ms = 60'000;
+  o.cut_gib_per_s = 0;  // no pay rule for the cut inside the tier
+  World w(1, "orrery", o);
+  const int p = w.submit(Preemption::kTransparent, Tier::kPremium);
+  w.round();
+  const int b = w.submit(Preemption::kTransparent);
+  w.round();
+  w.clock.advance(130'000);
+  w.complete(p);
+  w.round();
+  ASSERT_EQ(w.of(EventKind::kPlace), V{b});
+  w.clock.advance(10'000);
+  w.serve(b, 100'000);  // level 1; C, with none, level 0
+  w.submit(Preemption::kTransparent);
+  w.round();
+  EXPECT_TRUE(w.preempted().empty());
+  w.clock.advance(110'000);  // B has run the cap (C's search, which found nothing, is due again)
+  w.round();
+  EXPECT_EQ(w.preempted(), V{b});
 }
 
 // The cover itself (no core).

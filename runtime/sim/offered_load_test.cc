@@ -1,12 +1,14 @@
 // The offered load (offered_load.h): its definition on hand-made workloads, scaling to a load, the
 // repeats a workload too small for its fleet needs, and the simulator's steady-state utilization
-// meeting the stated load; what each planner action cost (sim_metrics.h).
+// meeting the stated load; what each planner action cost and the completion statistics'
+// percentiles (sim_metrics.h).
 #include "runtime/sim/offered_load.h"
 
 #include <gtest/gtest.h>
 
 #include "runtime/sim/fleet_generator.h"
 #include "runtime/sim/sim_test_util.h"
+#include "runtime/sim/sim_metrics.h"
 #include "runtime/sim/simulator.h"
 #include "runtime/sim/synthetic_workload.h"
 
@@ -46,6 +48,16 @@ TEST(OfferedLoad, CountsWhatEachJobWouldHoldInsideTheWindow) {
   ASSERT_EQ(by.size(), 2u);
   EXPECT_DOUBLE_EQ(by.at(0), 60.0 / 160.0);
   EXPECT_DOUBLE_EQ(by.at(1), 30.0 / 80.0);
+}
+
+TEST(OfferedLoad, AJobThatArrivedBeforeTheWindowCountsOnlyItsPartInside) {
+  // Ten jobs at 0, 10, ..., 90 s: the window is [10, 80] (a tenth trimmed at each end). Job 0
+  // holds 1 device from 0 to 30 s: 20 GPU-s inside, not 30; the others have no work. On 1 device:
+  // 20 GPU-s of 70.
+  Workload w;
+  w.tenants = {"all"};
+  for (int i = 0; i < 10; ++i) w.jobs.push_back(job(10.0 * i, i == 0 ? 30 : 0, 1));
+  EXPECT_DOUBLE_EQ(offered_load(w, 1), 20.0 / 70.0);
 }
 
 TEST(OfferedLoad, ScalingReachesTheLoadWithHeavyTailedDurations) {
@@ -138,6 +150,40 @@ TEST(ActionLedger, ChargesTheDevicesHeldUntilTheJobRunsAgain) {
   EXPECT_DOUBLE_EQ(c[1].stalled_gpu_s, 240);
   EXPECT_DOUBLE_EQ(c[1].redone_gpu_s, 5);
   EXPECT_EQ(c[2].count, 0);
+}
+
+TEST(JobStats, PercentilesAreNearestRankPerTierAndOverall) {
+  // 100 standard jobs with JCTs 1..100 s (in a shuffled order) and one premium job of 7 s; queue
+  // times a tenth of each JCT. Nearest rank: the q-quantile of n sorted values is the ceil(q n)-th.
+  JobStats st(1);
+  for (int i = 0; i < 100; ++i) {
+    const double jct = 1 + (i * 37) % 100;
+    st.completed(spec::Tier::kStandard, 0, jct, jct / 10, 300, /*gang=*/jct > 90);
+  }
+  st.completed(spec::Tier::kPremium, 0, 7, 0.5, 300, false);
+  const auto s = st.summarize();
+  // Overall, 101 values (1..100 and 7): ceil(0.5 x 101) = 51st is 50, ceil(0.95 x 101) = 96th
+  // is 95, ceil(0.99 x 101) = 100th is 99.
+  EXPECT_DOUBLE_EQ(s.p50_jct_s, 50);
+  EXPECT_DOUBLE_EQ(s.p95_jct_s, 95);
+  EXPECT_DOUBLE_EQ(s.p99_jct_s, 99);
+  EXPECT_DOUBLE_EQ(s.avg_jct_s, (5050.0 + 7) / 101);
+  const auto& std_tier = s.tiers[1];
+  EXPECT_EQ(std_tier.jobs, 100);
+  EXPECT_DOUBLE_EQ(std_tier.p50_jct_s, 50);
+  EXPECT_DOUBLE_EQ(std_tier.p99_jct_s, 99);
+  EXPECT_DOUBLE_EQ(std_tier.p99_queue_s, 9.9);
+  EXPECT_DOUBLE_EQ(std_tier.max_queue_s, 10);
+  EXPECT_DOUBLE_EQ(std_tier.avg_queue_s, 5.05);
+  // The ten gangs (JCT 91..100) and the 90 others apart.
+  EXPECT_EQ(std_tier.gang_jobs, 10);
+  EXPECT_DOUBLE_EQ(std_tier.avg_queue_gang_s, 9.55);
+  EXPECT_NEAR(std_tier.avg_queue_one_s, 4.55, 1e-12);
+  // One value is every quantile.
+  EXPECT_DOUBLE_EQ(s.tiers[0].p50_jct_s, 7);
+  EXPECT_DOUBLE_EQ(s.tiers[0].p99_jct_s, 7);
+  EXPECT_EQ(s.tiers[2].jobs, 0);
+  EXPECT_DOUBLE_EQ(s.tiers[2].p99_jct_s, 0);
 }
 
 }  // namespace

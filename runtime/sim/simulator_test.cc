@@ -284,6 +284,18 @@ TEST(Simulator, PacksANodeByMigrationForAGangKeptToOneNode) {
   EXPECT_EQ(packed->preemptions, 0);
   EXPECT_EQ(packed->rejected_proposals, 0u);
   EXPECT_LT(packed->tiers[1].max_queue_s, 30);
+  // With larger states (C 64 GiB: its move costs about 133 s of its device at 0.48 GiB/s; A 80
+  // GiB a worker, 333 device-seconds) the cheaper move, C's, waits until D's 4 devices have waited
+  // as much, about 33 s; D then waits for C's cut as well (about 28 s; 61 s in all). Moving A
+  // would free node 0 as well (its cut: about 86 s).
+  Workload heavy = w;
+  heavy.jobs[0].mem_mib = 81920;
+  heavy.jobs[2].mem_mib = 65536;
+  auto weighed = simulate(fleet, heavy, "orrery", opts);
+  ASSERT_TRUE(weighed.ok()) << weighed.reason();
+  EXPECT_EQ(weighed->migrations, 1);
+  EXPECT_GT(weighed->tiers[1].max_queue_s, 33 + 20);
+  EXPECT_LT(weighed->tiers[1].max_queue_s, 75);
   opts.planner.migration_gib_per_s = 0;
   auto stay = simulate(fleet, w, "orrery", opts);
   ASSERT_TRUE(stay.ok()) << stay.reason();
@@ -378,6 +390,15 @@ TEST(Simulator, ASparePremiumJobTakesTurnsWithOneWithinTheReserveThatLeadsByADay
   EXPECT_EQ(within_a_day->completed, 2);
   EXPECT_EQ(within_a_day->preemptions, 0);
   EXPECT_GT(within_a_day->tiers[0].max_queue_s, 79'900);
+  // Where A already leads by more than a day when B arrives, B still waits premium's starvation
+  // cap (2 min) before it may cut a job within the reserve, then cuts A.
+  w.jobs = {job(0, 300'000, 1, spec::Tier::kPremium), job(100'000, 10'000, 1, spec::Tier::kPremium)};
+  auto late = simulate(one_node(1), w, "orrery", quiet());
+  ASSERT_TRUE(late.ok()) << late.reason();
+  EXPECT_EQ(late->completed, 2);
+  EXPECT_EQ(late->preemptions, 1);
+  EXPECT_GE(late->tiers[0].max_queue_s, 120);
+  EXPECT_LT(late->tiers[0].max_queue_s, 200);
 }
 
 // 300 synthetic jobs (gangs up to 16) at load 0.9 on one node of 32 devices: a contended run.
