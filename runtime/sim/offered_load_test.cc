@@ -91,6 +91,12 @@ TEST(OfferedLoad, RepeatsAWorkloadTooSmallForTheFleet) {
   EXPECT_EQ(x.jobs.size(), w.jobs.size() * static_cast<std::size_t>(s->copies));
   EXPECT_NEAR(offered_load(x, 100), 0.9, 1e-6);
   for (std::size_t i = 1; i < x.jobs.size(); ++i) ASSERT_LE(x.jobs[i - 1].arrival_s, x.jobs[i].arrival_s);
+  // Copies follow each other a mean gap apart: jobs at 5, 15 and 25 s repeat at 35, 45 and 55 s.
+  Workload three;
+  three.jobs = {job(5, 1, 1), job(15, 1, 1), job(25, 1, 1)};
+  const Workload twice = repeat_workload(three, 2);
+  ASSERT_EQ(twice.jobs.size(), 6u);
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_DOUBLE_EQ(twice.jobs[i].arrival_s, 5.0 + 10.0 * static_cast<double>(i));
   // With the copies asked for and too few of them: an error that says so.
   Workload y = w;
   EXPECT_FALSE(scale_to_load(y, 100, 0.9, 1).ok());

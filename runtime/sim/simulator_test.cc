@@ -120,6 +120,32 @@ TEST(Simulator, PremiumPreemptsBasicWhichResumesFromItsCheckpoint) {
   EXPECT_EQ(orrery->lost_gpu_s, 0);
 }
 
+TEST(Simulator, CutsRestoresAndSplicingCostWhatTheCostModelSays) {
+  // The same preemption with the basic job's state 4 x 16 GiB, written at 8 and read back at 1
+  // (--checkpoint-gbps, --restore-gbps; the cost model counts its state in GiB): 8 s and 64 s. The
+  // basic job's JCT is its 1,000 s of work, the premium job's 50 s, the cut and the restore.
+  Workload w;
+  w.jobs = {job(0, 1000, 4, spec::Tier::kBasic), job(10, 50, 4, spec::Tier::kPremium)};
+  w.jobs[0].mem_mib = 16384;
+  auto opts = quiet();
+  opts.cost.checkpoint_gbps = 8;
+  opts.cost.restore_gbps = 1;
+  auto r = simulate(one_node(4), w, "orrery", opts);
+  ASSERT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->preemptions, 1);
+  EXPECT_GE(r->tiers[2].avg_jct_s, 1000 + 50 + 8 + 64);
+  EXPECT_LT(r->tiers[2].avg_jct_s, 1000 + 50 + 8 + 64 + 5);
+  // A job spliced onto half its world runs at half its speed, less the splice overhead: world 4
+  // on the 2 devices there are, 1,000 s of work at 0.5 x (1 - 0.2).
+  Workload e;
+  e.jobs = {job(0, 1000, 4, spec::Tier::kBasic, /*min_dev=*/2)};
+  opts = quiet();
+  opts.cost.splice_overhead = 0.2;
+  auto spliced = simulate(one_node(2), e, "orrery", opts);
+  ASSERT_TRUE(spliced.ok()) << spliced.reason();
+  EXPECT_NEAR(spliced->avg_jct_s, 1000 / (0.5 * 0.8), 2);
+}
+
 TEST(Simulator, VictimSearchesSeeAttainedServiceAsOfNow) {
   // One device. A 20,000-s basic job runs; a 100-s one arrives later. No periodic checkpoints, so
   // the running job's attained service is committed only when a planner weighs it as a victim
