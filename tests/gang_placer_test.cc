@@ -514,6 +514,36 @@ TEST(GangPlacer, HostMemoryForSplicedWorkers) {
       << "node a has the devices but not the host memory, node b neither";
 }
 
+TEST(GangPlacer, ARememberedRetryLaterEndsWhenHostMemoryFrees) {
+  // One node of 6 devices with host memory for two spliced-out workers of 30,000 MiB (75,000 MiB).
+  // s (world 4) runs on 2 devices, one worker of each swapped out (60,000 MiB). k (world 2 on 1
+  // device: one worker swapped out) finds devices free but not the host memory: retry later, an
+  // answer remembered while nothing changes. s grows to 4 devices and swaps nothing out: no device
+  // is freed, but host memory is, and k is looked at again and placed.
+  World w("premium_reserve 0\nregion r\ncluster c\nnode a host_mem_mib=75000\ndevices H100 count=6 mem_mib=81920\n");
+  GangPlacer placer(*w.core);
+  const int s = w.job(4, 2, 4, Tier::kStandard, "H100", 30000);
+  auto p = placer.propose(s, EventKind::kPlace, 2);
+  ASSERT_EQ(p.kind, Proposal::Kind::kOk) << p.why;
+  w.take(p);
+  w.must(World::ev(EventKind::kStart, s));
+  const int k = w.job(2, 1, 1, Tier::kStandard, "H100", 30000);
+  EXPECT_EQ(placer.propose(k, EventKind::kPlace).kind, Proposal::Kind::kRetryLater);
+  EXPECT_EQ(placer.propose(k, EventKind::kPlace).kind, Proposal::Kind::kRetryLater);
+  EXPECT_EQ(placer.stats().misses_remembered, 1u);
+  p = placer.propose(s, EventKind::kResizeUp, 4);
+  ASSERT_EQ(p.kind, Proposal::Kind::kOk) << p.why;
+  w.take(p);
+  Decision done = World::ev(EventKind::kCheckpointDone, s);
+  done.step = w.core->cluster().jobs[s].progress;
+  w.must(done);
+  w.must(World::ev(EventKind::kRestoreDone, s));
+  auto q = placer.propose(k, EventKind::kPlace);
+  ASSERT_EQ(q.kind, Proposal::Kind::kOk) << q.why;
+  EXPECT_EQ(placer.stats().misses_remembered, 1u);
+  EXPECT_EQ(audited(placer), "");
+}
+
 TEST(GangPlacer, AGangNoNodesHostMemoryCouldEverHoldIsInfeasible) {
   // 8 workers of 30,000 MiB on 2 devices swap 3 x 30,000 MiB a device: neither node's host memory
   // holds one device's worth, on any state of the fleet. On 4 devices (splice 2) node b holds

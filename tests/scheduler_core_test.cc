@@ -539,6 +539,7 @@ TEST_F(SchedulerCoreTest, AWaitingJobTakesAnotherTypeItsSpecAllows) {
   // one type (the spec's guard alone would let it move) may not.
   t.ok(submit("single", Tier::kBasic, 2, 2, 2, 1024, "H100-80G"), S::kSubmitted);  // job 2, stays
   t.ok(ev(E::kAdmit, 2), S::kQueued);
+  EXPECT_FALSE(c.check(retype(2, "A100-80G")).ok());  // a dry run answers as the commit does
   t.rejected(retype(2, "A100-80G"), {"job 2's spec does not allow device type 'A100-80G' (it allows H100-80G)"});
   t.ok(ev(E::kCancel, 2), S::kCancelled);
   t.rejected(retype(1, "H100-80G"), {"job 1's spec does not allow device type 'H100-80G' (it allows A100-80G)"});
