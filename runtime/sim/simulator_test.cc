@@ -331,6 +331,28 @@ TEST(Simulator, PacksANodeByMigrationForAGangKeptToOneNode) {
   EXPECT_GT(stay->tiers[1].max_queue_s, 1600);
 }
 
+TEST(Simulator, PackingMovesTheCheapestJobsOffTheNode) {
+  // Two 4-device nodes. A (2 devices, 80 GiB a worker) and B (2 devices, 100 s) fill node 0; C1
+  // (1 GiB) and C2 (64 GiB), one device each, go on node 1. When B ends, each node has 2 free. D
+  // (3 devices, kept to one node) arrives at 150 s: one job must leave a node. Moving C1 costs
+  // about 2 device-seconds (1 GiB at 0.48 GiB/s), C2 133 and A 333: C1 moves, about a second
+  // after D arrives. (C2, the dearer, would keep D waiting some 44 s for its cost to be repaid.)
+  const auto fleet = h100_fleet(1, 2, 4);
+  Workload w;
+  w.jobs = {job(0, 5000, 2), job(0, 100, 2), job(1, 5000, 1), job(2, 5000, 1), job(150, 100, 3)};
+  w.jobs[0].mem_mib = 81920;
+  w.jobs[3].mem_mib = 65536;
+  auto opts = quiet();
+  opts.planner.one_node_gangs = true;
+  auto r = simulate(fleet, w, "orrery", opts);
+  ASSERT_TRUE(r.ok()) << r.reason();
+  EXPECT_EQ(r->completed, 5);
+  EXPECT_EQ(r->migrations, 1);
+  EXPECT_EQ(r->preemptions, 0);
+  EXPECT_EQ(r->rejected_proposals, 0u);
+  EXPECT_LT(r->tiers[1].max_queue_s, 10);
+}
+
 TEST(Simulator, AnOverdueGangKeptToOneNodeMovesAHigherTiersJobOutOfItsWay) {
   // Two 4-device nodes. Basic jobs of 3 devices (100 s) fill each node's best fit, and a premium
   // one-device job (1,000,000 s) goes beside each; when the basic jobs end, 3 devices are free on
