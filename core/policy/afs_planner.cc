@@ -46,7 +46,7 @@ void AfsPlanner::plan(const SchedulerCore& core, PlanContext& ctx) {
     ++searches;
     make_room(core, ctx, ben);
   });
-  if (book_.waiting() == 0) grow(core, ctx);
+  grow(core, ctx);
 }
 
 void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben) {
@@ -125,7 +125,10 @@ void AfsPlanner::make_room(const SchedulerCore& core, PlanContext& ctx, int ben)
 }
 
 void AfsPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
-  // Running elastic jobs with a next step, by its weight (highest first), then least attained.
+  // Running elastic jobs with a next step, by its weight (highest first), then least attained;
+  // only of a type no job waits for (a waiting job's first step weighs 1, more than any growth).
+  // Nothing to do where every type has jobs waiting (the usual case under load): no walk.
+  if (!book_.some_type_without_waiting(core)) return;
   struct Step {
     double weight;
     std::int64_t attained;
@@ -135,7 +138,7 @@ void AfsPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
   std::vector<Step> steps;
   for (int j : book_.running()) {
     const auto& jv = core.cluster().jobs[j];
-    if (jv.devices >= jv.max_dev || ctx.cut_pending(j)) continue;
+    if (jv.devices >= jv.max_dev || ctx.cut_pending(j) || book_.waiting_of_type(jv.dtype) > 0) continue;
     const std::int64_t n = next_count(jv.world, jv.min_dev, jv.max_dev, jv.devices);
     if (n > 0) steps.push_back({step_weight(jv.world, jv.devices, n), jv.attained, j, n});
   }

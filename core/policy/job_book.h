@@ -100,6 +100,12 @@ class JobBook {
     auto it = waiting_by_type_.find(dtype);
     return it == waiting_by_type_.end() ? 0 : it->second;
   }
+  // Whether some device type of the fleet has no job waiting for it (where growth may go); O(types).
+  bool some_type_without_waiting(const SchedulerCore& core) const {
+    for (std::int64_t t = 0; t < static_cast<std::int64_t>(core.fleet().device_types.size()); ++t)
+      if (waiting_of_type(t) == 0) return true;
+    return false;
+  }
   // When a running job's current incarnation started running (the core's clock, when the book
   // first saw it Running under its current epoch: a periodic checkpoint does not restart it; an
   // aborted cut restarts the job in place, a new epoch). What a victim loses and min_runtime_ms

@@ -453,10 +453,7 @@ void OrreryPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
   // Elastic jobs grow into devices of a type that nothing waits for (a waiting job would have them
   // first), the highest tier first. The candidates are taken first: a commit changes the book.
   // Nothing to do where every device type has jobs waiting (the usual case under load): no walk.
-  bool some_free_type = false;
-  for (std::int64_t t = 0; t < static_cast<std::int64_t>(core.fleet().device_types.size()) && !some_free_type; ++t)
-    some_free_type = book_.waiting_of_type(t) == 0;
-  if (!some_free_type || book_.growable().empty()) return;
+  if (book_.growable().empty() || !book_.some_type_without_waiting(core)) return;
   std::vector<int> candidates;
   int looked = 0;
   for (const auto& [tier, j] : book_.growable()) {
