@@ -63,34 +63,37 @@ class Judge(unittest.TestCase):
 
     def test_avg_jct_needs_085_and_the_utilization(self):
         self.assertTrue(self.judge(avg_jct=850)["goals"]["avg_jct"])
-        self.assertFalse(self.judge(avg_jct=851)["goals"]["avg_jct"])
-        self.assertFalse(self.judge(avg_jct=800, util=0.79)["goals"]["avg_jct"])
+        self.assertIs(self.judge(avg_jct=851)["goals"]["avg_jct"], False)
+        self.assertIs(self.judge(avg_jct=800, util=0.79)["goals"]["avg_jct"], False)
 
     def test_p99_jct_no_worse_than_the_best_baselines(self):
         self.assertTrue(self.judge(p99_jct=5000)["goals"]["p99_jct"])
-        self.assertFalse(self.judge(p99_jct=5001)["goals"]["p99_jct"])
+        self.assertIs(self.judge(p99_jct=5001)["goals"]["p99_jct"], False)
         self.assertAlmostEqual(self.judge(p99_jct=4000)["vs_best_baseline"]["p99_jct"], 0.8)
 
     def test_premium_p99_only_where_premium_fits_its_share(self):
         self.assertTrue(self.judge(premium_p99=300)["goals"]["premium_p99"])
-        self.assertFalse(self.judge(premium_p99=301)["goals"]["premium_p99"])
+        self.assertIs(self.judge(premium_p99=301)["goals"]["premium_p99"], False)
+        self.assertIs(self.judge(premium_p99=301, premium_load=0.75)["goals"]["premium_p99"], False)  # fits at the share
         self.assertIsNone(self.judge(premium_p99=301, premium_load=0.76)["goals"]["premium_p99"])
+        self.assertIsNone(self.judge(premium_p99=301, pinned={"A10": 0.76})["goals"]["premium_p99"])
+        self.assertIs(self.judge(premium_p99=301, pinned={"A10": 0.75})["goals"]["premium_p99"], False)
         r = self.judge(premium_p99=301, pinned={"A10": 3.0, "V100M16": 0.1})
         self.assertIsNone(r["goals"]["premium_p99"])
         self.assertEqual(r["premium_over_share"], {"A10": 3.0})
 
     def test_tier_order(self):
         self.assertTrue(self.judge(waits=(1, 1, 1))["goals"]["tier_order"])
-        self.assertFalse(self.judge(waits=(2, 1, 3))["goals"]["tier_order"])
-        self.assertFalse(self.judge(waits=(1, 3, 2))["goals"]["tier_order"])
+        self.assertIs(self.judge(waits=(2, 1, 3))["goals"]["tier_order"], False)
+        self.assertIs(self.judge(waits=(1, 3, 2))["goals"]["tier_order"], False)
 
     def test_tier_order_by_size_is_a_diagnostic(self):
         r = self.judge(waits=(1, 30, 2), jobs=(10, 10, 10), gangs=(0, 5, 0), waits_one=(1, 2, 2),
                        waits_gangs=(0, 58, 0))
-        self.assertFalse(r["goals"]["tier_order"])
+        self.assertIs(r["goals"]["tier_order"], False)
         self.assertTrue(r["diagnostics"]["tier_order_one_device"])
         self.assertIsNone(r["diagnostics"]["tier_order_gangs"])  # one tier has gangs
-        self.assertFalse(self.judge(waits_one=(3, 2, 1))["diagnostics"]["tier_order_one_device"])
+        self.assertIs(self.judge(waits_one=(3, 2, 1))["diagnostics"]["tier_order_one_device"], False)
 
     def test_queues_form_only_at_load_11_and_needs_waits_that_differ(self):
         self.assertNotIn("queues_form", self.judge()["goals"])
@@ -98,10 +101,16 @@ class Judge(unittest.TestCase):
         self.assertTrue(r["goals"]["queues_form"])
         same = run("cluster-1.1")
         same["results"]["orrery"]["avg_queue_s"] = dict(same["results"]["tiresias"]["avg_queue_s"])
-        self.assertFalse(bench.judge(same, 0.75)["goals"]["queues_form"])
+        self.assertIs(bench.judge(same, 0.75)["goals"]["queues_form"], False)
+        # Waits that differ by less than 1 % are the same; by 2 %, different.
+        close = run("cluster-1.1")
+        close["results"]["orrery"]["avg_queue_s"] = dict(zip(TIERS, (20.1, 20.1, 20.1)))
+        self.assertIs(bench.judge(close, 0.75)["goals"]["queues_form"], False)
+        close["results"]["orrery"]["avg_queue_s"] = dict(zip(TIERS, (20.4, 20.4, 20.4)))
+        self.assertTrue(bench.judge(close, 0.75)["goals"]["queues_form"])
         idle = run("cluster-1.1")
         idle["results"]["fifo"]["avg_queue_s"] = dict(zip(TIERS, (0, 0, 0)))
-        self.assertFalse(bench.judge(idle, 0.75)["goals"]["queues_form"])
+        self.assertIs(bench.judge(idle, 0.75)["goals"]["queues_form"], False)
 
     def test_average_wait_weighs_tiers_by_their_jobs(self):
         r = result("x", waits=(10, 20, 40), jobs=(1, 1, 2))

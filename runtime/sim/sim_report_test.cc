@@ -45,6 +45,7 @@ TEST(SimReport, EachFigureIsUnderItsOwnField) {
     x.avg_queue_one_s = 380 + t;
     x.avg_queue_gang_s = 390 + t;
     x.offered_load = 0.41 + 0.01 * t;
+    x.sla_attainment = 0.51 + 0.01 * t;
   }
   r.tiers[0].pinned_load = {{"A10", 16.5}};
   r.offered_load = 0.9;
@@ -69,6 +70,12 @@ TEST(SimReport, EachFigureIsUnderItsOwnField) {
   r.decisions = 801;
   r.rejected_proposals = 802;
   r.invariant_violations = 0;
+  r.tenants = {TenantResult{"alice", 3, 901}, TenantResult{"bob", 4, 902}};
+  r.tenant_mean_queue_s = 903;
+  r.sim_s = 904;
+  r.wall_s = 905;
+  r.decisions_per_s = 906;
+  r.peak_rss_mib = 907;
   const std::string j = results_json({r});
   expect_field(j, "policy", "\"orrery\"");
   expect_field(j, "jobs", "101");
@@ -119,6 +126,13 @@ TEST(SimReport, EachFigureIsUnderItsOwnField) {
   expect_field(j, "decisions", "801");
   expect_field(j, "rejected_proposals", "802");
   expect_field(j, "invariant_violations", "0");
+  expect_field(j, "sla_attainment", "{\"premium\": 0.51, \"standard\": 0.52, \"basic\": 0.53}");
+  expect_field(j, "tenant_mean_queue_s", "903");
+  expect_field(j, "tenant_avg_queue_s", "{\"alice\": 901, \"bob\": 902}");
+  expect_field(j, "sim_s", "904");
+  expect_field(j, "wall_s", "905");
+  expect_field(j, "decisions_per_s", "906");
+  expect_field(j, "peak_rss_mib", "907");
   // Not checked (no --check): null, not a count.
   r.invariant_violations = -1;
   expect_field(results_json({r}), "invariant_violations", "null");

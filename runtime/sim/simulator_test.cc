@@ -133,6 +133,8 @@ TEST(Simulator, CutsRestoresAndSplicingCostWhatTheCostModelSays) {
   auto r = simulate(one_node(4), w, "orrery", opts);
   ASSERT_TRUE(r.ok()) << r.reason();
   EXPECT_EQ(r->preemptions, 1);
+  EXPECT_GE(r->tiers[0].max_queue_s, 8);  // the premium job waits for the cut (and a round)
+  EXPECT_LT(r->tiers[0].max_queue_s, 8 + 2);
   EXPECT_GE(r->tiers[2].avg_jct_s, 1000 + 50 + 8 + 64);
   EXPECT_LT(r->tiers[2].avg_jct_s, 1000 + 50 + 8 + 64 + 5);
   // A job spliced onto half its world runs at half its speed, less the splice overhead: world 4
@@ -266,9 +268,9 @@ TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   // on node 0; B (3 devices, 100 s) on node 1; C (1 device, 2,000 s) on node 1 (best fit). When B
   // ends, 5 devices are free (2 + 3) but no region has the 4 that D, arriving at 150 s, needs.
   // orrery moves C to node 0 once D has waited as long as the move costs (1 device x 1 GiB / the
-  // checkpoint + transfer + restore rate of 0.48 GiB/s, about 2.1 s, over D's 4 devices: about
-  // 0.5 s), where without it D waits some 1,650 s, until A has had a GPU-hour (2 devices x 1,800
-  // s): a higher LAS level than D's, so D may cut it.
+  // checkpoint + transfer + restore rate, 1 / (1/2 + 1/1.25 + 1/2) = 0.56 GiB/s: about 1.8 s,
+  // over D's 4 devices: about 0.5 s), where without it D waits some 1,650 s, until A has had a
+  // GPU-hour (2 devices x 1,800 s): a higher LAS level than D's, so D may cut it.
   const auto fleet = h100_fleet(2, 2, 4);
   const Workload w = defrag_jobs();
   auto orrery = simulate(fleet, w, "orrery", quiet());
@@ -310,10 +312,10 @@ TEST(Simulator, PacksANodeByMigrationForAGangKeptToOneNode) {
   EXPECT_EQ(packed->preemptions, 0);
   EXPECT_EQ(packed->rejected_proposals, 0u);
   EXPECT_LT(packed->tiers[1].max_queue_s, 30);
-  // With larger states (C 64 GiB: its move costs about 133 s of its device at 0.48 GiB/s; A 80
-  // GiB a worker, 333 device-seconds) the cheaper move, C's, waits until D's 4 devices have waited
-  // as much, about 33 s; D then waits for C's cut as well (about 28 s; 61 s in all). Moving A
-  // would free node 0 as well (its cut: about 86 s).
+  // With larger states (C 64 GiB: its move costs about 115 s of its device at 0.56 GiB/s; A 2
+  // workers of 80 GiB, 2 devices x 288 s = 576 device-seconds) the cheaper move, C's, waits until
+  // D's 4 devices have waited as much, about 29 s; D then waits for C's cut as well (64 GiB at 2
+  // GiB/s: 32 s; 61 s in all). Moving A would free node 0 as well (its cut: 80 s).
   Workload heavy = w;
   heavy.jobs[0].mem_mib = 81920;
   heavy.jobs[2].mem_mib = 65536;
@@ -335,8 +337,8 @@ TEST(Simulator, PackingMovesTheCheapestJobsOffTheNode) {
   // Two 4-device nodes. A (2 devices, 80 GiB a worker) and B (2 devices, 100 s) fill node 0; C1
   // (1 GiB) and C2 (64 GiB), one device each, go on node 1. When B ends, each node has 2 free. D
   // (3 devices, kept to one node) arrives at 150 s: one job must leave a node. Moving C1 costs
-  // about 2 device-seconds (1 GiB at 0.48 GiB/s), C2 133 and A 333: C1 moves, about a second
-  // after D arrives. (C2, the dearer, would keep D waiting some 44 s for its cost to be repaid.)
+  // about 1.8 device-seconds (1 GiB at 0.56 GiB/s), C2 115 and A 576: C1 moves, about a second
+  // after D arrives. (C2, the dearer, would keep D waiting some 38 s for its cost to be repaid.)
   const auto fleet = h100_fleet(1, 2, 4);
   Workload w;
   w.jobs = {job(0, 5000, 2), job(0, 100, 2), job(1, 5000, 1), job(2, 5000, 1), job(150, 100, 3)};
