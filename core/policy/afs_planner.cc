@@ -136,9 +136,9 @@ void AfsPlanner::grow(const SchedulerCore& core, PlanContext& ctx) {
     std::int64_t next;
   };
   std::vector<Step> steps;
-  for (int j : book_.running()) {
+  for (const auto& [tier, j] : book_.growable()) {  // running transparent jobs below max_devices
     const auto& jv = core.cluster().jobs[j];
-    if (jv.devices >= jv.max_dev || ctx.cut_pending(j) || book_.waiting_of_type(jv.dtype) > 0) continue;
+    if (ctx.cut_pending(j) || book_.waiting_of_type(jv.dtype) > 0) continue;
     const std::int64_t n = next_count(jv.world, jv.min_dev, jv.max_dev, jv.devices);
     if (n > 0) steps.push_back({step_weight(jv.world, jv.devices, n), jv.attained, j, n});
   }

@@ -322,7 +322,7 @@ TEST(Simulator, PacksANodeByMigrationForAGangKeptToOneNode) {
   auto weighed = simulate(fleet, heavy, "orrery", opts);
   ASSERT_TRUE(weighed.ok()) << weighed.reason();
   EXPECT_EQ(weighed->migrations, 1);
-  EXPECT_GT(weighed->tiers[1].max_queue_s, 33 + 20);
+  EXPECT_GT(weighed->tiers[1].max_queue_s, 53);  // the rule's 29 s and most of C's 32-s cut
   EXPECT_LT(weighed->tiers[1].max_queue_s, 75);
   opts.planner.migration_gib_per_s = 0;
   auto stay = simulate(fleet, w, "orrery", opts);
