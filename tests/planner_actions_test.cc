@@ -26,13 +26,8 @@ namespace {
 using orrery::sim::testing::one_node;
 using orrery::sim::testing::job;
 
-SimOptions quiet() {
-  SimOptions o;
-  o.round_s = 1;
-  o.cost.checkpoint_every_s = 50;  // attained service reaches the core (the LAS levels need it)
-  o.premium_share = 1;
-  return o;
-}
+// Attained service reaches the core (the LAS levels need it).
+SimOptions quiet() { return orrery::sim::testing::small_case_options(50); }
 
 SimResult run(const Workload& w, const SimOptions& o, int devices = 4) {
   auto r = simulate(one_node(devices), w, "orrery", o);

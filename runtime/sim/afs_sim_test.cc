@@ -17,13 +17,8 @@ using orrery::sim::testing::job;
 
 using core::policy::AfsPlanner;
 
-SimOptions opts() {
-  SimOptions o;
-  o.round_s = 1;
-  o.cost.checkpoint_every_s = 600;  // attained service reaches the core at checkpoints
-  o.premium_share = 1;
-  return o;
-}
+// Attained service reaches the core at checkpoints.
+SimOptions opts() { return orrery::sim::testing::small_case_options(600); }
 
 TEST(AfsPlanner, ThroughputModelAndSteps) {
   EXPECT_DOUBLE_EQ(AfsPlanner::throughput(8, 8), 1.0);

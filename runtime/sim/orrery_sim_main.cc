@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
       "rejected proposals and invariant violations.\n"
       "Exit status: 0 done, 1 usage or input error, 2 a run failed its --check (invariant "
       "violations, rejected proposals, or jobs left waiting when nothing was left to happen)."};
-  std::string fleet_path, fleet_gen, trace, policy = "orrery", compare, plot_dir, modes, tier_weights;
+  std::string fleet_path, fleet_gen, trace, policy = "orrery", compare, plot_dir, jobs_csv, modes, tier_weights;
   std::int64_t synthetic = 0;
   int copies = 0;
   std::uint64_t seed = 1;
@@ -120,6 +120,9 @@ int main(int argc, char** argv) {
                  "several planners on the same input, side by side, e.g. fifo,tiresias,orrery");
   app.add_flag("--json", json, "print the results as JSON (one object per policy) instead of a table");
   app.add_option("--plot", plot_dir, "write SVG figures to DIR: utilization, queue length, JCT CDF");
+  app.add_option("--jobs-csv", jobs_csv,
+                 "write each job's figures to FILE (CSV, a row per job and policy: tier, size, state, device "
+                 "type, arrival, start, end, wait, JCT, preemptions, migrations, resizes; docs/simulator.md)");
   app.add_flag("--check", check,
                "journal each run and replay it through the invariant checker (the code of "
                "orrery-check replay, linked into orrery-sim for this option only)");
@@ -178,6 +181,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   o.planner.one_node_gangs = one_node || (!trace.empty() && !span_nodes);
+  o.job_records = !jobs_csv.empty();
+  if (o.job_records) {  // a path that cannot be written is said now, not after a long run
+    if (auto st = sim::write_jobs_csv({}, {}, jobs_csv); !st) {
+      std::fprintf(stderr, "orrery-sim: --jobs-csv: %s\n", st.reason().c_str());
+      return 1;
+    }
+  }
   if (no_defrag) o.planner.migration_gib_per_s = 0;
   if (no_backfill) o.planner.backfill = false;
   o.planner.overdue_cap_ms = static_cast<std::int64_t>(std::llround(overdue_cap_h * 3.6e6));
@@ -351,6 +361,13 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (!quiet && !json) std::fprintf(stderr, "figures written to %s\n", plot_dir.c_str());
+  }
+  if (!jobs_csv.empty()) {
+    if (auto st = sim::write_jobs_csv(results, workload, jobs_csv); !st) {
+      std::fprintf(stderr, "orrery-sim: --jobs-csv: %s\n", st.reason().c_str());
+      return 1;
+    }
+    if (!quiet && !json) std::fprintf(stderr, "job records written to %s\n", jobs_csv.c_str());
   }
   return exit_code;
 }

@@ -10,6 +10,7 @@
 #include "core/fleet.h"
 #include "runtime/sim/fleet_generator.h"
 #include "runtime/sim/sim_job.h"
+#include "runtime/sim/simulator.h"
 #include "tests/temp_dir.h"
 
 namespace orrery::sim::testing {
@@ -39,6 +40,17 @@ inline SimJob job(double arrival, double duration, int world,
   j.mem_mib = 1024;
   j.tier = tier;
   return j;
+}
+
+// Options for the small hand-made cases: a round every second, premium may take the whole
+// fleet, periodic checkpoints every `checkpoint_every_s` (0: none; a LAS planner sees a running
+// job's attained service at them).
+inline SimOptions small_case_options(double checkpoint_every_s = 0) {
+  SimOptions o;
+  o.round_s = 1;
+  o.cost.checkpoint_every_s = checkpoint_every_s;
+  o.premium_share = 1;
+  return o;
 }
 
 // tests/temp_dir.h's directory, with a write that returns the file's path.

@@ -65,6 +65,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     planner_ = core::policy::make_planner(policy, po);
     if (!planner_) return Status::Error("unknown policy \"" + policy + "\"");
     if (fleet.num_devices() == 0) return Status::Error("the fleet has no devices");
+    if (o_.job_records) recorder_ = std::make_unique<JobRecorder>(w_.jobs.size(), fleet.device_types);
     fleet.premium_reserve = static_cast<std::int64_t>(std::floor(o_.premium_share * fleet.num_devices()));
     if (!o_.journal_path.empty()) {
       std::error_code ec;
@@ -182,6 +183,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     held_ -= freed;
     waiting_ += waits(c.to) - waits(c.from);
     planner_->job_changed(*core_, id);
+    if (recorder_) recorder_->committed(static_cast<std::size_t>(js.w), d.event, c.to, core_->cluster().jobs[id].dtype, now());
     switch (d.event) {
       case EventKind::kPreempt: ++preemptions_; break;
       case EventKind::kMigrate: ++migrations_; break;
@@ -647,6 +649,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
     r.utilization_series = std::move(util_);
     r.queue_series = std::move(queue_);
     r.jct_s = std::move(sum.jct_s);
+    if (recorder_) r.job_records = recorder_->take();
   }
 
   const Workload& w_;
@@ -655,6 +658,7 @@ class Sim final : public core::policy::PlanContext, public protocol::CommitListe
   std::unique_ptr<core::JournalWriter> journal_;
   std::unique_ptr<core::SchedulerCore> core_;
   std::unique_ptr<core::policy::Planner> planner_;
+  std::unique_ptr<JobRecorder> recorder_;  // SimOptions::job_records
   std::unique_ptr<protocol::Protocol> proto_;
   std::unique_ptr<protocol::Driver> driver_;
   FleetTypes types_;

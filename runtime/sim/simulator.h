@@ -27,6 +27,7 @@
 #include "core/policy/planner.h"
 #include "base/result.h"
 #include "runtime/sim/job_modes.h"
+#include "runtime/sim/job_records.h"
 #include "runtime/sim/sim_metrics.h"
 #include "runtime/sim/workload.h"
 
@@ -79,6 +80,8 @@ struct SimOptions {
   // one, as before job specs could name several.
   bool pin_types = false;
   std::string journal_path;     // empty: no journal
+  // Keep each job's own figures (SimResult::job_records; orrery-sim --jobs-csv).
+  bool job_records = false;
   // Called now and then with (simulated seconds, jobs finished, jobs in the workload) — for a
   // progress bar.
   std::function<void(double, std::int64_t, std::int64_t)> on_progress;
@@ -166,6 +169,9 @@ struct SimResult {
   // Time series (x in hours since the first arrival) and the completed jobs' JCTs, for plots.
   std::vector<double> t_h, utilization_series, queue_series;
   std::vector<double> jct_s;
+  // Each workload job's own figures, by its index in the workload (SimOptions::job_records; else
+  // empty).
+  std::vector<JobRecord> job_records;
 };
 
 // Runs `workload` on `fleet` with the planner `policy` ("orrery", "fifo", "tiresias", "afs"). Errors:

@@ -20,13 +20,7 @@ using orrery::sim::testing::h100_fleet;
 using orrery::sim::testing::one_node;
 using orrery::sim::testing::job;
 
-SimOptions quiet() {
-  SimOptions o;
-  o.round_s = 1;
-  o.cost.checkpoint_every_s = 0;
-  o.premium_share = 1;  // small fleets: premium may take all of it
-  return o;
-}
+SimOptions quiet() { return orrery::sim::testing::small_case_options(); }
 
 TEST(Simulator, FifoBlocksBehindTheHeadOrreryBackfills) {
   // 4 devices. A 3-device job runs for 100 s, a 4-device job waits for it, then a 1-device job
@@ -273,9 +267,14 @@ TEST(Simulator, DefragmentsByMigrationWhenMovingPays) {
   // GPU-hour (2 devices x 1,800 s): a higher LAS level than D's, so D may cut it.
   const auto fleet = h100_fleet(2, 2, 4);
   const Workload w = defrag_jobs();
-  auto orrery = simulate(fleet, w, "orrery", quiet());
+  auto recorded = quiet();
+  recorded.job_records = true;
+  auto orrery = simulate(fleet, w, "orrery", recorded);
   ASSERT_TRUE(orrery.ok()) << orrery.reason();
   EXPECT_EQ(orrery->completed, 4);
+  ASSERT_EQ(orrery->job_records.size(), 4u);  // the move is C's (job_records.h)
+  for (int i : {0, 1, 3}) EXPECT_EQ(orrery->job_records[static_cast<std::size_t>(i)].migrations, 0) << i;
+  EXPECT_EQ(orrery->job_records[2].migrations, 1);
   EXPECT_DOUBLE_EQ(orrery->avg_run_s, (2000 + 100 + 2000 + 100) / 4.0);  // the floor under avg JCT
   EXPECT_GT(orrery->avg_jct_s, orrery->avg_run_s);  // D waited
   EXPECT_EQ(orrery->migrations, 1);
