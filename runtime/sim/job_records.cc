@@ -57,10 +57,16 @@ std::vector<JobRecord> JobRecorder::take() {
   return std::move(records_);
 }
 
-std::string jobs_csv(const std::vector<SimResult>& results, const Workload& w) {
-  std::string out =
-      "policy,job,tier,tenant,world,min_devices,max_devices,state,device_type,arrival_s,run_s,start_s,end_s,"
-      "queue_s,jct_s,preemptions,migrations,resizes\n";
+namespace {
+
+constexpr const char* kHeader =
+    "policy,job,tier,tenant,world,min_devices,max_devices,state,device_type,arrival_s,run_s,start_s,end_s,"
+    "queue_s,jct_s,preemptions,migrations,resizes\n";
+
+// Each row in turn, to `out` (a row at a time: a million jobs' rows are never held at once).
+template <typename Out>
+void rows(const std::vector<SimResult>& results, const Workload& w, Out&& out) {
+  std::string row;
   for (const auto& r : results) {
     for (std::size_t i = 0; i < r.job_records.size() && i < w.jobs.size(); ++i) {
       const SimJob& j = w.jobs[i];
@@ -68,22 +74,30 @@ std::string jobs_csv(const std::vector<SimResult>& results, const Workload& w) {
       // The sim clock counts whole milliseconds: an event at the arrival may read a hair before it.
       auto since_arrival = [&](double t) { return t < 0 ? std::string() : seconds(std::max(t - j.arrival_s, 0.0)); };
       const std::string tenant = static_cast<std::size_t>(j.tenant) < w.tenants.size() ? w.tenants[static_cast<std::size_t>(j.tenant)] : "";
-      out += field(r.policy) + "," + std::to_string(i) + "," + std::string(spec::tier_name(j.tier)) + "," + field(tenant) + "," +
-             std::to_string(j.world) + "," + std::to_string(j.min_devices) + "," + std::to_string(j.max_devices) + "," +
-             rec.state + "," + field(rec.device_type) + "," + seconds(j.arrival_s) + "," + seconds(j.duration_s) + "," +
-             seconds(rec.start_s) + "," + seconds(rec.end_s) + "," +
-             since_arrival(rec.start_s) + "," + since_arrival(rec.end_s) + "," + std::to_string(rec.preemptions) + "," +
-             std::to_string(rec.migrations) + "," + std::to_string(rec.resizes) + "\n";
+      row = field(r.policy) + "," + std::to_string(i) + "," + std::string(spec::tier_name(j.tier)) + "," + field(tenant) + "," +
+            std::to_string(j.world) + "," + std::to_string(j.min_devices) + "," + std::to_string(j.max_devices) + "," +
+            rec.state + "," + field(rec.device_type) + "," + seconds(j.arrival_s) + "," + seconds(j.duration_s) + "," +
+            seconds(rec.start_s) + "," + seconds(rec.end_s) + "," + since_arrival(rec.start_s) + "," +
+            since_arrival(rec.end_s) + "," + std::to_string(rec.preemptions) + "," + std::to_string(rec.migrations) +
+            "," + std::to_string(rec.resizes) + "\n";
+      out(row);
     }
   }
+}
+
+}  // namespace
+
+std::string jobs_csv(const std::vector<SimResult>& results, const Workload& w) {
+  std::string out = kHeader;
+  rows(results, w, [&](const std::string& row) { out += row; });
   return out;
 }
 
 Status write_jobs_csv(const std::vector<SimResult>& results, const Workload& w, const std::string& path) {
-  const std::string text = jobs_csv(results, w);
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return Status::Error("cannot write " + path + ": " + std::strerror(errno));
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  bool ok = std::fputs(kHeader, f) >= 0;
+  rows(results, w, [&](const std::string& row) { ok = ok && std::fwrite(row.data(), 1, row.size(), f) == row.size(); });
   if (std::fclose(f) != 0 || !ok) return Status::Error("cannot write " + path + ": " + std::strerror(errno));
   return Status::Ok();
 }
