@@ -141,6 +141,17 @@ class WholeRun(unittest.TestCase):
             self.assertEqual(out["goals_met"]["p99_jct"], "0 of 5")
             self.assertEqual(out["goals_met"]["tier_order"], "5 of 5")
             self.assertEqual(out["goals_met"]["queues_form"], "1 of 1")
+            # Every run the same: orrery / AFS is 0.8 in average JCT and 1.2 in p99 JCT.
+            self.assertAlmostEqual(out["geomean_vs_best_baseline"]["avg_jct"], 0.8)
+            self.assertAlmostEqual(out["geomean_vs_best_baseline"]["p99_jct"], 1.2)
+
+
+class Geomean(unittest.TestCase):
+    def test_geometric_mean_of_the_ratios_that_exist(self):
+        self.assertAlmostEqual(bench.geomean([0.5, 2.0]), 1.0)
+        self.assertAlmostEqual(bench.geomean([1.1, None, 1.1]), 1.1)
+        self.assertAlmostEqual(bench.geomean([0.9, 1.0, 1.21]), (0.9 * 1.21) ** (1 / 3))
+        self.assertIsNone(bench.geomean([None]))
 
 
 if __name__ == "__main__":
