@@ -118,23 +118,46 @@ class Judge(unittest.TestCase):
 
 
 class WholeRun(unittest.TestCase):
-    """bench-sim --quick --json against a stand-in that prints the same results for every run."""
+    """bench-sim --quick (--json, --variants) against a stand-in that prints the same results for every run."""
+
+    def bench(self, d, *args):
+        """bench-sim with a stand-in orrery-sim in `d` that prints the same results for every run."""
+        fixed = [run(avg_jct=800, p99_jct=6000)["results"][p] for p in ("fifo", "tiresias", "afs", "orrery")]
+        with open(os.path.join(d, "results.json"), "w") as f:
+            json.dump(fixed, f)
+        sim = os.path.join(d, "fake-sim")
+        with open(sim, "w") as f:
+            f.write(f"#!/bin/sh\ncat '{d}/results.json'\n")
+        os.chmod(sim, 0o755)
+        with open(os.path.join(d, "openb_pod_list_default.csv"), "w") as f:  # what trace-variant reads
+            f.write("name,num_gpu,gpu_milli,gpu_spec,creation_time\npod-0,1,1000,,0\npod-1,8,1000,,5\n")
+        open(os.path.join(d, "openb_node_list_gpu_node.csv"), "w").close()
+        env = dict(os.environ, ORRERY_SIM=sim, ORRERY_TRACE_DIR=d)
+        p = subprocess.run([sys.executable, BENCH, *args], env=env, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def test_variants_run_the_same_runs_on_seven_traces_and_sum_them_up(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = json.loads(self.bench(d, "--quick", "--json", "--variants"))
+            self.assertEqual(list(out["variants"]), [f"v{i}" for i in range(1, 8)])
+            self.assertEqual(out["variants"]["v4"]["trace_variant_args"],
+                             ["--spec-share", "0.4", "--share-share", "0.3", "--seed", "4"])
+            for v in out["variants"].values():
+                self.assertEqual(len(v["runs"]), 5)
+                self.assertEqual(v["goals_met"]["avg_jct"], "5 of 5")
+            self.assertEqual(out["goals_met"]["p99_jct"], "0 of 5")  # the default trace's, as without it
+            self.assertEqual(out["all_traces"]["goals_met"]["avg_jct"], "40 of 40")
+            self.assertEqual(out["all_traces"]["goals_met"]["queues_form"], "8 of 8")
+            self.assertAlmostEqual(out["all_traces"]["geomean_vs_best_baseline"]["p99_jct"], 1.2)
+            text = self.bench(d, "--quick", "--variants")
+            self.assertIn("== variant v7 (scripts/trace-variant --spec-share 0.3 --share-share 0.6 --seed 7)", text)
+            self.assertIn("all traces: goals met (runs where they apply): avg_jct 40 of 40, p99_jct 0 of 40", text)
 
     def test_summary_counts_the_runs_that_meet_each_goal(self):
         with tempfile.TemporaryDirectory() as d:
-            fixed = [run(avg_jct=800, p99_jct=6000)["results"][p] for p in ("fifo", "tiresias", "afs", "orrery")]
-            with open(os.path.join(d, "results.json"), "w") as f:
-                json.dump(fixed, f)
-            sim = os.path.join(d, "fake-sim")
-            with open(sim, "w") as f:
-                f.write(f"#!/bin/sh\ncat '{d}/results.json'\n")
-            os.chmod(sim, 0o755)
-            for name in ("openb_pod_list_default.csv", "openb_node_list_gpu_node.csv"):
-                open(os.path.join(d, name), "w").close()
-            env = dict(os.environ, ORRERY_SIM=sim, ORRERY_TRACE_DIR=d)
-            p = subprocess.run([sys.executable, BENCH, "--quick", "--json"], env=env, capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            out = json.loads(p.stdout)
+            out = json.loads(self.bench(d, "--quick", "--json"))
+            self.assertNotIn("variants", out)
             self.assertEqual([r["run"] for r in out["runs"]],
                              ["cluster-0.7", "cluster-0.9", "cluster-1.1", "16x8-0.9", "4x8-0.9"])
             self.assertEqual(out["goals_met"]["avg_jct"], "5 of 5")
