@@ -51,6 +51,8 @@ Result<AlibabaTrace> load_alibaba_trace(const std::string& path, const AlibabaTr
   const int c_num = col[0], c_milli = col[1], c_spec = col[2], c_qos = col[3], c_create = col[4],
             c_sched = col[5], c_delete = col[6];
   const int c_tenant = o.tenant_column.empty() ? -1 : r.column(o.tenant_column);
+  const int c_name = r.column("name");
+  std::vector<std::string> names;
 
   AlibabaTrace out;
   Workload& w = out.workload;
@@ -162,9 +164,19 @@ Result<AlibabaTrace> load_alibaba_trace(const std::string& path, const AlibabaTr
     ++s.jobs_per_tier[t];
     s.gpu_seconds_per_tier[t] += static_cast<double>(j.world) * j.duration_s;
     w.jobs.push_back(j);
+    if (c_name >= 0) names.emplace_back(r.field(c_name));
   }
-  std::stable_sort(w.jobs.begin(), w.jobs.end(),
-                   [](const SimJob& a, const SimJob& b) { return a.arrival_s < b.arrival_s; });
+  // By arrival, the file's order among equals; the names with their jobs.
+  std::vector<std::size_t> order(w.jobs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return w.jobs[a].arrival_s < w.jobs[b].arrival_s; });
+  std::vector<SimJob> sorted;
+  sorted.reserve(order.size());
+  for (std::size_t i : order) sorted.push_back(w.jobs[i]);
+  w.jobs = std::move(sorted);
+  for (std::size_t i : order)
+    if (!names.empty()) w.names.push_back(std::move(names[i]));
   s.jobs = static_cast<std::int64_t>(w.jobs.size());
   if (!w.jobs.empty()) {
     s.first_arrival_s = w.jobs.front().arrival_s;

@@ -26,6 +26,7 @@
 //   mem_mib     = worker_mem_mib, or ceil(worker_mem_mib * gpu_milli / 1000) for fractional rows
 //   tenant      = the value of the column named tenant_column when the header has one (the 2023
 //                 trace has none), else tenant 0 ("all")
+//   name        = the `name` column, where the header has one (Workload::names)
 // Jobs are in arrival order (the file's order among equal arrivals).
 //
 // Errors name PATH:LINE and the column: a missing column in the header, a record with the wrong

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/sim/offered_load.h"
 #include "runtime/sim/sim_test_util.h"
 
 namespace orrery::sim {
@@ -151,6 +152,37 @@ TEST(AlibabaTraceTest, HeaderReordering) {
   for (std::size_t i = 0; i < a->workload.jobs.size(); ++i)
     ASSERT_TRUE(same_job(a->workload.jobs[i], b->workload.jobs[i])) << "job " << i;
   EXPECT_EQ(a->summary.to_string(), b->summary.to_string());
+}
+
+// The `name` column goes with its job through the sort by arrival (and a file without one has no
+// names); repeat_workload keeps each copy's names.
+TEST(AlibabaTraceTest, NamesFollowTheirJobsInArrivalOrder) {
+  TempDir dir;
+  const auto p = dir.write("n.csv",
+                           "name,num_gpu,gpu_milli,gpu_spec,qos,creation_time,scheduled_time,deletion_time\n"
+                           "pod-late,1,1000,,LS,50,50,60\n"
+                           "pod-cpu,0,0,,LS,1,1,2\n"
+                           "pod-early,2,1000,,BE,10,10,30\n"
+                           "pod-tie,1,1000,,LS,50,50,70\n");
+  auto t = load_alibaba_trace(p);
+  ASSERT_TRUE(t.ok()) << t.reason();
+  const Workload& w = t->workload;
+  ASSERT_EQ(w.jobs.size(), 3u);
+  EXPECT_EQ(w.names, (std::vector<std::string>{"pod-early", "pod-late", "pod-tie"}));
+  EXPECT_EQ(w.jobs[0].world, 2);
+  EXPECT_EQ(w.jobs[2].duration_s, 20);
+  const Workload twice = repeat_workload(w, 2);
+  ASSERT_EQ(twice.names.size(), 6u);
+  EXPECT_EQ(twice.names[3], "pod-early");
+  EXPECT_EQ(twice.jobs[3].world, 2);
+  const auto q = dir.write("no-name.csv",
+                           "num_gpu,gpu_milli,gpu_spec,qos,creation_time,scheduled_time,deletion_time\n"
+                           "1,1000,,LS,5,5,6\n");
+  auto u = load_alibaba_trace(q);
+  ASSERT_TRUE(u.ok()) << u.reason();
+  EXPECT_EQ(u->workload.jobs.size(), 1u);
+  EXPECT_TRUE(u->workload.names.empty());
+  EXPECT_TRUE(repeat_workload(u->workload, 2).names.empty());
 }
 
 // One row of every category, gpu_spec sets, a tenant column, a reordered minimal header.

@@ -60,7 +60,7 @@ std::vector<JobRecord> JobRecorder::take() {
 namespace {
 
 constexpr const char* kHeader =
-    "policy,job,tier,tenant,world,min_devices,max_devices,state,device_type,arrival_s,run_s,start_s,end_s,"
+    "policy,job,name,tier,tenant,world,min_devices,max_devices,state,device_type,arrival_s,run_s,start_s,end_s,"
     "queue_s,jct_s,preemptions,migrations,resizes\n";
 
 // Each row in turn, to `out` (a row at a time: a million jobs' rows are never held at once).
@@ -74,7 +74,9 @@ void rows(const std::vector<SimResult>& results, const Workload& w, Out&& out) {
       // The sim clock counts whole milliseconds: an event at the arrival may read a hair before it.
       auto since_arrival = [&](double t) { return t < 0 ? std::string() : seconds(std::max(t - j.arrival_s, 0.0)); };
       const std::string tenant = static_cast<std::size_t>(j.tenant) < w.tenants.size() ? w.tenants[static_cast<std::size_t>(j.tenant)] : "";
-      row = field(r.policy) + "," + std::to_string(i) + "," + std::string(spec::tier_name(j.tier)) + "," + field(tenant) + "," +
+      const std::string name = i < w.names.size() ? w.names[i] : "";
+      row = field(r.policy) + "," + std::to_string(i) + "," + field(name) + "," + std::string(spec::tier_name(j.tier)) + "," +
+            field(tenant) + "," +
             std::to_string(j.world) + "," + std::to_string(j.min_devices) + "," + std::to_string(j.max_devices) + "," +
             rec.state + "," + field(rec.device_type) + "," + seconds(j.arrival_s) + "," + seconds(j.duration_s) + "," +
             seconds(rec.start_s) + "," + seconds(rec.end_s) + "," + since_arrival(rec.start_s) + "," +

@@ -42,7 +42,8 @@ struct SimResult;
 struct Workload;
 
 // The CSV header and one row per workload job and policy, in the order of `results` then of the
-// workload (its arrival order): policy, job (its index in the workload), tier, tenant, world,
+// workload (its arrival order): policy, job (its index in the workload), name (Workload::names;
+// empty where it has none), tier, tenant, world,
 // min_devices, max_devices, state, device_type, arrival_s, run_s (its run at full size), start_s,
 // end_s, queue_s (start - arrival), jct_s (end - arrival), preemptions, migrations, resizes. A time
 // that did not happen is empty. Every result must hold its records (SimOptions::job_records).

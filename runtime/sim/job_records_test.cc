@@ -108,6 +108,7 @@ TEST(JobRecords, AddUpToTheReportUnderEveryPolicy) {
 TEST(JobRecords, CsvHasARowPerJobAndPolicyWithEmptyTimesForWhatDidNotHappen) {
   Workload w;
   w.tenants = {"team a,b"};
+  w.names = {"pod-a", ""};
   w.jobs = {job(5, 100, 2, spec::Tier::kPremium, /*min_dev=*/1), job(6, 30, 1, spec::Tier::kBasic)};
   SimResult a, b;
   a.policy = "afs";
@@ -131,12 +132,12 @@ TEST(JobRecords, CsvHasARowPerJobAndPolicyWithEmptyTimesForWhatDidNotHappen) {
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[0],
-            "policy,job,tier,tenant,world,min_devices,max_devices,state,device_type,arrival_s,run_s,start_s,end_s,"
+            "policy,job,name,tier,tenant,world,min_devices,max_devices,state,device_type,arrival_s,run_s,start_s,end_s,"
             "queue_s,jct_s,preemptions,migrations,resizes");
-  EXPECT_EQ(lines[1], "afs,0,premium,\"team a,b\",2,1,2,completed,H100-80G,5.000,100.000,7.500,120.250,2.500,115.250,2,1,3");
-  EXPECT_EQ(lines[2], "afs,1,basic,\"team a,b\",1,1,1,unfinished,H100-80G,6.000,30.000,,,,,0,0,0");
+  EXPECT_EQ(lines[1], "afs,0,pod-a,premium,\"team a,b\",2,1,2,completed,H100-80G,5.000,100.000,7.500,120.250,2.500,115.250,2,1,3");
+  EXPECT_EQ(lines[2], "afs,1,,basic,\"team a,b\",1,1,1,unfinished,H100-80G,6.000,30.000,,,,,0,0,0");
   EXPECT_EQ(lines[3].rfind("orrery,0,", 0), 0u);
-  EXPECT_EQ(lines[4], "orrery,1,basic,\"team a,b\",1,1,1,unschedulable,,6.000,30.000,,,,,0,0,0");
+  EXPECT_EQ(lines[4], "orrery,1,,basic,\"team a,b\",1,1,1,unschedulable,,6.000,30.000,,,,,0,0,0");
 }
 
 TEST(JobRecords, AFileThatCannotBeWrittenIsAnErrorNamingIt) {
@@ -147,7 +148,7 @@ TEST(JobRecords, AFileThatCannotBeWrittenIsAnErrorNamingIt) {
   const std::string path = dir.file("jobs.csv");
   ASSERT_TRUE(write_jobs_csv({}, {}, path).ok());
   auto text = orrery::testing::read_bytes(path);
-  EXPECT_EQ(text.rfind("policy,job,tier,", 0), 0u);
+  EXPECT_EQ(text.rfind("policy,job,name,tier,", 0), 0u);
 }
 
 }  // namespace

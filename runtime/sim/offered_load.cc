@@ -80,6 +80,9 @@ Workload repeat_workload(const Workload& w, int copies) {
       j.arrival_s += static_cast<double>(k) * period;
       r.jobs.push_back(j);
     }
+  // Each copy's jobs keep their names (the job's index in the workload tells the copies apart).
+  if (w.names.size() == w.jobs.size())
+    for (int k = 0; k < copies; ++k) r.names.insert(r.names.end(), w.names.begin(), w.names.end());
   return r;
 }
 

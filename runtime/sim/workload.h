@@ -20,6 +20,10 @@ struct Workload {
   std::vector<std::string> device_types;  // bit i of SimJob::device_types names device_types[i]
   std::vector<std::string> tenants;       // SimJob::tenant indexes this
   std::vector<SimJob> jobs;               // sorted by arrival_s (ties in input order)
+  // Each job's name where the source has one (a trace's `name` column), in the order of `jobs`;
+  // empty where it has none (synthetic workloads: a million names would be a third of their
+  // memory). What orrery-sim --jobs-csv prints beside the job.
+  std::vector<std::string> names;
 
   // The index of a device type name, added if new; -1 when the workload already has
   // kMaxWorkloadDeviceTypes other types.
