@@ -175,8 +175,8 @@ Result<AlibabaTrace> load_alibaba_trace(const std::string& path, const AlibabaTr
   sorted.reserve(order.size());
   for (std::size_t i : order) sorted.push_back(w.jobs[i]);
   w.jobs = std::move(sorted);
-  for (std::size_t i : order)
-    if (!names.empty()) w.names.push_back(std::move(names[i]));
+  if (!names.empty())
+    for (std::size_t i : order) w.names.push_back(std::move(names[i]));
   s.jobs = static_cast<std::int64_t>(w.jobs.size());
   if (!w.jobs.empty()) {
     s.first_arrival_s = w.jobs.front().arrival_s;

@@ -76,8 +76,8 @@ void rows(const std::vector<SimResult>& results, const Workload& w, Out&& out) {
       const std::string tenant = static_cast<std::size_t>(j.tenant) < w.tenants.size() ? w.tenants[static_cast<std::size_t>(j.tenant)] : "";
       const std::string name = i < w.names.size() ? w.names[i] : "";
       row = field(r.policy) + "," + std::to_string(i) + "," + field(name) + "," + std::string(spec::tier_name(j.tier)) + "," +
-            field(tenant) + "," +
-            std::to_string(j.world) + "," + std::to_string(j.min_devices) + "," + std::to_string(j.max_devices) + "," +
+            field(tenant) + "," + std::to_string(j.world) + "," + std::to_string(j.min_devices) + "," +
+            std::to_string(j.max_devices) + "," +
             rec.state + "," + field(rec.device_type) + "," + seconds(j.arrival_s) + "," + seconds(j.duration_s) + "," +
             seconds(rec.start_s) + "," + seconds(rec.end_s) + "," + since_arrival(rec.start_s) + "," +
             since_arrival(rec.end_s) + "," + std::to_string(rec.preemptions) + "," + std::to_string(rec.migrations) +

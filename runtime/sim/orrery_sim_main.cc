@@ -182,12 +182,14 @@ int main(int argc, char** argv) {
   }
   o.planner.one_node_gangs = one_node || (!trace.empty() && !span_nodes);
   o.job_records = !jobs_csv.empty();
-  if (o.job_records) {  // a path that cannot be written is said now, not after a long run
-    if (auto st = sim::write_jobs_csv({}, {}, jobs_csv); !st) {
-      std::fprintf(stderr, "orrery-sim: --jobs-csv: %s\n", st.reason().c_str());
-      return 1;
-    }
-  }
+  // --jobs-csv's file, with these results; false (said) where it cannot be written.
+  auto write_jobs = [&](const std::vector<sim::SimResult>& rs, const sim::Workload& w) {
+    auto st = sim::write_jobs_csv(rs, w, jobs_csv);
+    if (!st) std::fprintf(stderr, "orrery-sim: --jobs-csv: %s\n", st.reason().c_str());
+    return st.ok();
+  };
+  // A path that cannot be written is said now, not after a long run.
+  if (o.job_records && !write_jobs({}, {})) return 1;
   if (no_defrag) o.planner.migration_gib_per_s = 0;
   if (no_backfill) o.planner.backfill = false;
   o.planner.overdue_cap_ms = static_cast<std::int64_t>(std::llround(overdue_cap_h * 3.6e6));
@@ -362,11 +364,8 @@ int main(int argc, char** argv) {
     }
     if (!quiet && !json) std::fprintf(stderr, "figures written to %s\n", plot_dir.c_str());
   }
-  if (!jobs_csv.empty()) {
-    if (auto st = sim::write_jobs_csv(results, workload, jobs_csv); !st) {
-      std::fprintf(stderr, "orrery-sim: --jobs-csv: %s\n", st.reason().c_str());
-      return 1;
-    }
+  if (o.job_records) {
+    if (!write_jobs(results, workload)) return 1;
     if (!quiet && !json) std::fprintf(stderr, "job records written to %s\n", jobs_csv.c_str());
   }
   return exit_code;
